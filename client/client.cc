@@ -1,0 +1,1 @@
+int placeholder_client_client_cc;

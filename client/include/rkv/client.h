@@ -1,0 +1,98 @@
+// rkv::Client: a connection to one kvserver.
+//
+// GETs are served by one-sided RDMA READs of the server's table: the server's CPU never runs
+// for a GET. PUT and DELETE are send/recv RPCs executed by the server. A GET never returns a
+// torn, freed or wrong-key value: entries carry an XXH3 checksum and a version, and the client
+// compares keys itself (see docs/design.md).
+//
+// Thread safety: a Client is NOT thread-safe. Use one Client per thread (each owns its own QP,
+// CQ and buffers). Different Clients may be used concurrently.
+// Ownership: the Client owns every verbs/rdma_cm object it creates; destroying it disconnects.
+// Errors: no exceptions; every call returns rkv::Status. After kConnectionLost every call fails
+// fast until Reconnect() succeeds.
+// Consistency: per key linearizable. Once Put returns OK, every Get that starts later, from any
+// client, returns that value or a newer one.
+#ifndef RKV_CLIENT_H_
+#define RKV_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rkv/status.h"
+
+namespace rkv {
+
+struct Options {
+  int connect_timeout_ms = 5000;
+  int rpc_timeout_ms = 10000;
+  // Upper bound on re-reads of one GET that keep seeing an entry being written.
+  int max_get_retries = 1000;
+};
+
+// Counters kept by the client; cumulative since Connect.
+struct ClientCounters {
+  uint64_t gets = 0;              // Get calls plus keys passed to MultiGet
+  uint64_t reads_posted = 0;      // RDMA READ work requests posted
+  uint64_t round_trips = 0;       // batches of READs waited for (one network round trip each)
+  uint64_t checksum_retries = 0;  // GET attempts restarted after a torn or inconsistent entry
+  uint64_t rpcs = 0;              // PUT/DELETE/STATS requests sent
+};
+
+// What the server advertised in the rdma_cm accept, plus the connection in use.
+struct ServerInfo {
+  uint64_t instance_id = 0;
+  uint64_t region_addr = 0;
+  uint32_t rkey = 0;
+  uint64_t region_size = 0;
+  uint32_t num_buckets = 0;
+  uint32_t overflow_slots = 0;
+  uint32_t max_key_size = 0;
+  uint32_t max_value_size = 0;
+  uint16_t protocol_version = 0;
+  std::string device;
+  uint8_t port = 0;
+  uint32_t qp_num = 0;
+  uint32_t path_mtu = 0;  // bytes
+};
+
+class ClientImpl;
+
+class Client {
+ public:
+  // address is "HOST:PORT" (IPv4 address or name of an RDMA-capable interface's address).
+  static Status Connect(const std::string& address, const Options& options,
+                        std::unique_ptr<Client>* client);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // One-sided GET. On OK *value holds the value (its capacity is reused: no allocation when
+  // large enough). NOT_FOUND if absent.
+  Status Get(std::string_view key, std::string* value);
+  // Posts the READs of all keys at once (in batches of up to 16 keys), then resolves each.
+  // (*statuses)[i] is OK or NOT_FOUND or an error for keys[i]; the returned Status is not OK
+  // only when the connection failed.
+  Status MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
+                  std::vector<Status>* statuses);
+  Status Put(std::string_view key, std::string_view value);
+  Status Delete(std::string_view key);
+  // Server counters as "name value" lines.
+  Status Stats(std::string* text);
+  // Drops the current connection and connects again to the same address. Returns
+  // kServerRestarted (after connecting) if the server's instance id changed.
+  Status Reconnect();
+
+  const ClientCounters& counters() const;
+  const ServerInfo& server_info() const;
+
+ private:
+  explicit Client(std::unique_ptr<ClientImpl> impl);
+  std::unique_ptr<ClientImpl> impl_;
+};
+
+}  // namespace rkv
+
+#endif  // RKV_CLIENT_H_

@@ -1,0 +1,143 @@
+#include "common/layout.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+namespace rkv::layout {
+namespace {
+uint32_t FastRange(uint64_t h, uint32_t n) {
+  return static_cast<uint32_t>((static_cast<unsigned __int128>(h) * n) >> 64);
+}
+template <typename T>
+void Store(uint8_t* p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
+template <typename T>
+T Load(const uint8_t* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+uint64_t SlotChecksum(const uint8_t* slot, uint64_t seed) {
+  return XXH3_64bits_withSeed(slot + 8, kSlotSize - 8, seed);
+}
+}  // namespace
+
+KeyHash HashKey(std::string_view key, uint64_t seed, uint32_t num_buckets) {
+  KeyHash k;
+  k.hash = XXH3_64bits_withSeed(key.data(), key.size(), seed);
+  uint64_t h2 = (k.hash ^ (k.hash >> 29)) * 0x9E3779B97F4A7C15ull;
+  h2 = (h2 << 31) | (h2 >> 33);
+  k.bucket[0] = FastRange(k.hash, num_buckets);
+  k.bucket[1] = FastRange(h2, num_buckets);
+  if (k.bucket[1] == k.bucket[0] && num_buckets > 1)
+    k.bucket[1] = (k.bucket[0] + 1) % num_buckets;
+  k.fingerprint = static_cast<uint32_t>(k.hash);
+  return k;
+}
+
+bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fraction,
+                     uint64_t seed, Geometry* out) {
+  constexpr uint64_t kAlign = 4096;
+  if (buckets == 0) {
+    // Index = buckets + overflow (1/8 of entry slots): about 1.125 KiB per bucket.
+    double per_bucket = kBucketSize + (kSlotsPerBucket - 1) * kSlotSize / 8.0;
+    uint64_t b = static_cast<uint64_t>(region_size * index_fraction / per_bucket);
+    buckets = static_cast<uint32_t>(std::min<uint64_t>(b, 0x7fffffff));
+  }
+  if (buckets < 2) return false;
+  Geometry g;
+  g.region_size = region_size;
+  g.num_buckets = buckets;
+  g.overflow_offset = (uint64_t{buckets} * kBucketSize + kAlign - 1) / kAlign * kAlign;
+  g.overflow_slots = std::max<uint32_t>(1, buckets * (kSlotsPerBucket - 1) / 8);
+  g.heap_offset =
+      (g.overflow_offset + uint64_t{g.overflow_slots} * kSlotSize + kAlign - 1) / kAlign * kAlign;
+  g.seed = seed;
+  if (g.heap_offset >= region_size) return false;
+  *out = g;
+  return true;
+}
+
+SlotState DecodeSlot(const uint8_t* slot, uint64_t seed, SlotView* out) {
+  uint8_t kind = slot[16];
+  if (kind == kEmpty) return SlotState::kEmpty;
+  if (Load<uint64_t>(slot) != SlotChecksum(slot, seed)) return SlotState::kTorn;
+  out->kind = kind;
+  out->version = Load<uint64_t>(slot + 8);
+  if (kind == kInline) {
+    uint16_t ks = Load<uint16_t>(slot + 18);
+    uint32_t vs = Load<uint32_t>(slot + 20);
+    if (uint64_t{ks} + vs > kInlineCapacity) return SlotState::kTorn;
+    const char* p = reinterpret_cast<const char*>(slot + kSlotHeaderSize);
+    out->key = std::string_view(p, ks);
+    out->value = std::string_view(p + ks, vs);
+    return SlotState::kValid;
+  }
+  if (kind == kIndirect) {
+    const uint8_t* p = slot + kSlotHeaderSize;
+    out->key_hash = Load<uint64_t>(p);
+    out->key_size = Load<uint32_t>(p + 8);
+    out->value_size = Load<uint32_t>(p + 12);
+    out->block_offset = Load<uint64_t>(p + 16);
+    out->block_size = Load<uint32_t>(p + 24);
+    if (out->block_size < BlockBytes(out->key_size, out->value_size)) return SlotState::kTorn;
+    return SlotState::kValid;
+  }
+  return SlotState::kTorn;
+}
+
+void EncodeInlineSlot(uint8_t* slot, uint64_t seed, uint64_t version, std::string_view key,
+                      std::string_view value) {
+  std::memset(slot, 0, kSlotSize);
+  Store<uint64_t>(slot + 8, version);
+  slot[16] = kInline;
+  Store<uint16_t>(slot + 18, static_cast<uint16_t>(key.size()));
+  Store<uint32_t>(slot + 20, static_cast<uint32_t>(value.size()));
+  if (!key.empty()) std::memcpy(slot + kSlotHeaderSize, key.data(), key.size());
+  if (!value.empty()) std::memcpy(slot + kSlotHeaderSize + key.size(), value.data(), value.size());
+  Store<uint64_t>(slot, SlotChecksum(slot, seed));
+}
+
+void EncodeIndirectSlot(uint8_t* slot, uint64_t seed, uint64_t version, uint64_t key_hash,
+                        uint32_t key_size, uint32_t value_size, uint64_t block_offset,
+                        uint32_t block_size) {
+  std::memset(slot, 0, kSlotSize);
+  Store<uint64_t>(slot + 8, version);
+  slot[16] = kIndirect;
+  uint8_t* p = slot + kSlotHeaderSize;
+  Store<uint64_t>(p, key_hash);
+  Store<uint32_t>(p + 8, key_size);
+  Store<uint32_t>(p + 12, value_size);
+  Store<uint64_t>(p + 16, block_offset);
+  Store<uint32_t>(p + 24, block_size);
+  Store<uint64_t>(slot, SlotChecksum(slot, seed));
+}
+
+void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_view key,
+                 std::string_view value) {
+  Store<uint64_t>(block + 8, version);
+  Store<uint32_t>(block + 16, static_cast<uint32_t>(key.size()));
+  Store<uint32_t>(block + 20, static_cast<uint32_t>(value.size()));
+  std::memcpy(block + kBlockHeaderSize, key.data(), key.size());
+  if (!value.empty()) std::memcpy(block + kBlockHeaderSize + key.size(), value.data(), value.size());
+  size_t n = BlockBytes(key.size(), value.size());
+  Store<uint64_t>(block, XXH3_64bits_withSeed(block + 8, n - 8, seed));
+}
+
+bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, const SlotView& slot,
+                 std::string_view* key, std::string_view* value) {
+  size_t n = BlockBytes(slot.key_size, slot.value_size);
+  if (len < n) return false;
+  if (Load<uint64_t>(block + 8) != slot.version) return false;
+  if (Load<uint32_t>(block + 16) != slot.key_size || Load<uint32_t>(block + 20) != slot.value_size)
+    return false;
+  if (Load<uint64_t>(block) != XXH3_64bits_withSeed(block + 8, n - 8, seed)) return false;
+  const char* p = reinterpret_cast<const char*>(block + kBlockHeaderSize);
+  *key = std::string_view(p, slot.key_size);
+  *value = std::string_view(p + slot.key_size, slot.value_size);
+  return true;
+}
+
+}  // namespace rkv::layout

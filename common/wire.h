@@ -1,0 +1,116 @@
+// Wire formats between kvserver and clients (see docs/wire-format.md).
+//
+// All multi-byte fields are little-endian, fixed width, and at fixed offsets; the structs below
+// are packed images that are memcpy'd to and from the wire (the build requires a little-endian
+// host). Every Decode* validates magic, version and lengths and returns a message saying what
+// was wrong. Thread safety: pure functions.
+#ifndef RKV_COMMON_WIRE_H_
+#define RKV_COMMON_WIRE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "rkv/status.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rkv wire format assumes little-endian");
+
+namespace rkv::wire {
+
+inline constexpr uint16_t kProtocolVersion = 1;
+inline constexpr uint32_t kHelloMagic = 0x524b5648;    // "HVKR"
+inline constexpr uint32_t kRequestMagic = 0x524b5251;  // "QRKR"
+inline constexpr uint32_t kReplyMagic = 0x524b5250;    // "PRKR"
+inline constexpr uint32_t kMaxKeySize = 1024;
+inline constexpr uint32_t kMaxValueSize = 64 * 1024;
+inline constexpr size_t kMaxReplyPayload = 4096 - 24;
+
+// rdma_connect private data (limit 56 bytes on RDMA_PS_TCP).
+struct __attribute__((packed)) ClientHello {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t flags;
+  uint64_t client_nonce;
+};
+static_assert(sizeof(ClientHello) == 16);
+static_assert(sizeof(ClientHello) <= 56, "rdma_cm connect private data limit");
+
+// rdma_accept private data (limit 196 bytes on RDMA_PS_TCP).
+struct __attribute__((packed)) ServerHello {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t flags;
+  uint64_t instance_id;
+  uint64_t region_addr;
+  uint64_t region_size;
+  uint32_t rkey;
+  uint32_t num_buckets;
+  uint64_t hash_seed;
+  uint32_t bucket_size;
+  uint32_t slot_size;
+  uint64_t overflow_offset;
+  uint32_t overflow_slots;
+  uint32_t max_key_size;
+  uint32_t max_value_size;
+  uint32_t max_request_size;
+};
+static_assert(sizeof(ServerHello) == 80);
+static_assert(sizeof(ServerHello) <= 196, "rdma_cm accept private data limit");
+
+enum class Op : uint8_t { kPut = 1, kDelete = 2, kStats = 3 };
+
+struct __attribute__((packed)) RequestHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint8_t op;
+  uint8_t flags;
+  uint64_t request_id;
+  uint32_t key_size;
+  uint32_t value_size;
+};
+static_assert(sizeof(RequestHeader) == 24);
+inline constexpr size_t kMaxRequestSize = sizeof(RequestHeader) + kMaxKeySize + kMaxValueSize;
+
+struct __attribute__((packed)) ReplyHeader {
+  uint32_t magic;
+  uint16_t status;  // rkv::Code
+  uint8_t op;
+  uint8_t flags;
+  uint64_t request_id;
+  uint32_t payload_size;
+  uint32_t reserved;
+};
+static_assert(sizeof(ReplyHeader) == 24);
+inline constexpr size_t kMaxReplySize = sizeof(ReplyHeader) + kMaxReplyPayload;
+
+// Validates a ServerHello received as accept private data of `len` bytes.
+Status DecodeServerHello(const void* data, size_t len, ServerHello* out);
+Status DecodeClientHello(const void* data, size_t len, ClientHello* out);
+
+// Encodes a request into buf (capacity cap). Returns bytes written, 0 if it does not fit.
+size_t EncodeRequest(Op op, uint64_t request_id, std::string_view key, std::string_view value,
+                     void* buf, size_t cap);
+
+struct Request {
+  Op op;
+  uint64_t request_id;
+  std::string_view key;    // points into the decoded buffer
+  std::string_view value;  // points into the decoded buffer
+};
+// Validates a received request of `len` bytes; on error the message says what is malformed.
+Status DecodeRequest(const void* data, size_t len, Request* out);
+
+size_t EncodeReply(Op op, uint64_t request_id, Code status, std::string_view payload, void* buf,
+                   size_t cap);
+struct Reply {
+  Code status;
+  Op op;
+  uint64_t request_id;
+  std::string_view payload;
+};
+Status DecodeReply(const void* data, size_t len, Reply* out);
+
+}  // namespace rkv::wire
+
+#endif  // RKV_COMMON_WIRE_H_

@@ -1,0 +1,1 @@
+int placeholder_server_server_cc;

@@ -1,0 +1,78 @@
+// Table: the server-side writer of the hash table that clients read with one-sided READs.
+//
+// The table lives in memory the caller owns (the registered region); Table formats it and then
+// is its only writer. Layout and the reader-safety argument: common/layout.h, docs/design.md.
+// Entries never move once written: an update rewrites the entry in its slot (a value too big to
+// be inline goes to a fresh heap block first), so a reader that misses a key can only be racing
+// with an insert or delete of that same key.
+// Thread safety: Put/Delete/Get may be called from any number of threads. Writers of a key lock
+// the stripes of its two candidate buckets (ascending order); the overflow free list and the
+// heap have their own mutexes. Readers (remote) take no lock.
+#ifndef RKV_SERVER_TABLE_H_
+#define RKV_SERVER_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/layout.h"
+#include "rkv/status.h"
+#include "server/heap.h"
+
+namespace rkv {
+
+class Table {
+ public:
+  // Formats [base, base + geometry.region_size). `base` must outlive the Table.
+  Table(uint8_t* base, const layout::Geometry& geometry);
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+
+  // OK, TOO_LARGE (key > 1 KiB or value > 64 KiB), TABLE_FULL, INVALID_ARGUMENT (empty key).
+  Status Put(std::string_view key, std::string_view value);
+  // OK or NOT_FOUND.
+  Status Delete(std::string_view key);
+  // Local read through the same lookup rules as the client (for tests and tools).
+  Status Get(std::string_view key, std::string* value) const;
+
+  const layout::Geometry& geometry() const { return geo_; }
+  uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
+  uint64_t overflow_entries() const { return overflow_used_.load(std::memory_order_relaxed); }
+  uint64_t entry_capacity() const { return geo_.entry_capacity(); }
+  uint64_t heap_bytes_in_use() const { return heap_.bytes_in_use(); }
+  uint64_t heap_capacity() const { return heap_.capacity(); }
+
+ private:
+  static constexpr uint32_t kStripes = 1024;
+  struct Location {
+    bool found = false;
+    uint8_t* slot = nullptr;     // the entry's slot
+    uint8_t* ref = nullptr;      // overflow entries: the header word that points at it
+    uint32_t overflow_index = 0;
+    layout::SlotView view;
+  };
+  Location Locate(std::string_view key, const layout::KeyHash& kh) const;
+  uint8_t* bucket(uint32_t b) const { return base_ + geo_.bucket_offset(b); }
+  uint8_t* overflow_slot(uint32_t i) const { return base_ + geo_.overflow_slot_offset(i); }
+  Status BuildEntry(std::string_view key, std::string_view value, const layout::KeyHash& kh,
+                    uint8_t* image);
+  void ReleaseEntry(const layout::SlotView& view);
+  static void WriteSlot(uint8_t* dst, const uint8_t* image);
+
+  uint8_t* const base_;
+  const layout::Geometry geo_;
+  Heap heap_;
+  mutable std::mutex stripes_[kStripes];
+  std::mutex overflow_mu_;
+  std::vector<uint32_t> overflow_free_;  // guarded by overflow_mu_
+  std::atomic<uint64_t> next_version_{1};
+  std::atomic<uint64_t> entries_{0};
+  std::atomic<uint64_t> overflow_used_{0};
+};
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_TABLE_H_

@@ -1,0 +1,81 @@
+#include "common/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace rkv::wire {
+TEST(Wire, RequestRoundTrip) {
+  std::vector<char> buf(kMaxRequestSize);
+  std::string key("k\0ey", 4), value(1000, 'v');
+  size_t n = EncodeRequest(Op::kPut, 42, key, value, buf.data(), buf.size());
+  ASSERT_EQ(n, sizeof(RequestHeader) + 4 + 1000);
+  Request r;
+  ASSERT_TRUE(DecodeRequest(buf.data(), n, &r).ok());
+  EXPECT_EQ(r.op, Op::kPut);
+  EXPECT_EQ(r.request_id, 42u);
+  EXPECT_EQ(r.key, key);
+  EXPECT_EQ(r.value, value);
+}
+TEST(Wire, MalformedRequests) {
+  std::vector<char> buf(256);
+  size_t n = EncodeRequest(Op::kDelete, 1, "key", "", buf.data(), buf.size());
+  Request r;
+  EXPECT_EQ(DecodeRequest(buf.data(), 10, &r).code(), Code::kBadRequest);     // truncated
+  EXPECT_EQ(DecodeRequest(buf.data(), n - 1, &r).code(), Code::kBadRequest);  // length mismatch
+  EXPECT_EQ(DecodeRequest(buf.data(), n + 1, &r).code(), Code::kBadRequest);
+  buf[6] = 9;  // unknown op
+  EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
+  buf[6] = 2;
+  buf[0] ^= 1;  // magic
+  EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
+  buf[0] ^= 1;
+  RequestHeader h;
+  std::memcpy(&h, buf.data(), sizeof(h));
+  h.key_size = 0xffffffff;  // overflow attempt
+  std::memcpy(buf.data(), &h, sizeof(h));
+  EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
+}
+TEST(Wire, EncodeRefusesOverflow) {
+  char buf[30];
+  EXPECT_EQ(EncodeRequest(Op::kPut, 1, "key", "value", buf, sizeof(buf)), 0u);
+}
+TEST(Wire, ReplyRoundTrip) {
+  char buf[kMaxReplySize];
+  size_t n = EncodeReply(Op::kStats, 7, Code::kTableFull, "x 1\n", buf, sizeof(buf));
+  Reply r;
+  ASSERT_TRUE(DecodeReply(buf, n, &r).ok());
+  EXPECT_EQ(r.status, Code::kTableFull);
+  EXPECT_EQ(r.request_id, 7u);
+  EXPECT_EQ(r.payload, "x 1\n");
+  EXPECT_FALSE(DecodeReply(buf, n - 1, &r).ok());
+}
+TEST(Wire, ServerHelloValidation) {
+  ServerHello h{};
+  h.magic = kHelloMagic;
+  h.version = kProtocolVersion;
+  h.region_size = 1 << 20;
+  h.num_buckets = 16;
+  h.bucket_size = 1024;
+  h.slot_size = 128;
+  h.overflow_offset = 16 * 1024;
+  h.overflow_slots = 14;
+  h.max_key_size = 1024;
+  h.max_value_size = 65536;
+  h.max_request_size = kMaxRequestSize;
+  ServerHello out;
+  EXPECT_TRUE(DecodeServerHello(&h, sizeof(h), &out).ok());
+  EXPECT_EQ(DecodeServerHello(&h, 20, &out).code(), Code::kProtocolError);
+  ServerHello bad = h;
+  bad.version = 99;
+  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("protocol 99"),
+            std::string::npos);
+  bad = h;
+  bad.magic = 0;
+  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  bad = h;
+  bad.num_buckets = 1 << 20;  // beyond region
+  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+}
+}  // namespace rkv::wire
