@@ -1,1 +1,151 @@
-int placeholder_client_get_path_cc;
+// The GET path: one-sided READs only. No allocation (values are assigned into the caller's
+// string), no locks, no system calls beyond posting and polling.
+// Round trips: 1 for an inline entry or an absent key (both candidate buckets are read by two
+// READs posted together); 2 for a value in the heap or an entry in the overflow area.
+#include "client/client_impl.h"
+
+namespace rkv {
+
+using layout::kBucketSize;
+using layout::kSlotSize;
+using layout::Probe;
+
+Status ClientImpl::RoundTrip(const Connection::ReadOp* ops, int n) {
+  Status s = conn_->PostReads(ops, n);
+  if (s.ok()) s = conn_->WaitReads(n);
+  counters_.reads_posted += n;
+  ++counters_.round_trips;
+  return s;
+}
+
+ClientImpl::Step ClientImpl::ReadIndirect(const layout::SlotView& slot, std::string_view key,
+                                          std::string* value, Status* result) {
+  uint32_t len = layout::BlockBytes(slot.key_size, slot.value_size);
+  if (slot.block_offset + len > conn_->hello().region_size ||
+      len > Connection::kSendArea - Connection::kBlockArea) {
+    *result = Status(Code::kProtocolError, "entry points outside the server's region");
+    return Step::kDone;
+  }
+  Connection::ReadOp op{Connection::kBlockArea, slot.block_offset, len};
+  *result = RoundTrip(&op, 1);
+  if (!result->ok()) return Step::kDone;
+  std::string_view k, v;
+  if (!layout::DecodeBlock(conn_->buf() + Connection::kBlockArea, len, conn_->hello().hash_seed,
+                           slot, &k, &v))
+    return Step::kRetry;  // block rewritten or reused since we read the slot
+  if (k != key) {
+    *result = Status(Code::kNotFound, "");  // 64-bit hash collision with another long key
+    return Step::kDone;
+  }
+  value->assign(v);
+  *result = Status::Ok();
+  return Step::kDone;
+}
+
+ClientImpl::Step ClientImpl::Resolve(const Probe& probe, std::string_view key,
+                                     const layout::KeyHash& kh, std::string* value,
+                                     Status* result) {
+  switch (probe.outcome) {
+    case Probe::kFoundInline:
+      value->assign(probe.value);
+      *result = Status::Ok();
+      return Step::kDone;
+    case Probe::kIndirect:
+      return ReadIndirect(probe.slot, key, value, result);
+    case Probe::kAbsent:
+      *result = Status(Code::kNotFound, "");
+      return Step::kDone;
+    case Probe::kTorn:
+      return Step::kRetry;
+    case Probe::kOverflow:
+      break;
+  }
+  const wire::ServerHello& h = conn_->hello();
+  Connection::ReadOp ops[layout::kMaxOverflowCandidates];
+  for (int i = 0; i < probe.overflow_count; ++i) {
+    if (probe.overflow[i] >= h.overflow_slots) return Step::kRetry;  // torn header word
+    ops[i] = {Connection::kOverflowArea + uint64_t(i) * kSlotSize,
+              h.overflow_offset + uint64_t(probe.overflow[i]) * kSlotSize, kSlotSize};
+  }
+  *result = RoundTrip(ops, probe.overflow_count);
+  if (!result->ok()) return Step::kDone;
+  Probe p = layout::ProbeSlots(conn_->buf() + Connection::kOverflowArea, probe.overflow_count, key,
+                               kh, h.hash_seed);
+  if (p.outcome == Probe::kOverflow) p.outcome = Probe::kAbsent;
+  return Resolve(p, key, kh, value, result);
+}
+
+Status ClientImpl::Get(std::string_view key, std::string* value) {
+  Status s = Usable();
+  if (s.ok()) s = CheckKey(key);
+  if (!s.ok()) return s;
+  ++counters_.gets;
+  const wire::ServerHello& h = conn_->hello();
+  const layout::KeyHash kh = layout::HashKey(key, h.hash_seed, h.num_buckets);
+  const uint8_t* b = conn_->buf() + Connection::kBucketArea;
+  const Connection::ReadOp ops[2] = {
+      {Connection::kBucketArea, uint64_t(kh.bucket[0]) * h.bucket_size, kBucketSize},
+      {Connection::kBucketArea + kBucketSize, uint64_t(kh.bucket[1]) * h.bucket_size, kBucketSize}};
+  for (int attempt = 0; attempt <= options_.max_get_retries; ++attempt) {
+    s = RoundTrip(ops, 2);
+    if (!s.ok()) return s;
+    Probe p = layout::ProbeBuckets(b, b + kBucketSize, key, kh, h.hash_seed);
+    if (Resolve(p, key, kh, value, &s) == Step::kDone) return s;
+    ++counters_.checksum_retries;
+  }
+  return Status(Code::kRetriesExhausted,
+                "GET saw a torn or changing entry on " + std::to_string(options_.max_get_retries + 1) +
+                    " consecutive reads (key under constant rewrite?)");
+}
+
+Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
+                            std::vector<std::string>* values, std::vector<Status>* statuses) {
+  values->resize(keys.size());
+  statuses->assign(keys.size(), Status::Ok());
+  Status s = Usable();
+  if (!s.ok()) return s;
+  const wire::ServerHello& h = conn_->hello();
+  for (size_t start = 0; start < keys.size(); start += Connection::kMaxBatch) {
+    size_t n = std::min<size_t>(Connection::kMaxBatch, keys.size() - start);
+    Connection::ReadOp ops[2 * Connection::kMaxBatch];
+    layout::KeyHash kh[Connection::kMaxBatch];
+    int nops = 0;
+    for (size_t i = 0; i < n; ++i) {
+      kh[i] = layout::HashKey(keys[start + i], h.hash_seed, h.num_buckets);
+      for (int c = 0; c < 2; ++c, ++nops)
+        ops[nops] = {Connection::kBucketArea + uint64_t(nops) * kBucketSize,
+                     uint64_t(kh[i].bucket[c]) * h.bucket_size, kBucketSize};
+    }
+    s = RoundTrip(ops, nops);
+    if (!s.ok()) return s;
+    // Second-round work (blocks, overflow, retries) reuses the bucket area, so copy nothing:
+    // resolve the one-round-trip outcomes first, then the rest one key at a time.
+    bool pending[Connection::kMaxBatch] = {};
+    for (size_t i = 0; i < n; ++i) {
+      std::string_view key = keys[start + i];
+      Status& st = (*statuses)[start + i];
+      st = CheckKey(key);
+      if (!st.ok()) continue;
+      ++counters_.gets;
+      const uint8_t* b = conn_->buf() + Connection::kBucketArea + 2 * i * kBucketSize;
+      Probe p = layout::ProbeBuckets(b, b + kBucketSize, key, kh[i], h.hash_seed);
+      if (p.outcome == Probe::kFoundInline) {
+        (*values)[start + i].assign(p.value);
+      } else if (p.outcome == Probe::kAbsent) {
+        st = Status(Code::kNotFound, "");
+      } else {
+        pending[i] = true;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!pending[i]) continue;
+      --counters_.gets;  // Get counts it again
+      Status& st = (*statuses)[start + i];
+      st = Get(keys[start + i], &(*values)[start + i]);
+      if (st.code() == Code::kConnectionLost || st.code() == Code::kTimeout) return st;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace rkv

@@ -1,0 +1,95 @@
+#include "common/rdma.h"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+namespace rkv {
+
+Status ErrnoStatus(const std::string& call, int err) {
+  return Status(Code::kIoError, call + " failed: " + std::strerror(err));
+}
+
+void MoveQpToError(ibv_qp* qp) {
+  ibv_qp_attr attr{};
+  attr.qp_state = IBV_QPS_ERR;
+  ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
+
+QpOwner& QpOwner::operator=(QpOwner&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    id_ = o.id_;
+    cq_ = o.cq_;
+    o.id_ = nullptr;
+  }
+  return *this;
+}
+
+void QpOwner::Reset() {
+  if (id_ == nullptr || id_->qp == nullptr) {
+    id_ = nullptr;
+    return;
+  }
+  MoveQpToError(id_->qp);
+  if (cq_ != nullptr) {
+    ibv_wc wc[16];
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int n = ibv_poll_cq(cq_, 16, wc);
+      if (n <= 0) break;
+    }
+  }
+  rdma_destroy_qp(id_);
+  id_ = nullptr;
+}
+
+Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int timeout_ms,
+                   rdma_cm_event** event) {
+  pollfd pfd{channel->fd, POLLIN, 0};
+  int r = poll(&pfd, 1, timeout_ms);
+  if (r < 0) return ErrnoStatus("poll(rdma_cm channel)", errno);
+  if (r == 0)
+    return Status(Code::kTimeout, std::string("no rdma_cm event within ") +
+                                      std::to_string(timeout_ms) + " ms waiting for " +
+                                      rdma_event_str(expected));
+  if (rdma_get_cm_event(channel, event) != 0) return ErrnoStatus("rdma_get_cm_event", errno);
+  if ((*event)->event != expected) {
+    std::string msg = std::string("expected ") + rdma_event_str(expected) + ", got " +
+                      rdma_event_str((*event)->event);
+    if ((*event)->event == RDMA_CM_EVENT_REJECTED) {
+      msg += " (status " + std::to_string((*event)->status) + ")";
+      if ((*event)->param.conn.private_data_len > 0 && (*event)->param.conn.private_data) {
+        const char* p = static_cast<const char*>((*event)->param.conn.private_data);
+        msg += ": " + std::string(p, strnlen(p, (*event)->param.conn.private_data_len));
+      }
+    }
+    Code code = (*event)->event == RDMA_CM_EVENT_REJECTED ||
+                        (*event)->event == RDMA_CM_EVENT_UNREACHABLE ||
+                        (*event)->event == RDMA_CM_EVENT_ADDR_ERROR ||
+                        (*event)->event == RDMA_CM_EVENT_ROUTE_ERROR ||
+                        (*event)->event == RDMA_CM_EVENT_CONNECT_ERROR
+                    ? Code::kConnectionLost
+                    : Code::kProtocolError;
+    rdma_ack_cm_event(*event);
+    *event = nullptr;
+    return Status(code, msg);
+  }
+  return Status::Ok();
+}
+
+const char* MtuName(ibv_mtu mtu) {
+  switch (mtu) {
+    case IBV_MTU_256: return "256";
+    case IBV_MTU_512: return "512";
+    case IBV_MTU_1024: return "1024";
+    case IBV_MTU_2048: return "2048";
+    case IBV_MTU_4096: return "4096";
+  }
+  return "?";
+}
+uint32_t MtuBytes(ibv_mtu mtu) { return 128u << static_cast<int>(mtu); }
+
+}  // namespace rkv

@@ -1,1 +1,66 @@
-int main(){}
+// kvserver: serves an rkv table over RDMA. See README.md for the flags.
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <csignal>
+#include <iostream>
+
+#include "common/parse.h"
+#include "server/server.h"
+
+DEFINE_string(listen, "0.0.0.0:7470", "ADDR:PORT to listen on (an address of an RDMA interface)");
+DEFINE_string(memory, "256M", "size of the registered table region (e.g. 256M, 1G)");
+DEFINE_uint32(buckets, 0, "number of index buckets (0: derived from --memory)");
+DEFINE_double(index_fraction, 0.25, "share of --memory used by the index when --buckets=0");
+DEFINE_int32(workers, 2, "worker threads executing PUT/DELETE");
+DEFINE_int32(max_connections, 1024, "maximum concurrent client connections");
+DEFINE_int32(srq_depth, 256, "receive buffers in the shared receive queue");
+
+namespace {
+rkv::Server* g_server = nullptr;
+void OnSignal(int) {
+  if (g_server) g_server->Stop();
+}
+int Fail(const std::string& msg) {
+  std::cerr << "kvserver: " << msg << "\n";
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("kvserver --listen=ADDR:PORT --memory=SIZE");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  if (argc > 1) return Fail(std::string("unexpected argument '") + argv[1] + "'");
+  rkv::ServerOptions o;
+  rkv::Status s = rkv::ParseHostPort(FLAGS_listen, &o.host, &o.port);
+  if (!s.ok()) return Fail("--listen: " + s.message());
+  s = rkv::ParseSize(FLAGS_memory, &o.memory);
+  if (!s.ok()) return Fail("--memory: " + s.message());
+  if (o.memory < (1 << 20)) return Fail("--memory must be at least 1M");
+  if (FLAGS_workers < 1 || FLAGS_workers > 64) return Fail("--workers must be 1..64");
+  if (FLAGS_max_connections < 1 || FLAGS_max_connections > 65536)
+    return Fail("--max_connections must be 1..65536");
+  if (FLAGS_srq_depth < 4 || FLAGS_srq_depth > 16384) return Fail("--srq_depth must be 4..16384");
+  if (!(FLAGS_index_fraction > 0.01 && FLAGS_index_fraction < 0.99))
+    return Fail("--index_fraction must be between 0.01 and 0.99");
+  o.buckets = FLAGS_buckets;
+  o.index_fraction = FLAGS_index_fraction;
+  o.workers = FLAGS_workers;
+  o.max_connections = FLAGS_max_connections;
+  o.srq_depth = FLAGS_srq_depth;
+
+  rkv::Server server(o);
+  s = server.Start();
+  if (!s.ok()) return Fail(s.ToString());
+  g_server = &server;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  s = server.Run();
+  g_server = nullptr;
+  if (!s.ok()) return Fail(s.ToString());
+  LOG(INFO) << "kvserver stopped";
+  return 0;
+}

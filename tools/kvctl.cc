@@ -1,1 +1,85 @@
-int main(){}
+// kvctl: shell access to a kvserver.
+//   kvctl --server=ADDR:PORT get KEY            prints the value; exit 1 if not found
+//   kvctl --server=ADDR:PORT put KEY [VALUE]    value from the argument, or stdin if absent
+//   kvctl --server=ADDR:PORT del KEY            exit 1 if not found
+//   kvctl --server=ADDR:PORT stats              server counters
+//   kvctl --server=ADDR:PORT info               connection parameters and client counters
+// Exit status: 0 OK, 1 NOT_FOUND, 2 any other error (message on stderr).
+#include <gflags/gflags.h>
+#include <glog/logging.h>
+
+#include <iostream>
+#include <iterator>
+#include <string>
+
+#include "rkv/client.h"
+
+DEFINE_string(server, "127.0.0.1:7470", "kvserver address ADDR:PORT");
+DEFINE_int32(timeout_ms, 5000, "connect and RPC timeout");
+
+namespace {
+int Report(const rkv::Status& s) {
+  if (s.ok()) return 0;
+  if (s.IsNotFound()) {
+    std::cerr << "NOT_FOUND\n";
+    return 1;
+  }
+  std::cerr << "kvctl: " << s.ToString() << "\n";
+  return 2;
+}
+int Usage() {
+  std::cerr << "usage: kvctl --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | stats | info\n";
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage("kvctl --server=ADDR:PORT get|put|del|stats|info [KEY [VALUE]]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
+  if (argc < 2) return Usage();
+  std::string cmd = argv[1];
+  size_t want = cmd == "put" ? 3 : (cmd == "get" || cmd == "del") ? 3 : 2;
+  if (cmd != "get" && cmd != "put" && cmd != "del" && cmd != "stats" && cmd != "info")
+    return Usage();
+  if (size_t(argc) < want || size_t(argc) > (cmd == "put" ? 4u : want)) return Usage();
+
+  rkv::Options opt;
+  opt.connect_timeout_ms = FLAGS_timeout_ms;
+  opt.rpc_timeout_ms = FLAGS_timeout_ms;
+  std::unique_ptr<rkv::Client> client;
+  rkv::Status s = rkv::Client::Connect(FLAGS_server, opt, &client);
+  if (!s.ok()) return Report(s);
+  if (cmd == "get") {
+    std::string v;
+    s = client->Get(argv[2], &v);
+    if (s.ok()) std::cout << v << (v.empty() || v.back() != '\n' ? "\n" : "");
+    return Report(s);
+  }
+  if (cmd == "put") {
+    std::string v;
+    if (argc == 4) {
+      v = argv[3];
+    } else {
+      v.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    }
+    return Report(client->Put(argv[2], v));
+  }
+  if (cmd == "del") return Report(client->Delete(argv[2]));
+  if (cmd == "stats") {
+    std::string text;
+    s = client->Stats(&text);
+    if (s.ok()) std::cout << text;
+    return Report(s);
+  }
+  const rkv::ServerInfo& i = client->server_info();
+  std::cout << "device " << i.device << "\nport " << int(i.port) << "\nqp_num " << i.qp_num
+            << "\npath_mtu " << i.path_mtu << "\nprotocol_version " << i.protocol_version
+            << "\ninstance_id " << i.instance_id << "\nregion_addr 0x" << std::hex
+            << i.region_addr << std::dec << "\nrkey 0x" << std::hex << i.rkey << std::dec
+            << "\nregion_size " << i.region_size << "\nnum_buckets " << i.num_buckets
+            << "\noverflow_slots " << i.overflow_slots << "\nmax_key_size " << i.max_key_size
+            << "\nmax_value_size " << i.max_value_size << "\n";
+  return 0;
+}

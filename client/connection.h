@@ -1,0 +1,90 @@
+// Connection: the client's narrow seam to one server: one RC QP, one CQ, one registered buffer.
+//
+// Today it connects with rdma_cm and reads the table geometry from the accept private data.
+// The GET path only uses PostReads/WaitCompletions and the buffer, so another way of bringing
+// a QP to RTS (manual ibv_modify_qp with parameters exchanged over TCP/file/etcd) can be added
+// behind Open without touching it.
+// Thread safety: none; owned and used by one Client (one thread at a time).
+// Ownership: owns channel, cm id, PD, CQ, MR and QP (declared so that the QP goes first).
+// Lifecycle (State): kConnected after Open; kBroken after any failed completion, failed post
+// or disconnect; a broken Connection is only destroyed (Client::Reconnect opens a new one).
+#ifndef RKV_CLIENT_CONNECTION_H_
+#define RKV_CLIENT_CONNECTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/rdma.h"
+#include "common/wire.h"
+#include "rkv/client.h"
+
+namespace rkv {
+
+class Connection {
+ public:
+  enum class State { kConnected, kBroken };
+  // Buffer areas (offsets into buf()).
+  static constexpr uint32_t kMaxBatch = 16;  // keys per MultiGet batch
+  static constexpr uint64_t kBucketArea = 0;
+  static constexpr uint64_t kOverflowArea = kBucketArea + kMaxBatch * 2 * 1024;
+  static constexpr uint64_t kBlockArea = kOverflowArea + kMaxBatch * 4 * 128;
+  static constexpr uint64_t kSendArea = kBlockArea + 72 * 1024;
+  static constexpr uint64_t kRecvArea = kSendArea + 72 * 1024;
+  static constexpr uint64_t kBufferSize = kRecvArea + 8 * 1024;
+
+  struct ReadOp {
+    uint64_t local_offset;   // into buf()
+    uint64_t remote_offset;  // into the server's region
+    uint32_t length;
+  };
+
+  static Status Open(const std::string& host, uint16_t port, const Options& options,
+                     std::unique_ptr<Connection>* out);
+  ~Connection();
+
+  // Posts n READs as one chain (one doorbell). Does not wait.
+  Status PostReads(const ReadOp* ops, int n);
+  // Waits for n READ completions. Any error completion breaks the connection.
+  Status WaitReads(int n);
+  // Sends a request and waits for its reply (payload copied to *payload if non-null).
+  Status Rpc(wire::Op op, std::string_view key, std::string_view value, Code* server_status,
+             std::string* payload);
+
+  // Test hook: sends `len` raw bytes as a request and waits for a reply (for malformed-input
+  // tests). The bytes are not validated.
+  Status SendRaw(const void* data, size_t len, Code* server_status, std::string* payload);
+
+  uint8_t* buf() { return buf_.get(); }
+  const wire::ServerHello& hello() const { return hello_; }
+  const ServerInfo& info() const { return info_; }
+  State state() const { return state_; }
+
+ private:
+  Connection() = default;
+  Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms);
+  Status Broken(Status s);
+  Status Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload);
+
+  Options options_;
+  State state_ = State::kConnected;
+  wire::ServerHello hello_{};
+  ServerInfo info_;
+  uint64_t next_request_id_ = 1;
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const { free(p); }
+  };
+  std::unique_ptr<uint8_t, FreeDeleter> buf_;
+  // Destruction order: qp_, mr_, cq_, pd_, id_, channel_.
+  EventChannelPtr channel_;
+  CmIdPtr id_;
+  PdPtr pd_;
+  CqPtr cq_;
+  MrPtr mr_;
+  QpOwner qp_;
+};
+
+}  // namespace rkv
+
+#endif  // RKV_CLIENT_CONNECTION_H_

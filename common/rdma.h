@@ -1,0 +1,83 @@
+// RAII owners for verbs and rdma_cm objects, and error helpers.
+//
+// Each owner holds exactly one object and its destructor calls the matching destroy call.
+// Classes that hold several declare them so that destruction runs QP, CQ, MR, PD, context
+// (i.e. declare in the order channel, id, pd, cq, mr, qp). QpOwner moves its QP to the error
+// state and drains its CQ before destroying it.
+// Thread safety: owners are not synchronized; each has one owning thread at a time.
+#ifndef RKV_COMMON_RDMA_H_
+#define RKV_COMMON_RDMA_H_
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <memory>
+#include <string>
+
+#include "rkv/status.h"
+
+namespace rkv {
+
+// "CALL failed: strerror(err)" as an IO_ERROR status.
+Status ErrnoStatus(const std::string& call, int err);
+
+struct EventChannelDeleter {
+  void operator()(rdma_event_channel* c) const { rdma_destroy_event_channel(c); }
+};
+struct CmIdDeleter {
+  void operator()(rdma_cm_id* id) const { rdma_destroy_id(id); }
+};
+struct PdDeleter {
+  void operator()(ibv_pd* pd) const { ibv_dealloc_pd(pd); }
+};
+struct CqDeleter {
+  void operator()(ibv_cq* cq) const { ibv_destroy_cq(cq); }
+};
+struct CompChannelDeleter {
+  void operator()(ibv_comp_channel* c) const { ibv_destroy_comp_channel(c); }
+};
+struct MrDeleter {
+  void operator()(ibv_mr* mr) const { ibv_dereg_mr(mr); }
+};
+struct SrqDeleter {
+  void operator()(ibv_srq* srq) const { ibv_destroy_srq(srq); }
+};
+using EventChannelPtr = std::unique_ptr<rdma_event_channel, EventChannelDeleter>;
+using CmIdPtr = std::unique_ptr<rdma_cm_id, CmIdDeleter>;
+using PdPtr = std::unique_ptr<ibv_pd, PdDeleter>;
+using CqPtr = std::unique_ptr<ibv_cq, CqDeleter>;
+using CompChannelPtr = std::unique_ptr<ibv_comp_channel, CompChannelDeleter>;
+using MrPtr = std::unique_ptr<ibv_mr, MrDeleter>;
+using SrqPtr = std::unique_ptr<ibv_srq, SrqDeleter>;
+
+// Owns the QP created by rdma_create_qp on `id`. Destruction: QP -> ERR, drain `cq` (when the
+// owner polls it alone), rdma_destroy_qp.
+class QpOwner {
+ public:
+  QpOwner() = default;
+  QpOwner(rdma_cm_id* id, ibv_cq* drain_cq) : id_(id), cq_(drain_cq) {}
+  QpOwner(QpOwner&& o) noexcept : id_(o.id_), cq_(o.cq_) { o.id_ = nullptr; }
+  QpOwner& operator=(QpOwner&& o) noexcept;
+  ~QpOwner() { Reset(); }
+  void Reset();
+  ibv_qp* qp() const { return id_ ? id_->qp : nullptr; }
+
+ private:
+  rdma_cm_id* id_ = nullptr;
+  ibv_cq* cq_ = nullptr;
+};
+
+// Moves a QP to the error state so that its outstanding work requests complete (flushed).
+void MoveQpToError(ibv_qp* qp);
+
+// Waits for the next event on `channel` of type `expected`, up to timeout_ms. On success the
+// event is returned in *event and must be acked by the caller.
+Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int timeout_ms,
+                   rdma_cm_event** event);
+
+const char* MtuName(ibv_mtu mtu);
+uint32_t MtuBytes(ibv_mtu mtu);
+
+}  // namespace rkv
+
+#endif  // RKV_COMMON_RDMA_H_

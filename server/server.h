@@ -1,0 +1,119 @@
+// Server: accepts rdma_cm connections, advertises the table region, executes PUT/DELETE/STATS.
+//
+// Threads: Run() owns the rdma_cm thread (listener, event channel, connection lifecycle); it
+// starts `workers` threads, each owning one completion channel + CQ. A connection's QP uses one
+// worker's CQ for sends and receives; all QPs share one SRQ. GETs never reach the server.
+// Ownership: the Server owns the region (mmap), its MR, the PD, SRQ, CQs and every Conn.
+// Destruction order of members: connections, CQs (workers), MRs, SRQ, PD, listener id, channel.
+// Connection lifecycle (Conn::State, documented at its declaration).
+// Thread safety: Stop() may be called from any thread (e.g. a signal handler sets the flag);
+// all other methods are called by the thread that calls Run().
+#ifndef RKV_SERVER_SERVER_H_
+#define RKV_SERVER_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rdma.h"
+#include "rkv/status.h"
+#include "server/table.h"
+
+namespace rkv {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  uint16_t port = 7470;
+  uint64_t memory = 256ull << 20;
+  uint32_t buckets = 0;  // 0: derived from memory and index_fraction
+  double index_fraction = 0.25;
+  int workers = 2;
+  int max_connections = 1024;
+  int srq_depth = 256;
+  int max_bad_requests = 16;  // a client that sends more malformed requests is disconnected
+};
+
+class Server {
+ public:
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Allocates and registers the region, binds and listens. Logs the advertised parameters.
+  Status Start();
+  // Serves until Stop(); returns the first fatal error, or OK.
+  Status Run();
+  void Stop() { stop_.store(true); }
+  uint16_t bound_port() const { return bound_port_; }
+
+ private:
+  struct Conn {
+    // Lifecycle: kAccepting (QP created, accept sent) -> kEstablished -> kClosing (QP in ERR,
+    // waiting for its in-flight sends to flush) -> destroyed. Only the cm thread changes it.
+    enum class State { kAccepting, kEstablished, kClosing };
+    State state = State::kAccepting;
+    int index = 0;   // send-buffer slot
+    int worker = 0;  // whose CQ this QP uses
+    rdma_cm_id* id = nullptr;  // owned: destroyed by the cm thread after the QP
+    std::atomic<int> sends_in_flight{0};
+    std::atomic<int> bad_requests{0};
+    std::atomic<bool> disconnect_requested{false};
+    uint32_t next_send = 0;  // used by the owning worker only
+  };
+  struct Worker {
+    CompChannelPtr channel;
+    CqPtr cq;  // declared after channel: destroyed first
+    std::thread thread;
+  };
+  static constexpr int kSendSlotsPerConn = 4;
+  static constexpr size_t kSendSlotSize = 4096;
+
+  void WorkerLoop(int w);
+  void HandleRecv(int w, const ibv_wc& wc);
+  void HandleConnectRequest(rdma_cm_event* ev);
+  void CloseConn(rdma_cm_id* id);
+  void DestroyConn(std::shared_ptr<Conn> c);
+  std::shared_ptr<Conn> FindByQpn(uint32_t qpn);
+  Status PostRecv(uint32_t index);
+  std::string StatsText();
+
+  const ServerOptions opt_;
+  std::atomic<bool> stop_{false};
+  uint64_t instance_id_ = 0;
+  uint16_t bound_port_ = 0;
+
+  EventChannelPtr channel_;
+  CmIdPtr listen_id_;
+  ibv_context* ctx_ = nullptr;  // owned by librdmacm's device list
+  PdPtr pd_;
+  SrqPtr srq_;
+  struct Unmap {
+    size_t len;
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, Unmap> region_{nullptr, Unmap{0}};
+  std::vector<uint8_t> recv_buf_, send_buf_;
+  MrPtr region_mr_, recv_mr_, send_mr_;
+  std::unique_ptr<Table> table_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+
+  std::mutex conns_mu_;
+  std::map<uint32_t, std::shared_ptr<Conn>> by_qpn_;      // guarded by conns_mu_
+  std::map<rdma_cm_id*, std::shared_ptr<Conn>> by_id_;  // cm thread only
+  std::vector<int> free_slots_;                          // cm thread only
+
+  // Counters (relaxed atomics; read by STATS).
+  std::atomic<uint64_t> connections_total_{0}, connections_active_{0}, connections_rejected_{0};
+  std::atomic<uint64_t> rpc_put_{0}, rpc_delete_{0}, rpc_stats_{0}, rpc_bad_{0};
+  std::atomic<uint64_t> put_errors_{0}, clients_dropped_{0}, replies_dropped_{0};
+};
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_SERVER_H_
