@@ -1,0 +1,398 @@
+// Integration tests against real kvservers on a real RDMA stack (run by run.sh inside
+// tools/rdma-sandbox). Environment: RKV_SERVER (main server), RKV_SMALL_SERVER (a server with a
+// tiny table, for the fill test), RKV_KVSERVER (path of the kvserver binary), RKV_SANDBOX_ADDR.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "client/connection.h"
+#include "common/parse.h"
+#include "rkv/client.h"
+
+namespace rkv {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::unique_ptr<Client> MustConnect(const std::string& addr) {
+  std::unique_ptr<Client> c;
+  Status s = Client::Connect(addr, Options(), &c);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return c;
+}
+
+std::map<std::string, double> StatsOf(Client* c) {
+  std::string text;
+  Status s = c->Stats(&text);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::map<std::string, double> m;
+  std::istringstream in(text);
+  std::string k;
+  double v;
+  while (in >> k >> v) m[k] = v;
+  return m;
+}
+
+// Self-checking value: "key|writer|version|pad|checksum".
+std::string MakeValue(const std::string& key, int writer, uint64_t version, size_t pad) {
+  std::string body = key + "|" + std::to_string(writer) + "|" + std::to_string(version) + "|" +
+                     std::string(pad, char('a' + version % 26)) + "|";
+  return body + std::to_string(XXH3_64bits(body.data(), body.size()));
+}
+bool CheckValue(const std::string& key, const std::string& v, uint64_t* version) {
+  auto bar = v.rfind('|');
+  if (bar == std::string::npos) return false;
+  std::string body = v.substr(0, bar + 1);
+  if (v.substr(bar + 1) != std::to_string(XXH3_64bits(body.data(), body.size()))) return false;
+  if (body.compare(0, key.size() + 1, key + "|") != 0) return false;
+  auto p1 = body.find('|', key.size() + 1);
+  *version = std::strtoull(body.c_str() + p1 + 1, nullptr, 10);
+  return true;
+}
+
+class Integration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    addr_ = Env("RKV_SERVER");
+    if (addr_.empty()) GTEST_SKIP() << "RKV_SERVER not set (run tests/integration/run.sh)";
+  }
+  std::string addr_;
+};
+
+TEST_F(Integration, PutGetDeleteOverwrite) {
+  auto c = MustConnect(addr_);
+  std::string v;
+  ASSERT_TRUE(c->Put("alpha", "1").ok());
+  ASSERT_TRUE(c->Get("alpha", &v).ok());
+  EXPECT_EQ(v, "1");
+  ASSERT_TRUE(c->Put("alpha", "two").ok());
+  ASSERT_TRUE(c->Get("alpha", &v).ok());
+  EXPECT_EQ(v, "two");
+  ASSERT_TRUE(c->Delete("alpha").ok());
+  EXPECT_TRUE(c->Get("alpha", &v).IsNotFound());
+  EXPECT_TRUE(c->Delete("alpha").IsNotFound());
+}
+
+TEST_F(Integration, BinaryKeysEmptyAndMaximumValues) {
+  auto c = MustConnect(addr_);
+  std::string k1("bin\0\xff\x01", 6), k2("bin\0\xff\x02", 6), v;
+  ASSERT_TRUE(c->Put(k1, std::string("\0\0v1", 4)).ok());
+  ASSERT_TRUE(c->Put(k2, "v2").ok());
+  ASSERT_TRUE(c->Get(k1, &v).ok());
+  EXPECT_EQ(v, std::string("\0\0v1", 4));
+  ASSERT_TRUE(c->Get(k2, &v).ok());
+  EXPECT_EQ(v, "v2");
+  ASSERT_TRUE(c->Put("empty", "").ok());
+  ASSERT_TRUE(c->Get("empty", &v).ok());
+  EXPECT_EQ(v, "");
+  std::string maxkey(1024, 'K'), maxval(65536, '\0');
+  for (size_t i = 0; i < maxval.size(); ++i) maxval[i] = char(i * 7);
+  ASSERT_TRUE(c->Put(maxkey, maxval).ok());
+  ASSERT_TRUE(c->Get(maxkey, &v).ok());
+  EXPECT_EQ(v, maxval);
+  EXPECT_EQ(c->Put("k", std::string(65537, 'x')).code(), Code::kTooLarge);
+  EXPECT_EQ(c->Put(std::string(1025, 'k'), "x").code(), Code::kTooLarge);
+  EXPECT_EQ(c->Put("", "x").code(), Code::kInvalidArgument);
+  EXPECT_EQ(c->Get("", &v).code(), Code::kInvalidArgument);
+}
+
+TEST_F(Integration, RoundTripTargets) {
+  auto c = MustConnect(addr_);
+  std::string key = "user1234567890123456789";  // 23 bytes
+  ASSERT_TRUE(c->Put(key, std::string(64, 'v')).ok());
+  ASSERT_TRUE(c->Put("large", std::string(8000, 'L')).ok());
+  std::string v;
+  for (int i = 0; i < 50; ++i) {
+    ClientCounters before = c->counters();
+    ASSERT_TRUE(c->Get(key, &v).ok());
+    EXPECT_EQ(c->counters().round_trips - before.round_trips, 1u) << "small present GET";
+    EXPECT_EQ(c->counters().reads_posted - before.reads_posted, 2u);
+    before = c->counters();
+    ASSERT_TRUE(c->Get("absent-" + std::to_string(i), &v).IsNotFound());
+    EXPECT_EQ(c->counters().round_trips - before.round_trips, 1u) << "absent GET";
+    before = c->counters();
+    ASSERT_TRUE(c->Get("large", &v).ok());
+    EXPECT_LE(c->counters().round_trips - before.round_trips, 2u) << "large GET";
+    EXPECT_EQ(v.size(), 8000u);
+  }
+}
+
+TEST_F(Integration, MultiGetPostsBatches) {
+  auto c = MustConnect(addr_);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i) {
+    keys.push_back("mg" + std::to_string(i));
+    if (i % 3 == 0) continue;
+    std::string value = i % 5 == 0 ? std::string(3000, 'x') : "v" + std::to_string(i);
+    ASSERT_TRUE(c->Put(keys.back(), value).ok());
+  }
+  std::vector<std::string_view> views(keys.begin(), keys.end());
+  std::vector<std::string> values;
+  std::vector<Status> st;
+  ClientCounters before = c->counters();
+  ASSERT_TRUE(c->MultiGet(views, &values, &st).ok());
+  for (int i = 0; i < 40; ++i) {
+    if (i % 3 == 0) {
+      EXPECT_TRUE(st[i].IsNotFound()) << i;
+    } else {
+      ASSERT_TRUE(st[i].ok()) << i << st[i].ToString();
+      EXPECT_EQ(values[i], i % 5 == 0 ? std::string(3000, 'x') : "v" + std::to_string(i));
+    }
+  }
+  // 3 batches of bucket READs plus one extra round trip per large value.
+  EXPECT_LT(c->counters().round_trips - before.round_trips, 40u);
+}
+
+TEST_F(Integration, GetOnlyPhaseLeavesServerRpcCountersUnchanged) {
+  auto c = MustConnect(addr_);
+  ASSERT_TRUE(c->Put("getonly", "x").ok());
+  auto before = StatsOf(c.get());
+  std::string v;
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(c->Get(i % 2 ? "getonly" : "nokey", &v).ok() || i % 2 == 0);
+  auto after = StatsOf(c.get());
+  EXPECT_EQ(after["rpc_put"], before["rpc_put"]);
+  EXPECT_EQ(after["rpc_delete"], before["rpc_delete"]);
+  EXPECT_EQ(after["rpc_bad_request"], before["rpc_bad_request"]);
+  EXPECT_EQ(after["rpc_stats"], before["rpc_stats"] + 1);  // the second Stats call itself
+}
+
+TEST_F(Integration, FillPastNinetyPercentThenTableFullAndRoundTrips) {
+  std::string small = Env("RKV_SMALL_SERVER");
+  if (small.empty()) GTEST_SKIP() << "RKV_SMALL_SERVER not set";
+  auto c = MustConnect(small);
+  uint64_t n = 0;
+  Status s;
+  for (;; ++n) {
+    s = c->Put("user" + std::to_string(n), "v" + std::to_string(n));
+    if (!s.ok()) break;
+  }
+  ASSERT_EQ(s.code(), Code::kTableFull) << s.ToString();
+  auto st = StatsOf(c.get());
+  EXPECT_GE(st["load_factor"], 0.90) << n << " entries";
+  // GETs of every key at 90% load: average round trips <= 1.10.
+  uint64_t target = static_cast<uint64_t>(st["entry_capacity"] * 0.90);
+  for (uint64_t i = target; i < n; ++i) ASSERT_TRUE(c->Delete("user" + std::to_string(i)).ok());
+  ClientCounters before = c->counters();
+  std::string v;
+  for (uint64_t i = 0; i < target; ++i) {
+    ASSERT_TRUE(c->Get("user" + std::to_string(i), &v).ok()) << i;
+    ASSERT_EQ(v, "v" + std::to_string(i));
+  }
+  double rtt = double(c->counters().round_trips - before.round_trips) / double(target);
+  std::cout << "[ measure ] GET round trips at 90% load: " << rtt << " over " << target << " keys\n";
+  EXPECT_LE(rtt, 1.10);
+}
+
+TEST_F(Integration, ConcurrentWritersAndVerifyingReaders) {
+  constexpr int kWriters = 4, kReaders = 12, kKeys = 64;
+  constexpr uint64_t kReadsTotal = 100000;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> reads{0}, bad{0}, found{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto c = MustConnect(addr_);
+      uint64_t version = 0;
+      while (!stop.load()) {
+        for (int k = w; k < kKeys && !stop.load(); k += kWriters) {
+          std::string key = "cc" + std::to_string(k);
+          size_t pad = (version % 4 == 0) ? 500 + version % 3000 : version % 40;  // inline and heap
+          ASSERT_TRUE(c->Put(key, MakeValue(key, w, ++version, pad)).ok());
+        }
+      }
+    });
+  }
+  for (int r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      auto c = MustConnect(addr_);
+      std::vector<uint64_t> last(kKeys, 0);
+      std::mt19937 rng(r);
+      std::string v;
+      while (reads.fetch_add(1) < kReadsTotal) {
+        int k = rng() % kKeys;
+        std::string key = "cc" + std::to_string(k);
+        Status s = c->Get(key, &v);
+        if (s.IsNotFound()) continue;
+        ASSERT_TRUE(s.ok()) << s.ToString();
+        uint64_t ver;
+        if (!CheckValue(key, v, &ver) || ver < last[k]) {
+          bad.fetch_add(1);
+        } else {
+          last[k] = ver;
+          found.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (int i = kWriters; i < kWriters + kReaders; ++i) threads[i].join();
+  stop.store(true);
+  for (int i = 0; i < kWriters; ++i) threads[i].join();
+  EXPECT_EQ(bad.load(), 0u) << "torn, wrong-key or stale values";
+  EXPECT_GT(found.load(), kReadsTotal / 2);
+  std::cout << "[ measure ] verified reads: " << found.load() << ", bad: " << bad.load() << "\n";
+}
+
+TEST_F(Integration, MalformedRequestsGetBadRequestAndServerSurvives) {
+  std::string host;
+  uint16_t port;
+  ASSERT_TRUE(ParseHostPort(addr_, &host, &port).ok());
+  std::unique_ptr<Connection> conn;
+  ASSERT_TRUE(Connection::Open(host, port, Options(), &conn).ok());
+  Code code;
+  std::string msg;
+  char junk[64] = {1, 2, 3};
+  ASSERT_TRUE(conn->SendRaw(junk, 10, &code, &msg).ok());
+  EXPECT_EQ(code, Code::kBadRequest);
+  EXPECT_NE(msg.find("shorter"), std::string::npos) << msg;
+  char req[128];
+  size_t n = wire::EncodeRequest(wire::Op::kPut, 5, "key", "value", req, sizeof(req));
+  ASSERT_TRUE(conn->SendRaw(req, n - 2, &code, &msg).ok());  // truncated
+  EXPECT_EQ(code, Code::kBadRequest);
+  req[6] = 77;  // unknown op
+  ASSERT_TRUE(conn->SendRaw(req, n, &code, &msg).ok());
+  EXPECT_EQ(code, Code::kBadRequest);
+  // A client that keeps misbehaving is dropped.
+  Status s;
+  for (int i = 0; i < 40 && s.ok(); ++i) s = conn->SendRaw(junk, 30, &code, &msg);
+  EXPECT_FALSE(s.ok());
+  // An oversized message breaks only that client's QP.
+  ASSERT_TRUE(Connection::Open(host, port, Options(), &conn).ok());
+  std::string huge(71 * 1024, 'x');
+  EXPECT_FALSE(conn->SendRaw(huge.data(), huge.size(), &code, &msg).ok());
+  auto c = MustConnect(addr_);
+  ASSERT_TRUE(c->Put("after-malformed", "ok").ok());
+  std::string v;
+  ASSERT_TRUE(c->Get("after-malformed", &v).ok());
+  EXPECT_GE(StatsOf(c.get())["rpc_bad_request"], 3);
+}
+
+TEST_F(Integration, ClientKilledMidOperation) {
+  auto c = MustConnect(addr_);
+  double active_before = StatsOf(c.get())["connections_active"];
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::unique_ptr<Client> child;
+    if (!Client::Connect(addr_, Options(), &child).ok()) _exit(3);
+    std::string v;
+    for (uint64_t i = 0;; ++i) {
+      (void)child->Put("killed" + std::to_string(i % 100), std::string(i % 2000, 'k'));
+      (void)child->Get("killed" + std::to_string(i % 100), &v);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  double active = 0;
+  for (int i = 0; i < 300; ++i) {  // the server notices the dead peer (QP timeout)
+    active = StatsOf(c.get())["connections_active"];
+    if (active <= active_before) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_LE(active, active_before);
+  std::string v;
+  ASSERT_TRUE(c->Put("after-kill", "x").ok());
+  ASSERT_TRUE(c->Get("after-kill", &v).ok());
+}
+
+TEST_F(Integration, ConnectDisconnectChurnLeaksNothing) {
+  auto c = MustConnect(addr_);
+  auto before = StatsOf(c.get());
+  int n = std::atoi(Env("RKV_CHURN").empty() ? "1000" : Env("RKV_CHURN").c_str());
+  for (int i = 0; i < n; ++i) {
+    auto x = MustConnect(addr_);
+    ASSERT_TRUE(x);
+    if (i % 50 == 0) {
+      std::string v;
+      ASSERT_TRUE(x->Put("churn", std::to_string(i)).ok());
+      ASSERT_TRUE(x->Get("churn", &v).ok());
+    }
+  }
+  double active = 0;
+  for (int i = 0; i < 100; ++i) {
+    active = StatsOf(c.get())["connections_active"];
+    if (active <= before["connections_active"]) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(active, before["connections_active"]);
+  auto after = StatsOf(c.get());
+  EXPECT_EQ(after["connections_total"], before["connections_total"] + n);
+}
+
+TEST_F(Integration, SixteenConcurrentClients) {
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      auto c = MustConnect(addr_);
+      std::string v;
+      for (int i = 0; i < 100; ++i) {
+        std::string key = "sx" + std::to_string(t) + "-" + std::to_string(i);
+        if (!c->Put(key, key).ok() || !c->Get(key, &v).ok() || v != key) failures++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_F(Integration, ServerRestartAndLostConnectionAreReported) {
+  std::string bin = Env("RKV_KVSERVER");
+  std::string ip = Env("RKV_SANDBOX_ADDR");
+  if (bin.empty() || ip.empty()) GTEST_SKIP() << "RKV_KVSERVER/RKV_SANDBOX_ADDR not set";
+  auto start = [&] {
+    pid_t pid = fork();
+    if (pid == 0) {
+      execl(bin.c_str(), bin.c_str(), ("--listen=" + ip + ":7479").c_str(), "--memory=8M",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    return pid;
+  };
+  auto connect_retry = [&](std::unique_ptr<Client>* c) {
+    Status s;
+    for (int i = 0; i < 50; ++i) {
+      s = Client::Connect(ip + ":7479", Options(), c);
+      if (s.ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return s;
+  };
+  pid_t pid = start();
+  std::unique_ptr<Client> c;
+  ASSERT_TRUE(connect_retry(&c).ok());
+  ASSERT_TRUE(c->Put("r", "1").ok());
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  std::string v;
+  Status s = c->Get("r", &v);
+  for (int i = 0; i < 20 && s.ok(); ++i) s = c->Put("r", "2");
+  EXPECT_TRUE(s.code() == Code::kConnectionLost || s.code() == Code::kTimeout) << s.ToString();
+  EXPECT_EQ(c->Get("r", &v).code(), Code::kConnectionLost);  // fails fast afterwards
+  pid = start();
+  s = c->Reconnect();
+  for (int i = 0; i < 50 && s.code() != Code::kServerRestarted; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    s = c->Reconnect();
+  }
+  EXPECT_EQ(s.code(), Code::kServerRestarted) << s.ToString();
+  EXPECT_TRUE(c->Get("r", &v).IsNotFound());  // new, empty table; connection usable
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+}
+
+}  // namespace
+}  // namespace rkv
