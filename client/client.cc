@@ -92,8 +92,8 @@ Status Client::Connect(const std::string& address, const Options& options,
 Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
 Status Client::Get(std::string_view key, std::string* value) { return impl_->Get(key, value); }
-Status Client::MultiGet(const std::vector<std::string_view>& keys,
-                        std::vector<std::string>* values, std::vector<Status>* statuses) {
+Status Client::MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
+                        std::vector<Status>* statuses) {
   return impl_->MultiGet(keys, values, statuses);
 }
 Status Client::Put(std::string_view key, std::string_view value) { return impl_->Put(key, value); }

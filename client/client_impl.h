@@ -37,8 +37,7 @@ class ClientImpl {
   Step ReadIndirect(const layout::SlotView& slot, std::string_view key, std::string* value,
                     Status* result);
   Status RoundTrip(const Connection::ReadOp* ops, int n);
-  Status RpcStatus(wire::Op op, std::string_view key, std::string_view value,
-                   std::string* payload);
+  Status RpcStatus(wire::Op op, std::string_view key, std::string_view value, std::string* payload);
 
   const std::string host_;
   const uint16_t port_;

@@ -56,14 +56,13 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   freeaddrinfo(res);
   if (rc != 0) return ErrnoStatus("rdma_resolve_addr(" + host + ")", err);
   rdma_cm_event* ev = nullptr;
-  Status s = WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ADDR_RESOLVED,
-                         options.connect_timeout_ms, &ev);
+  Status s =
+      WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ADDR_RESOLVED, options.connect_timeout_ms, &ev);
   if (!s.ok()) return Status(s.code(), "resolving " + host + ": " + s.message());
   rdma_ack_cm_event(ev);
   if (rdma_resolve_route(id, options.connect_timeout_ms) != 0)
     return ErrnoStatus("rdma_resolve_route", errno);
-  s = WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, options.connect_timeout_ms,
-                  &ev);
+  s = WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, options.connect_timeout_ms, &ev);
   if (!s.ok()) return s;
   rdma_ack_cm_event(ev);
 
@@ -98,8 +97,9 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   cp.rnr_retry_count = 7;
   if (rdma_connect(id, &cp) != 0) return ErrnoStatus("rdma_connect", errno);
   s = WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ESTABLISHED, options.connect_timeout_ms, &ev);
-  if (!s.ok()) return Status(s.code(), "connecting to " + host + ":" + std::to_string(port) +
-                                           ": " + s.message());
+  if (!s.ok())
+    return Status(s.code(),
+                  "connecting to " + host + ":" + std::to_string(port) + ": " + s.message());
   s = wire::DecodeServerHello(ev->param.conn.private_data, ev->param.conn.private_data_len,
                               &c->hello_);
   rdma_ack_cm_event(ev);
@@ -121,7 +121,8 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   i.qp_num = id->qp->qp_num;
   ibv_qp_attr qattr{};
   ibv_qp_init_attr qinit{};
-  if (ibv_query_qp(id->qp, &qattr, IBV_QP_PATH_MTU, &qinit) == 0) i.path_mtu = MtuBytes(qattr.path_mtu);
+  if (ibv_query_qp(id->qp, &qattr, IBV_QP_PATH_MTU, &qinit) == 0)
+    i.path_mtu = MtuBytes(qattr.path_mtu);
   *out = std::move(c);
   return Status::Ok();
 }
@@ -159,14 +160,19 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
     if (n < 0) return Broken(Status(Code::kIoError, "ibv_poll_cq failed"));
     for (int k = 0; k < n; ++k) {
       if (wc[k].status != IBV_WC_SUCCESS) {
-        const char* what = wc[k].wr_id == kRead ? "RDMA READ" : wc[k].wr_id == kSend ? "SEND" : "RECV";
-        return Broken(Status(Code::kConnectionLost,
-                             std::string(what) + " completed with error: " +
-                                 ibv_wc_status_str(wc[k].status) + " (server gone or QP failed)"));
+        const char* what = wc[k].wr_id == kRead   ? "RDMA READ"
+                           : wc[k].wr_id == kSend ? "SEND"
+                                                  : "RECV";
+        return Broken(Status(Code::kConnectionLost, std::string(what) + " completed with error: " +
+                                                        ibv_wc_status_str(wc[k].status) +
+                                                        " (server gone or QP failed)"));
       }
-      if (wc[k].wr_id == kRead) --want_reads;
-      else if (wc[k].wr_id == kRecv) want_recv = false;
-      else if (wc[k].wr_id == kSend) want_send = false;
+      if (wc[k].wr_id == kRead)
+        --want_reads;
+      else if (wc[k].wr_id == kRecv)
+        want_recv = false;
+      else if (wc[k].wr_id == kSend)
+        want_send = false;
     }
     if (n == 0 && (++spins & 1023) == 0 && NowNs() > deadline)
       return Broken(Status(Code::kTimeout, "no completion within " + std::to_string(timeout_ms) +
@@ -181,8 +187,8 @@ Status Connection::Rpc(wire::Op op, std::string_view key, std::string_view value
                        Code* server_status, std::string* payload) {
   if (state_ != State::kConnected) return Status(Code::kConnectionLost, "connection is broken");
   uint64_t rid = next_request_id_++;
-  size_t len = wire::EncodeRequest(op, rid, key, value, buf_.get() + kSendArea,
-                                   kRecvArea - kSendArea);
+  size_t len =
+      wire::EncodeRequest(op, rid, key, value, buf_.get() + kSendArea, kRecvArea - kSendArea);
   if (len == 0) return Status(Code::kTooLarge, "request does not fit the send buffer");
   return Exchange(len, rid, server_status, payload);
 }
@@ -196,8 +202,8 @@ Status Connection::SendRaw(const void* data, size_t len, Code* server_status,
 }
 
 Status Connection::Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload) {
-  ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kRecvArea), uint32_t(kBufferSize - kRecvArea),
-               mr_->lkey};
+  ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kRecvArea),
+               uint32_t(kBufferSize - kRecvArea), mr_->lkey};
   ibv_recv_wr rwr{}, *rbad = nullptr;
   rwr.wr_id = kRecv;
   rwr.sg_list = &rsge;

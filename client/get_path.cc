@@ -93,9 +93,9 @@ Status ClientImpl::Get(std::string_view key, std::string* value) {
     if (Resolve(p, key, kh, value, &s) == Step::kDone) return s;
     ++counters_.checksum_retries;
   }
-  return Status(Code::kRetriesExhausted,
-                "GET saw a torn or changing entry on " + std::to_string(options_.max_get_retries + 1) +
-                    " consecutive reads (key under constant rewrite?)");
+  return Status(Code::kRetriesExhausted, "GET saw a torn or changing entry on " +
+                                             std::to_string(options_.max_get_retries + 1) +
+                                             " consecutive reads (key under constant rewrite?)");
 }
 
 Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,

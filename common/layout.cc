@@ -31,14 +31,13 @@ KeyHash HashKey(std::string_view key, uint64_t seed, uint32_t num_buckets) {
   h2 = (h2 << 31) | (h2 >> 33);
   k.bucket[0] = FastRange(k.hash, num_buckets);
   k.bucket[1] = FastRange(h2, num_buckets);
-  if (k.bucket[1] == k.bucket[0] && num_buckets > 1)
-    k.bucket[1] = (k.bucket[0] + 1) % num_buckets;
+  if (k.bucket[1] == k.bucket[0] && num_buckets > 1) k.bucket[1] = (k.bucket[0] + 1) % num_buckets;
   k.fingerprint = static_cast<uint32_t>(k.hash);
   return k;
 }
 
-bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fraction,
-                     uint64_t seed, Geometry* out) {
+bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fraction, uint64_t seed,
+                     Geometry* out) {
   constexpr uint64_t kAlign = 4096;
   if (buckets == 0) {
     // Index = buckets + overflow (1/8 of entry slots): about 1.125 KiB per bucket.
@@ -121,7 +120,8 @@ void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_vi
   Store<uint32_t>(block + 16, static_cast<uint32_t>(key.size()));
   Store<uint32_t>(block + 20, static_cast<uint32_t>(value.size()));
   std::memcpy(block + kBlockHeaderSize, key.data(), key.size());
-  if (!value.empty()) std::memcpy(block + kBlockHeaderSize + key.size(), value.data(), value.size());
+  if (!value.empty())
+    std::memcpy(block + kBlockHeaderSize + key.size(), value.data(), value.size());
   size_t n = BlockBytes(key.size(), value.size());
   Store<uint64_t>(block, XXH3_64bits_withSeed(block + 8, n - 8, seed));
 }

@@ -63,8 +63,8 @@ struct Geometry {
 };
 // Lays out a region of `region_size` bytes. buckets == 0 picks the bucket count so that the
 // index takes about `index_fraction` of the region. Returns false if the region is too small.
-bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fraction,
-                     uint64_t seed, Geometry* out);
+bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fraction, uint64_t seed,
+                     Geometry* out);
 
 // Decoded view of a slot. Pointers refer into the slot bytes.
 struct SlotView {

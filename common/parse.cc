@@ -23,12 +23,18 @@ Status ParseSize(const std::string& text, uint64_t* bytes) {
   else if (suffix.size() == 2 && suffix[1] == 'B')
     suffix = suffix.substr(0, 1);
   int shift = 0;
-  if (suffix.empty() || suffix == "B") shift = 0;
-  else if (suffix == "K") shift = 10;
-  else if (suffix == "M") shift = 20;
-  else if (suffix == "G") shift = 30;
-  else if (suffix == "T") shift = 40;
-  else return bad();
+  if (suffix.empty() || suffix == "B")
+    shift = 0;
+  else if (suffix == "K")
+    shift = 10;
+  else if (suffix == "M")
+    shift = 20;
+  else if (suffix == "G")
+    shift = 30;
+  else if (suffix == "T")
+    shift = 40;
+  else
+    return bad();
   if (shift && v > (~0ull >> shift)) return bad();
   *bytes = static_cast<uint64_t>(v) << shift;
   return Status::Ok();

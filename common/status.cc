@@ -4,18 +4,30 @@ namespace rkv {
 
 const char* CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kNotFound: return "NOT_FOUND";
-    case Code::kTableFull: return "TABLE_FULL";
-    case Code::kTooLarge: return "TOO_LARGE";
-    case Code::kBadRequest: return "BAD_REQUEST";
-    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
-    case Code::kConnectionLost: return "CONNECTION_LOST";
-    case Code::kServerRestarted: return "SERVER_RESTARTED";
-    case Code::kRetriesExhausted: return "RETRIES_EXHAUSTED";
-    case Code::kIoError: return "IO_ERROR";
-    case Code::kProtocolError: return "PROTOCOL_ERROR";
-    case Code::kTimeout: return "TIMEOUT";
+    case Code::kOk:
+      return "OK";
+    case Code::kNotFound:
+      return "NOT_FOUND";
+    case Code::kTableFull:
+      return "TABLE_FULL";
+    case Code::kTooLarge:
+      return "TOO_LARGE";
+    case Code::kBadRequest:
+      return "BAD_REQUEST";
+    case Code::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case Code::kConnectionLost:
+      return "CONNECTION_LOST";
+    case Code::kServerRestarted:
+      return "SERVER_RESTARTED";
+    case Code::kRetriesExhausted:
+      return "RETRIES_EXHAUSTED";
+    case Code::kIoError:
+      return "IO_ERROR";
+    case Code::kProtocolError:
+      return "PROTOCOL_ERROR";
+    case Code::kTimeout:
+      return "TIMEOUT";
   }
   return "UNKNOWN";
 }

@@ -44,8 +44,13 @@ size_t EncodeRequest(Op op, uint64_t request_id, std::string_view key, std::stri
                      void* buf, size_t cap) {
   size_t total = sizeof(RequestHeader) + key.size() + value.size();
   if (total > cap) return 0;
-  RequestHeader h{kRequestMagic, kProtocolVersion, static_cast<uint8_t>(op), 0, request_id,
-                  static_cast<uint32_t>(key.size()), static_cast<uint32_t>(value.size())};
+  RequestHeader h{kRequestMagic,
+                  kProtocolVersion,
+                  static_cast<uint8_t>(op),
+                  0,
+                  request_id,
+                  static_cast<uint32_t>(key.size()),
+                  static_cast<uint32_t>(value.size())};
   auto* p = static_cast<char*>(buf);
   std::memcpy(p, &h, sizeof(h));
   if (!key.empty()) std::memcpy(p + sizeof(h), key.data(), key.size());
@@ -65,10 +70,9 @@ Status DecodeRequest(const void* data, size_t len, Request* out) {
   if (h.op < 1 || h.op > 3)
     return Status(Code::kBadRequest, "unknown request op " + std::to_string(h.op));
   if (uint64_t{h.key_size} + h.value_size + sizeof(h) != len)
-    return Status(Code::kBadRequest, "request length " + std::to_string(len) +
-                                         " does not match header (key " +
-                                         std::to_string(h.key_size) + ", value " +
-                                         std::to_string(h.value_size) + ")");
+    return Status(Code::kBadRequest,
+                  "request length " + std::to_string(len) + " does not match header (key " +
+                      std::to_string(h.key_size) + ", value " + std::to_string(h.value_size) + ")");
   const char* p = static_cast<const char*>(data) + sizeof(h);
   out->op = static_cast<Op>(h.op);
   out->request_id = h.request_id;
@@ -82,8 +86,13 @@ size_t EncodeReply(Op op, uint64_t request_id, Code status, std::string_view pay
   if (payload.size() > kMaxReplyPayload) payload = payload.substr(0, kMaxReplyPayload);
   size_t total = sizeof(ReplyHeader) + payload.size();
   if (total > cap) return 0;
-  ReplyHeader h{kReplyMagic, static_cast<uint16_t>(status), static_cast<uint8_t>(op), 0,
-                request_id, static_cast<uint32_t>(payload.size()), 0};
+  ReplyHeader h{kReplyMagic,
+                static_cast<uint16_t>(status),
+                static_cast<uint8_t>(op),
+                0,
+                request_id,
+                static_cast<uint32_t>(payload.size()),
+                0};
   std::memcpy(buf, &h, sizeof(h));
   if (!payload.empty())
     std::memcpy(static_cast<char*>(buf) + sizeof(h), payload.data(), payload.size());

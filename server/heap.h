@@ -29,9 +29,9 @@ class Heap {
   static int ClassOf(uint32_t bytes);
   const uint64_t begin_, end_;
   mutable std::mutex mu_;
-  uint64_t next_;                                                        // guarded by mu_
-  uint64_t in_use_ = 0;                                                  // guarded by mu_
-  std::vector<uint64_t> free_[kMaxClassShift - kMinClassShift + 1];      // guarded by mu_
+  uint64_t next_;                                                    // guarded by mu_
+  uint64_t in_use_ = 0;                                              // guarded by mu_
+  std::vector<uint64_t> free_[kMaxClassShift - kMinClassShift + 1];  // guarded by mu_
 };
 
 }  // namespace rkv

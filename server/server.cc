@@ -85,9 +85,9 @@ Status Server::Start() {
   layout::Geometry geo;
   uint64_t seed = instance_id_ * 0x9E3779B97F4A7C15ull;
   if (!layout::ComputeGeometry(opt_.memory, opt_.buckets, opt_.index_fraction, seed, &geo))
-    return Status(Code::kInvalidArgument,
-                  "--memory=" + std::to_string(opt_.memory) + " is too small for the index (" +
-                      std::to_string(opt_.buckets) + " buckets requested)");
+    return Status(Code::kInvalidArgument, "--memory=" + std::to_string(opt_.memory) +
+                                              " is too small for the index (" +
+                                              std::to_string(opt_.buckets) + " buckets requested)");
   table_ = std::make_unique<Table>(region_.get(), geo);
   // Remote READ only: no remote write, no remote atomic.
   region_mr_.reset(ibv_reg_mr(pd_.get(), region_.get(), opt_.memory, IBV_ACCESS_REMOTE_READ));
@@ -122,10 +122,10 @@ Status Server::Start() {
 
   LOG(INFO) << "kvserver listening on " << opt_.host << ":" << bound_port_ << " device "
             << ibv_get_device_name(ctx_->device) << " instance " << instance_id_;
-  LOG(INFO) << "region addr 0x" << std::hex << reinterpret_cast<uint64_t>(region_.get())
-            << std::dec << " rkey 0x" << std::hex << region_mr_->rkey << std::dec << " size "
-            << opt_.memory << " buckets " << geo.num_buckets << " overflow_slots "
-            << geo.overflow_slots << " entry_capacity " << geo.entry_capacity() << " heap "
+  LOG(INFO) << "region addr 0x" << std::hex << reinterpret_cast<uint64_t>(region_.get()) << std::dec
+            << " rkey 0x" << std::hex << region_mr_->rkey << std::dec << " size " << opt_.memory
+            << " buckets " << geo.num_buckets << " overflow_slots " << geo.overflow_slots
+            << " entry_capacity " << geo.entry_capacity() << " heap "
             << (opt_.memory - geo.heap_offset) << " bytes, workers " << opt_.workers;
   return Status::Ok();
 }
@@ -220,10 +220,11 @@ void Server::HandleConnectRequest(rdma_cm_event* ev) {
     rdma_destroy_id(id);
   };
   wire::ClientHello hello;
-  Status s = wire::DecodeClientHello(ev->param.conn.private_data, ev->param.conn.private_data_len,
-                                     &hello);
+  Status s =
+      wire::DecodeClientHello(ev->param.conn.private_data, ev->param.conn.private_data_len, &hello);
   if (!s.ok()) return reject(s.message());
-  if (id->verbs != ctx_) return reject("connection arrived on another RDMA device than the table's");
+  if (id->verbs != ctx_)
+    return reject("connection arrived on another RDMA device than the table's");
   if (free_slots_.empty())
     return reject("server is at --max_connections=" + std::to_string(opt_.max_connections));
   auto c = std::make_shared<Conn>();
@@ -265,8 +266,8 @@ void Server::HandleConnectRequest(rdma_cm_event* ev) {
   cp.private_data_len = sizeof(h);
   // Outstanding READs a client may have at once on this QP (its max_dest_rd_atomic).
   int requested = std::max<int>(ev->param.conn.initiator_depth, ev->param.conn.responder_resources);
-  cp.responder_resources = static_cast<uint8_t>(
-      std::max(1, std::min<int>(std::max(requested, 16), dev.max_qp_rd_atom)));
+  cp.responder_resources =
+      static_cast<uint8_t>(std::max(1, std::min<int>(std::max(requested, 16), dev.max_qp_rd_atom)));
   cp.initiator_depth = 0;
   cp.rnr_retry_count = 7;
   {

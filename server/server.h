@@ -58,8 +58,8 @@ class Server {
     // waiting for its in-flight sends to flush) -> destroyed. Only the cm thread changes it.
     enum class State { kAccepting, kEstablished, kClosing };
     State state = State::kAccepting;
-    int index = 0;   // send-buffer slot
-    int worker = 0;  // whose CQ this QP uses
+    int index = 0;             // send-buffer slot
+    int worker = 0;            // whose CQ this QP uses
     rdma_cm_id* id = nullptr;  // owned: destroyed by the cm thread after the QP
     std::atomic<int> sends_in_flight{0};
     std::atomic<int> bad_requests{0};
@@ -104,9 +104,9 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
 
   std::mutex conns_mu_;
-  std::map<uint32_t, std::shared_ptr<Conn>> by_qpn_;      // guarded by conns_mu_
+  std::map<uint32_t, std::shared_ptr<Conn>> by_qpn_;    // guarded by conns_mu_
   std::map<rdma_cm_id*, std::shared_ptr<Conn>> by_id_;  // cm thread only
-  std::vector<int> free_slots_;                          // cm thread only
+  std::vector<int> free_slots_;                         // cm thread only
 
   // Counters (relaxed atomics; read by STATS).
   std::atomic<uint64_t> connections_total_{0}, connections_active_{0}, connections_rejected_{0};

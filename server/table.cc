@@ -13,7 +13,8 @@ using namespace layout;
 namespace {
 class StripeLock {
  public:
-  StripeLock(std::mutex* a, std::mutex* b) : a_(std::min(a, b)), b_(a == b ? nullptr : std::max(a, b)) {
+  StripeLock(std::mutex* a, std::mutex* b)
+      : a_(std::min(a, b)), b_(a == b ? nullptr : std::max(a, b)) {
     a_->lock();
     if (b_) b_->lock();
   }
@@ -117,8 +118,8 @@ Status Table::Put(std::string_view key, std::string_view value) {
     return Status(Code::kTooLarge, "key of " + std::to_string(key.size()) + " bytes exceeds " +
                                        std::to_string(wire::kMaxKeySize));
   if (value.size() > wire::kMaxValueSize)
-    return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) +
-                                       " bytes exceeds " + std::to_string(wire::kMaxValueSize));
+    return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes exceeds " +
+                                       std::to_string(wire::kMaxValueSize));
   KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
   StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
   Location loc = Locate(key, kh);
@@ -159,8 +160,10 @@ Status Table::Put(std::string_view key, std::string_view value) {
       int used = 0;
       uint8_t* free_word = nullptr;
       for (uint32_t r = 0; r < kRefsPerBucket; ++r) {
-        if (LoadU64(hdr + 8 * r) != 0) ++used;
-        else if (!free_word) free_word = hdr + 8 * r;
+        if (LoadU64(hdr + 8 * r) != 0)
+          ++used;
+        else if (!free_word)
+          free_word = hdr + 8 * r;
       }
       if (free_word && used < best_refs) {
         best_refs = used;

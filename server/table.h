@@ -49,8 +49,8 @@ class Table {
   static constexpr uint32_t kStripes = 1024;
   struct Location {
     bool found = false;
-    uint8_t* slot = nullptr;     // the entry's slot
-    uint8_t* ref = nullptr;      // overflow entries: the header word that points at it
+    uint8_t* slot = nullptr;  // the entry's slot
+    uint8_t* ref = nullptr;   // overflow entries: the header word that points at it
     uint32_t overflow_index = 0;
     layout::SlotView view;
   };

@@ -83,7 +83,8 @@ TEST(Table, FillsPastNinetyPercentThenTableFull) {
   // Deleting frees room for new keys, including overflow slots.
   for (uint64_t i = 0; i < n; i += 2) ASSERT_TRUE(t.table->Delete("user" + std::to_string(i)).ok());
   EXPECT_EQ(t.table->entries(), n / 2);
-  for (uint64_t i = 0; i < n / 4; ++i) ASSERT_TRUE(t.table->Put("new" + std::to_string(i), "x").ok());
+  for (uint64_t i = 0; i < n / 4; ++i)
+    ASSERT_TRUE(t.table->Put("new" + std::to_string(i), "x").ok());
 }
 TEST(Table, OverflowShareAtNinetyPercentIsSmall) {
   TestTable t(16 << 20, 2048);

@@ -28,7 +28,8 @@ int Report(const rkv::Status& s) {
   return 2;
 }
 int Usage() {
-  std::cerr << "usage: kvctl --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | stats | info\n";
+  std::cerr
+      << "usage: kvctl --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | stats | info\n";
   return 2;
 }
 }  // namespace
@@ -76,10 +77,10 @@ int main(int argc, char** argv) {
   const rkv::ServerInfo& i = client->server_info();
   std::cout << "device " << i.device << "\nport " << int(i.port) << "\nqp_num " << i.qp_num
             << "\npath_mtu " << i.path_mtu << "\nprotocol_version " << i.protocol_version
-            << "\ninstance_id " << i.instance_id << "\nregion_addr 0x" << std::hex
-            << i.region_addr << std::dec << "\nrkey 0x" << std::hex << i.rkey << std::dec
-            << "\nregion_size " << i.region_size << "\nnum_buckets " << i.num_buckets
-            << "\noverflow_slots " << i.overflow_slots << "\nmax_key_size " << i.max_key_size
-            << "\nmax_value_size " << i.max_value_size << "\n";
+            << "\ninstance_id " << i.instance_id << "\nregion_addr 0x" << std::hex << i.region_addr
+            << std::dec << "\nrkey 0x" << std::hex << i.rkey << std::dec << "\nregion_size "
+            << i.region_size << "\nnum_buckets " << i.num_buckets << "\noverflow_slots "
+            << i.overflow_slots << "\nmax_key_size " << i.max_key_size << "\nmax_value_size "
+            << i.max_value_size << "\n";
   return 0;
 }

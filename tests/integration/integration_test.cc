@@ -161,7 +161,8 @@ TEST_F(Integration, GetOnlyPhaseLeavesServerRpcCountersUnchanged) {
   ASSERT_TRUE(c->Put("getonly", "x").ok());
   auto before = StatsOf(c.get());
   std::string v;
-  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(c->Get(i % 2 ? "getonly" : "nokey", &v).ok() || i % 2 == 0);
+  for (int i = 0; i < 2000; ++i)
+    ASSERT_TRUE(c->Get(i % 2 ? "getonly" : "nokey", &v).ok() || i % 2 == 0);
   auto after = StatsOf(c.get());
   EXPECT_EQ(after["rpc_put"], before["rpc_put"]);
   EXPECT_EQ(after["rpc_delete"], before["rpc_delete"]);
@@ -192,7 +193,8 @@ TEST_F(Integration, FillPastNinetyPercentThenTableFullAndRoundTrips) {
     ASSERT_EQ(v, "v" + std::to_string(i));
   }
   double rtt = double(c->counters().round_trips - before.round_trips) / double(target);
-  std::cout << "[ measure ] GET round trips at 90% load: " << rtt << " over " << target << " keys\n";
+  std::cout << "[ measure ] GET round trips at 90% load: " << rtt << " over " << target
+            << " keys\n";
   EXPECT_LE(rtt, 1.10);
 }
 
