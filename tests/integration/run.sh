@@ -12,7 +12,7 @@ if [ -z "${RKV_IN_SANDBOX:-}" ]; then
   exec "$src/tools/rdma-sandbox" --timeout 1100 -- "$0" "$build" "$@"
 fi
 addr=${RKV_SANDBOX_ADDR:?not in the sandbox}
-logs=${RKV_LOG_DIR:-/tmp}
+logs=${RKV_LOG_DIR:-$(mktemp -d /tmp/rkv-it.XXXXXX)}
 "$build/kvserver" --listen="$addr:7470" --memory=128M --workers=2 > "$logs/kvserver-main.log" 2>&1 &
 main=$!
 "$build/kvserver" --listen="$addr:7471" --memory=4M --buckets=256 > "$logs/kvserver-small.log" 2>&1 &
