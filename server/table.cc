@@ -42,20 +42,21 @@ void Table::WriteSlot(uint8_t* dst, const uint8_t* image) {
   std::atomic_thread_fence(std::memory_order_release);
 }
 
+bool Table::Holds(const Probe& p, std::string_view key) const {
+  if (p.outcome == Probe::kFoundInline) return true;
+  if (p.outcome != Probe::kIndirect) return false;
+  std::string_view k, v;  // the slot matched the key's hash: compare the full key in the block
+  return DecodeBlock(base_ + p.slot.block_offset, p.slot.block_size, geo_.seed, p.slot, &k, &v) &&
+         k == key;
+}
+
 Table::Location Table::Locate(std::string_view key, const KeyHash& kh) const {
   Location loc;
   for (uint32_t b : kh.bucket) {
     uint8_t* slots = bucket(b) + kSlotSize;
     for (uint32_t i = 0; i < kSlotsPerBucket - 1; ++i) {
       Probe p = ProbeSlots(slots + i * kSlotSize, 1, key, kh, geo_.seed);
-      if (p.outcome == Probe::kFoundInline || p.outcome == Probe::kIndirect) {
-        if (p.outcome == Probe::kIndirect) {
-          std::string_view k, v;
-          if (!DecodeBlock(base_ + p.slot.block_offset, p.slot.block_size, geo_.seed, p.slot, &k,
-                           &v) ||
-              k != key)
-            continue;
-        }
+      if (Holds(p, key)) {
         loc.found = true;
         loc.slot = slots + i * kSlotSize;
         loc.view = p.slot;
@@ -70,15 +71,7 @@ Table::Location Table::Locate(std::string_view key, const KeyHash& kh) const {
       if (ref == 0 || RefFingerprint(ref) != kh.fingerprint) continue;
       uint8_t* s = overflow_slot(RefIndex(ref));
       Probe p = ProbeSlots(s, 1, key, kh, geo_.seed);
-      if (p.outcome == Probe::kIndirect) {
-        std::string_view k, v;
-        if (!DecodeBlock(base_ + p.slot.block_offset, p.slot.block_size, geo_.seed, p.slot, &k,
-                         &v) ||
-            k != key)
-          continue;
-      } else if (p.outcome != Probe::kFoundInline) {
-        continue;
-      }
+      if (!Holds(p, key)) continue;
       loc.found = true;
       loc.slot = s;
       loc.ref = hdr + 8 * r;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/layout.h"
+#include "common/lookup.h"
 #include "rkv/status.h"
 #include "server/heap.h"
 
@@ -54,6 +55,8 @@ class Table {
     uint32_t overflow_index = 0;
     layout::SlotView view;
   };
+  // True if the probed slot holds `key` (for heap entries: the block's key equals it).
+  bool Holds(const layout::Probe& p, std::string_view key) const;
   Location Locate(std::string_view key, const layout::KeyHash& kh) const;
   uint8_t* bucket(uint32_t b) const { return base_ + geo_.bucket_offset(b); }
   uint8_t* overflow_slot(uint32_t i) const { return base_ + geo_.overflow_slot_offset(i); }
