@@ -114,10 +114,10 @@ int main(int argc, char** argv) {
     if (!s.ok()) return Fail("connect " + FLAGS_server + ": " + s.ToString());
   }
   const rkv::ServerInfo& info = clients[0]->server_info();
-  std::cout << "# rkv kvbench " << argv[1] << " workload=" << w << " server=" << FLAGS_server
-            << " device=" << info.device << " port=" << int(info.port) << " mtu=" << info.path_mtu
-            << " qpn=" << info.qp_num << " rkey=0x" << std::hex << info.rkey << std::dec
-            << " region_size=" << info.region_size << "\n";
+  std::cout << "# rkv kvbench " << argv[1] << (load ? "" : " workload=" + w)
+            << " server=" << FLAGS_server << " device=" << info.device << " port=" << int(info.port)
+            << " mtu=" << info.path_mtu << " qpn=" << info.qp_num << " rkey=0x" << std::hex
+            << info.rkey << std::dec << " region_size=" << info.region_size << "\n";
 
   Zipfian zipf(FLAGS_records, FLAGS_zipf_theta);
   uint64_t total = load ? FLAGS_records : FLAGS_operations;
