@@ -14,7 +14,7 @@ bool Heap::Allocate(uint32_t bytes, uint64_t* offset, uint32_t* size) {
   int c = ClassOf(bytes);
   if (c < 0) return false;
   uint32_t sz = 1u << (c + kMinClassShift);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (!free_[c].empty()) {
     *offset = free_[c].back();
     free_[c].pop_back();
@@ -32,13 +32,13 @@ bool Heap::Allocate(uint32_t bytes, uint64_t* offset, uint32_t* size) {
 void Heap::Free(uint64_t offset, uint32_t size) {
   int c = ClassOf(size);
   if (c < 0) return;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   free_[c].push_back(offset);
   in_use_ -= size;
 }
 
 uint64_t Heap::bytes_in_use() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return in_use_;
 }
 

@@ -8,8 +8,9 @@
 #define RKV_SERVER_HEAP_H_
 
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace rkv {
 
@@ -28,10 +29,10 @@ class Heap {
  private:
   static int ClassOf(uint32_t bytes);
   const uint64_t begin_, end_;
-  mutable std::mutex mu_;
-  uint64_t next_;                                                    // guarded by mu_
-  uint64_t in_use_ = 0;                                              // guarded by mu_
-  std::vector<uint64_t> free_[kMaxClassShift - kMinClassShift + 1];  // guarded by mu_
+  mutable Mutex mu_;
+  uint64_t next_ GUARDED_BY(mu_);
+  uint64_t in_use_ GUARDED_BY(mu_) = 0;
+  std::vector<uint64_t> free_[kMaxClassShift - kMinClassShift + 1] GUARDED_BY(mu_);
 };
 
 }  // namespace rkv

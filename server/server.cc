@@ -142,7 +142,7 @@ Status Server::PostRecv(uint32_t index) {
 }
 
 std::shared_ptr<Server::Conn> Server::FindByQpn(uint32_t qpn) {
-  std::lock_guard<std::mutex> l(conns_mu_);
+  MutexLock l(&conns_mu_);
   auto it = by_qpn_.find(qpn);
   return it == by_qpn_.end() ? nullptr : it->second;
 }
@@ -181,7 +181,6 @@ Status Server::Run() {
         auto it = by_id_.find(eid);
         if (it != by_id_.end()) {
           it->second->state = Conn::State::kEstablished;
-          connections_active_.fetch_add(1);
           VLOG(1) << "established qp " << eid->qp->qp_num;
         }
         break;
@@ -271,11 +270,12 @@ void Server::HandleConnectRequest(rdma_cm_event* ev) {
   cp.initiator_depth = 0;
   cp.rnr_retry_count = 7;
   {
-    std::lock_guard<std::mutex> l(conns_mu_);
+    MutexLock l(&conns_mu_);
     by_qpn_[id->qp->qp_num] = c;
   }
   by_id_[id] = c;
   connections_total_.fetch_add(1);
+  connections_active_.fetch_add(1);  // from accept until the QP is destroyed
   if (rdma_accept(id, &cp) != 0) {
     LOG(WARNING) << "rdma_accept failed: " << std::strerror(errno);
     rdma_ack_cm_event(ev);
@@ -292,7 +292,7 @@ void Server::CloseConn(rdma_cm_id* id) {
   if (it == by_id_.end()) return;
   std::shared_ptr<Conn> c = it->second;
   by_id_.erase(it);
-  if (c->state == Conn::State::kEstablished) connections_active_.fetch_sub(1);
+  connections_active_.fetch_sub(1);
   DestroyConn(std::move(c));
 }
 
@@ -301,7 +301,7 @@ void Server::DestroyConn(std::shared_ptr<Conn> c) {
   rdma_disconnect(c->id);  // may fail if already disconnected; that is fine
   MoveQpToError(c->id->qp);
   {
-    std::lock_guard<std::mutex> l(conns_mu_);
+    MutexLock l(&conns_mu_);
     by_qpn_.erase(c->id->qp->qp_num);
   }
   // Workers decrement sends_in_flight on each (flushed) send completion; the Conn must stay

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/mutex.h"
 #include "common/rdma.h"
 #include "rkv/status.h"
 #include "server/table.h"
@@ -103,8 +104,8 @@ class Server {
   std::unique_ptr<Table> table_;
   std::vector<std::unique_ptr<Worker>> workers_;
 
-  std::mutex conns_mu_;
-  std::map<uint32_t, std::shared_ptr<Conn>> by_qpn_;    // guarded by conns_mu_
+  Mutex conns_mu_;
+  std::map<uint32_t, std::shared_ptr<Conn>> by_qpn_ GUARDED_BY(conns_mu_);
   std::map<rdma_cm_id*, std::shared_ptr<Conn>> by_id_;  // cm thread only
   std::vector<int> free_slots_;                         // cm thread only
 

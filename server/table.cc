@@ -166,7 +166,7 @@ Status Table::Put(std::string_view key, std::string_view value) {
     if (ref_word == nullptr)
       return Status(Code::kTableFull, "both candidate buckets and their overflow refs are full");
     {
-      std::lock_guard<std::mutex> l(overflow_mu_);
+      MutexLock l(&overflow_mu_);
       if (overflow_free_.empty()) return Status(Code::kTableFull, "overflow area is full");
       ovf = overflow_free_.back();
       overflow_free_.pop_back();
@@ -176,7 +176,7 @@ Status Table::Put(std::string_view key, std::string_view value) {
   Status s = BuildEntry(key, value, kh, image);
   if (!s.ok()) {
     if (ref_word) {
-      std::lock_guard<std::mutex> l(overflow_mu_);
+      MutexLock l(&overflow_mu_);
       overflow_free_.push_back(ovf);
     }
     return s;
@@ -203,7 +203,7 @@ Status Table::Delete(std::string_view key) {
   WriteSlot(loc.slot, zero);
   ReleaseEntry(loc.view);
   if (loc.ref) {
-    std::lock_guard<std::mutex> l(overflow_mu_);
+    MutexLock l(&overflow_mu_);
     overflow_free_.push_back(loc.overflow_index);
     overflow_used_.fetch_sub(1, std::memory_order_relaxed);
   }

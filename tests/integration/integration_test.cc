@@ -223,7 +223,8 @@ TEST_F(Integration, ConcurrentWritersAndVerifyingReaders) {
       std::vector<uint64_t> last(kKeys, 0);
       std::mt19937 rng(r);
       std::string v;
-      while (reads.fetch_add(1) < kReadsTotal) {
+      // Until 100k reads have been verified (a bounded number of attempts in all).
+      while (found.load() + bad.load() < kReadsTotal && reads.fetch_add(1) < 3 * kReadsTotal) {
         int k = rng() % kKeys;
         std::string key = "cc" + std::to_string(k);
         Status s = c->Get(key, &v);
@@ -243,7 +244,7 @@ TEST_F(Integration, ConcurrentWritersAndVerifyingReaders) {
   stop.store(true);
   for (int i = 0; i < kWriters; ++i) threads[i].join();
   EXPECT_EQ(bad.load(), 0u) << "torn, wrong-key or stale values";
-  EXPECT_GT(found.load(), kReadsTotal / 2);
+  EXPECT_GE(found.load() + bad.load(), kReadsTotal);
   std::cout << "[ measure ] verified reads: " << found.load() << ", bad: " << bad.load() << "\n";
 }
 
