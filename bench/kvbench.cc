@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/workload.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver ADDR:PORT");
@@ -26,41 +27,15 @@ DEFINE_int32(threads, 1, "client threads (one connection each)");
 DEFINE_string(distribution, "zipfian", "uniform or zipfian");
 DEFINE_double(zipf_theta, 0.99, "zipfian constant");
 DEFINE_int32(value_size, 64, "value size in bytes");
+DEFINE_bool(verify, false,
+            "write self-checking values (key-bound XXH3 checksum + version) and check every read");
 
 namespace {
 using Clock = std::chrono::steady_clock;
 
-uint64_t Fnv64(uint64_t v) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (int i = 0; i < 8; ++i) {
-    h ^= v & 0xff;
-    h *= 1099511628211ull;
-    v >>= 8;
-  }
-  return h;
-}
-std::string KeyOf(uint64_t n) { return "user" + std::to_string(Fnv64(n)); }
-
-// YCSB's ZipfianGenerator, scrambled by FNV so that hot keys spread over the table.
-class Zipfian {
- public:
-  Zipfian(uint64_t n, double theta) : n_(n), theta_(theta) {
-    for (uint64_t i = 1; i <= n; ++i) zetan_ += 1.0 / std::pow(double(i), theta);
-    alpha_ = 1.0 / (1.0 - theta);
-    double zeta2 = 1.0 + std::pow(0.5, theta);
-    eta_ = (1 - std::pow(2.0 / n, 1 - theta)) / (1 - zeta2 / zetan_);
-  }
-  uint64_t Next(double u) const {
-    double uz = u * zetan_;
-    if (uz < 1.0) return 0;
-    if (uz < 1.0 + std::pow(0.5, theta_)) return 1;
-    return std::min<uint64_t>(n_ - 1, uint64_t(n_ * std::pow(eta_ * u - eta_ + 1, alpha_)));
-  }
-
- private:
-  uint64_t n_;
-  double theta_, zetan_ = 0, alpha_, eta_;
-};
+using rkv::bench::Fnv64;
+using rkv::bench::KeyOf;
+using rkv::bench::Zipfian;
 
 enum OpType { kRead, kUpdate, kInsert, kRmw, kNumOps };
 const char* kOpNames[] = {"READ", "UPDATE", "INSERT", "READ-MODIFY-WRITE"};
@@ -68,6 +43,7 @@ const char* kOpNames[] = {"READ", "UPDATE", "INSERT", "READ-MODIFY-WRITE"};
 struct Stats {
   std::vector<uint32_t> lat_us[kNumOps];
   uint64_t ok[kNumOps] = {}, not_found[kNumOps] = {}, errors[kNumOps] = {};
+  uint64_t verify_failures = 0;
 };
 
 int Fail(const std::string& m) {
@@ -104,6 +80,8 @@ int main(int argc, char** argv) {
     return Fail("--distribution must be uniform or zipfian");
   if (FLAGS_records == 0) return Fail("--records must be > 0");
   if (FLAGS_threads < 1 || FLAGS_threads > 1024) return Fail("--threads must be 1..1024");
+  if (FLAGS_verify && FLAGS_value_size < int(rkv::bench::kMinVerifiableValue))
+    return Fail("--verify needs --value_size >= 16");
   if (FLAGS_value_size < 0 || FLAGS_value_size > 65536)
     return Fail("--value_size must be 0..65536");
   if (!(FLAGS_zipf_theta > 0 && FLAGS_zipf_theta < 1)) return Fail("--zipf_theta must be in (0,1)");
@@ -166,13 +144,24 @@ int main(int argc, char** argv) {
             keynum = rng() % FLAGS_records;
         }
         std::string key = KeyOf(keynum);
-        value[0] = char('a' + i % 26);
+        if (FLAGS_verify) {
+          rkv::bench::FillValue(key, i + 1, &value);
+        } else {
+          value[0] = char('a' + i % 26);
+        }
+        auto verify = [&](const rkv::Status& got) {
+          if (FLAGS_verify && got.ok() && !rkv::bench::VerifyValue(key, out) &&
+              st.verify_failures++ < 3)
+            std::cerr << "VERIFY: wrong or torn value for key " << key << "\n";
+        };
         auto t0 = Clock::now();
         rkv::Status s;
-        if (op == kRead)
+        if (op == kRead) {
           s = c->Get(key, &out);
-        else if (op == kRmw) {
+          verify(s);
+        } else if (op == kRmw) {
           s = c->Get(key, &out);
+          verify(s);
           if (s.ok() || s.IsNotFound()) s = c->Put(key, value);
         } else
           s = c->Put(key, value);
@@ -236,5 +225,8 @@ int main(int argc, char** argv) {
     std::printf("[RKV], RoundTripsPerGet, %.3f\n", double(sum.round_trips) / sum.gets);
     std::printf("[RKV], ChecksumRetries, %lu\n", (unsigned long)sum.checksum_retries);
   }
-  return errors ? 1 : 0;
+  uint64_t verify_failures = 0;
+  for (auto& st : stats) verify_failures += st.verify_failures;
+  if (FLAGS_verify) std::printf("[VERIFY], Failures, %lu\n", (unsigned long)verify_failures);
+  return errors || verify_failures ? 1 : 0;
 }

@@ -32,6 +32,23 @@ printf 'from-stdin' | ctl put stdinkey && [ "$(ctl get stdinkey)" = from-stdin ]
 ctl del shellkey && { ctl get shellkey 2>/dev/null; [ $? -eq 1 ]; } || ok=0
 ctl bogus 2>/dev/null; [ $? -eq 2 ] || ok=0
 [ $ok = 1 ] && echo "kvctl checks: passed" || { echo "kvctl checks: FAILED"; rc=1; }
+# kvbench smoke run: YCSB load, then workload a with every read verified.
+bench() { "$build/kvbench" --server="$addr:7470" --records=2000 --threads=2 --verify "$@"; }
+if bench load > "$logs/kvbench-load.txt" && bench run --workload=a --operations=5000 > "$logs/kvbench-run.txt" &&
+   grep -q "^\[VERIFY\], Failures, 0$" "$logs/kvbench-run.txt"; then
+  echo "kvbench smoke (load + run a --verify): passed"; grep -E "OVERALL|RoundTripsPerGet|VERIFY" "$logs/kvbench-run.txt"
+else
+  echo "kvbench smoke: FAILED"; cat "$logs"/kvbench-*.txt; rc=1
+fi
+"$build/kvbench" --server="$addr:7470" run --workload=e >/dev/null 2>&1; [ $? -eq 2 ] || { echo "kvbench accepted workload e"; rc=1; }
+# --verify must catch values it did not write: overwrite 50 keys with plain values, expect failure.
+"$build/kvbench" --server="$addr:7470" load --records=50 > /dev/null 2>&1
+"$build/kvbench" --server="$addr:7470" run --records=50 --workload=c --operations=200 --verify > "$logs/kvbench-neg.txt" 2>&1
+if [ $? -eq 1 ] && ! grep -q "^\[VERIFY\], Failures, 0$" "$logs/kvbench-neg.txt"; then
+  echo "kvbench --verify detects wrong values: passed"
+else
+  echo "kvbench --verify did not detect wrong values: FAILED"; rc=1
+fi
 for p in $main $small; do
   if ! kill -0 $p 2>/dev/null; then echo "a kvserver died during the tests"; rc=1; fi
 done

@@ -1,0 +1,59 @@
+#include "bench/workload.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace rkv::bench {
+
+uint64_t Fnv64(uint64_t v) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (int i = 0; i < 8; ++i) {
+    h ^= v & 0xff;
+    h *= 1099511628211ull;
+    v >>= 8;
+  }
+  return h;
+}
+
+std::string KeyOf(uint64_t n) { return "user" + std::to_string(Fnv64(n)); }
+
+Zipfian::Zipfian(uint64_t n, double theta) : n_(n), theta_(theta) {
+  for (uint64_t i = 1; i <= n; ++i) zetan_ += 1.0 / std::pow(double(i), theta);
+  alpha_ = 1.0 / (1.0 - theta);
+  double zeta2 = 1.0 + std::pow(0.5, theta);
+  eta_ = (1 - std::pow(2.0 / double(n), 1 - theta)) / (1 - zeta2 / zetan_);
+}
+
+uint64_t Zipfian::Next(double u) const {
+  double uz = u * zetan_;
+  if (uz < 1.0) return 0;
+  if (uz < 1.0 + std::pow(0.5, theta_)) return 1;
+  return std::min<uint64_t>(n_ - 1, uint64_t(double(n_) * std::pow(eta_ * u - eta_ + 1, alpha_)));
+}
+
+namespace {
+uint64_t ValueHash(std::string_view key, std::string_view value) {
+  return XXH3_64bits_withSeed(value.data() + 8, value.size() - 8,
+                              XXH3_64bits(key.data(), key.size()));
+}
+}  // namespace
+
+void FillValue(std::string_view key, uint64_t version, std::string* value) {
+  if (value->size() < kMinVerifiableValue) value->resize(kMinVerifiableValue);
+  std::memcpy(value->data() + 8, &version, 8);
+  for (size_t i = 16; i < value->size(); ++i) (*value)[i] = char('a' + (version + i) % 26);
+  uint64_t h = ValueHash(key, *value);
+  std::memcpy(value->data(), &h, 8);
+}
+
+bool VerifyValue(std::string_view key, std::string_view value) {
+  if (value.size() < kMinVerifiableValue) return false;
+  uint64_t h;
+  std::memcpy(&h, value.data(), 8);
+  return h == ValueHash(key, value);
+}
+
+}  // namespace rkv::bench
