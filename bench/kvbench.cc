@@ -7,15 +7,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "bench/histogram.h"
 #include "bench/workload.h"
 #include "rkv/client.h"
 
@@ -27,6 +30,8 @@ DEFINE_int32(threads, 1, "client threads (one connection each)");
 DEFINE_string(distribution, "zipfian", "uniform or zipfian");
 DEFINE_double(zipf_theta, 0.99, "zipfian constant");
 DEFINE_int32(value_size, 64, "value size in bytes");
+DEFINE_double(duration, 0, "run phase: seconds to run (overrides --operations when > 0)");
+DEFINE_string(json, "", "also write the figures, latency histograms and per-second series here");
 DEFINE_bool(verify, false,
             "write self-checking values (key-bound XXH3 checksum + version) and check every read");
 
@@ -41,7 +46,7 @@ enum OpType { kRead, kUpdate, kInsert, kRmw, kNumOps };
 const char* kOpNames[] = {"READ", "UPDATE", "INSERT", "READ-MODIFY-WRITE"};
 
 struct Stats {
-  std::vector<uint32_t> lat_us[kNumOps];
+  rkv::bench::Histogram lat_us[kNumOps];
   uint64_t ok[kNumOps] = {}, not_found[kNumOps] = {}, errors[kNumOps] = {};
   uint64_t verify_failures = 0;
 };
@@ -98,7 +103,10 @@ int main(int argc, char** argv) {
             << info.rkey << std::dec << " region_size=" << info.region_size << "\n";
 
   Zipfian zipf(FLAGS_records, FLAGS_zipf_theta);
-  uint64_t total = load ? FLAGS_records : FLAGS_operations;
+  const bool timed = !load && FLAGS_duration > 0;
+  uint64_t total = load ? FLAGS_records : timed ? UINT64_MAX : FLAGS_operations;
+  std::atomic<bool> time_up{false};
+  std::vector<std::pair<double, uint64_t>> series;  // (second, ops in that second); status thread
   std::atomic<uint64_t> next{0}, done{0}, inserted{FLAGS_records};
   std::vector<Stats> stats(FLAGS_threads);
   auto start = Clock::now();
@@ -111,7 +119,9 @@ int main(int argc, char** argv) {
       double el = std::chrono::duration<double>(Clock::now() - start).count();
       std::fprintf(stderr, "%.0f sec: %lu operations; %lu current ops/sec\n", el, (unsigned long)d,
                    (unsigned long)(d - last));
+      series.emplace_back(el, d - last);
       last = d;
+      if (timed && el >= FLAGS_duration) time_up.store(true);
     }
   });
   std::vector<std::thread> threads;
@@ -122,7 +132,7 @@ int main(int argc, char** argv) {
       std::mt19937_64 rng(t * 7919 + 1);
       std::uniform_real_distribution<double> uni(0, 1);
       std::string value(FLAGS_value_size, 'v'), out;
-      for (uint64_t i; (i = next.fetch_add(1)) < total;) {
+      for (uint64_t i; (i = next.fetch_add(1)) < total && !time_up.load();) {
         OpType op = kInsert;
         uint64_t keynum = i;
         if (!load) {
@@ -165,7 +175,7 @@ int main(int argc, char** argv) {
           if (s.ok() || s.IsNotFound()) s = c->Put(key, value);
         } else
           s = c->Put(key, value);
-        st.lat_us[op].push_back(uint32_t(
+        st.lat_us[op].Record(uint64_t(
             std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count()));
         if (s.ok())
           ++st.ok[op];
@@ -185,30 +195,31 @@ int main(int argc, char** argv) {
   std::printf("[OVERALL], RunTime(ms), %.0f\n", ms);
   std::printf("[OVERALL], Throughput(ops/sec), %.1f\n", done.load() / (ms / 1000.0));
   uint64_t errors = 0;
+  struct JsonOp {
+    const char* name;
+    rkv::bench::Histogram h;
+    uint64_t ok, not_found, errors;
+  };
+  std::vector<JsonOp> json_ops;
   for (int op = 0; op < kNumOps; ++op) {
-    std::vector<uint32_t> all;
+    rkv::bench::Histogram all;
     uint64_t ok = 0, nf = 0, err = 0;
     for (auto& st : stats) {
-      all.insert(all.end(), st.lat_us[op].begin(), st.lat_us[op].end());
+      all.Merge(st.lat_us[op]);
       ok += st.ok[op], nf += st.not_found[op], err += st.errors[op];
     }
-    if (all.empty()) continue;
+    if (all.count() == 0) continue;
     errors += err;
-    std::sort(all.begin(), all.end());
-    double sum = 0;
-    for (uint32_t v : all) sum += v;
-    auto pct = [&](double p) {
-      return all[std::min<size_t>(all.size() - 1, size_t(p * all.size()))];
-    };
     const char* n = kOpNames[op];
-    std::printf("[%s], Operations, %zu\n[%s], AverageLatency(us), %.2f\n", n, all.size(), n,
-                sum / all.size());
-    std::printf("[%s], MinLatency(us), %u\n[%s], MaxLatency(us), %u\n", n, all.front(), n,
-                all.back());
-    std::printf("[%s], 50thPercentileLatency(us), %u\n[%s], 95thPercentileLatency(us), %u\n", n,
-                pct(0.5), n, pct(0.95));
-    std::printf("[%s], 99thPercentileLatency(us), %u\n[%s], 99.9thPercentileLatency(us), %u\n", n,
-                pct(0.99), n, pct(0.999));
+    std::printf("[%s], Operations, %lu\n[%s], AverageLatency(us), %.2f\n", n,
+                (unsigned long)all.count(), n, all.mean());
+    std::printf("[%s], MinLatency(us), %lu\n[%s], MaxLatency(us), %lu\n", n,
+                (unsigned long)all.min(), n, (unsigned long)all.max());
+    for (auto [q, name] :
+         {std::pair{0.5, "50th"}, {0.95, "95th"}, {0.99, "99th"}, {0.999, "99.9th"}})
+      std::printf("[%s], %sPercentileLatency(us), %lu\n", n, name,
+                  (unsigned long)all.Percentile(q));
+    json_ops.push_back({n, all, ok, nf, err});
     std::printf("[%s], Return=OK, %lu\n", n, (unsigned long)ok);
     if (nf) std::printf("[%s], Return=NOT_FOUND, %lu\n", n, (unsigned long)nf);
     if (err) std::printf("[%s], Return=ERROR, %lu\n", n, (unsigned long)err);
@@ -228,5 +239,45 @@ int main(int argc, char** argv) {
   uint64_t verify_failures = 0;
   for (auto& st : stats) verify_failures += st.verify_failures;
   if (FLAGS_verify) std::printf("[VERIFY], Failures, %lu\n", (unsigned long)verify_failures);
+  if (!FLAGS_json.empty()) {
+    FILE* f = std::fopen(FLAGS_json.c_str(), "w");
+    if (f == nullptr)
+      return Fail("cannot write --json=" + FLAGS_json + ": " + std::strerror(errno));
+    std::fprintf(f,
+                 "{\"phase\": \"%s\", \"workload\": \"%s\", \"threads\": %d, \"runtime_ms\": %.0f, "
+                 "\"throughput_ops\": %.1f, \"device\": \"%s\", \"path_mtu\": %u,\n "
+                 "\"rounds_per_get\": %.4f, "
+                 "\"reads_per_get\": %.4f, \"checksum_retries\": %lu, \"verify_failures\": %lu,\n "
+                 "\"ops\": {",
+                 argv[1], load ? "load" : w.c_str(), FLAGS_threads, ms, done.load() / (ms / 1000.0),
+                 info.device.c_str(), info.path_mtu,
+                 sum.gets ? double(sum.round_trips) / sum.gets : 0.0,
+                 sum.gets ? double(sum.reads_posted) / sum.gets : 0.0,
+                 (unsigned long)sum.checksum_retries, (unsigned long)verify_failures);
+    for (size_t k = 0; k < json_ops.size(); ++k) {
+      const JsonOp& o = json_ops[k];
+      std::fprintf(
+          f,
+          "%s\n  \"%s\": {\"operations\": %lu, \"ok\": %lu, \"not_found\": %lu, \"errors\": %lu, "
+          "\"avg_us\": %.2f, \"min_us\": %lu, \"max_us\": %lu, \"p50_us\": %lu, \"p95_us\": %lu, "
+          "\"p99_us\": %lu, \"p999_us\": %lu, \"histogram_us\": [",
+          k ? "," : "", o.name, (unsigned long)o.h.count(), (unsigned long)o.ok,
+          (unsigned long)o.not_found, (unsigned long)o.errors, o.h.mean(), (unsigned long)o.h.min(),
+          (unsigned long)o.h.max(), (unsigned long)o.h.Percentile(0.5),
+          (unsigned long)o.h.Percentile(0.95), (unsigned long)o.h.Percentile(0.99),
+          (unsigned long)o.h.Percentile(0.999));
+      auto buckets = o.h.Buckets();
+      for (size_t b = 0; b < buckets.size(); ++b)
+        std::fprintf(f, "%s[%lu, %lu]", b ? ", " : "", (unsigned long)buckets[b].first,
+                     (unsigned long)buckets[b].second);
+      std::fprintf(f, "]}");
+    }
+    std::fprintf(f, "},\n \"series\": [");
+    for (size_t k = 0; k < series.size(); ++k)
+      std::fprintf(f, "%s[%.1f, %lu]", k ? ", " : "", series[k].first,
+                   (unsigned long)series[k].second);
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
   return errors || verify_failures ? 1 : 0;
 }
