@@ -30,6 +30,9 @@ DEFINE_int32(threads, 1, "client threads (one connection each)");
 DEFINE_string(distribution, "zipfian", "uniform or zipfian");
 DEFINE_double(zipf_theta, 0.99, "zipfian constant");
 DEFINE_int32(value_size, 64, "value size in bytes");
+DEFINE_double(target, 0,
+              "total operations/s to throttle to (0: as fast as possible); latency is then "
+              "measured from each operation's intended start time (no coordinated omission)");
 DEFINE_double(duration, 0, "run phase: seconds to run (overrides --operations when > 0)");
 DEFINE_string(json, "", "also write the figures, latency histograms and per-second series here");
 DEFINE_bool(verify, false,
@@ -84,6 +87,8 @@ int main(int argc, char** argv) {
   if (FLAGS_distribution != "uniform" && FLAGS_distribution != "zipfian")
     return Fail("--distribution must be uniform or zipfian");
   if (FLAGS_records == 0) return Fail("--records must be > 0");
+  if (FLAGS_target < 0) return Fail("--target must be >= 0");
+  if (FLAGS_duration < 0) return Fail("--duration must be >= 0");
   if (FLAGS_threads < 1 || FLAGS_threads > 1024) return Fail("--threads must be 1..1024");
   if (FLAGS_verify && FLAGS_value_size < int(rkv::bench::kMinVerifiableValue))
     return Fail("--verify needs --value_size >= 16");
@@ -131,6 +136,9 @@ int main(int argc, char** argv) {
       Stats& st = stats[t];
       std::mt19937_64 rng(t * 7919 + 1);
       std::uniform_real_distribution<double> uni(0, 1);
+      // Throttling: this thread's k-th operation is due at start + k * interval.
+      const double interval_ns = FLAGS_target > 0 ? 1e9 * FLAGS_threads / FLAGS_target : 0;
+      uint64_t issued = 0;
       std::string value(FLAGS_value_size, 'v'), out;
       for (uint64_t i; (i = next.fetch_add(1)) < total && !time_up.load();) {
         OpType op = kInsert;
@@ -165,6 +173,11 @@ int main(int argc, char** argv) {
             std::cerr << "VERIFY: wrong or torn value for key " << key << "\n";
         };
         auto t0 = Clock::now();
+        if (interval_ns > 0) {
+          auto due = start + std::chrono::nanoseconds(uint64_t(interval_ns * double(issued++)));
+          if (due > t0) std::this_thread::sleep_until(due);
+          t0 = due;  // a late operation's wait counts in its latency
+        }
         rkv::Status s;
         if (op == kRead) {
           s = c->Get(key, &out);
