@@ -29,6 +29,8 @@ class ClientImpl {
 
  private:
   enum class Step { kDone, kRetry };
+  // The GET attempt loop for a validated, already counted key.
+  Status ReadKey(std::string_view key, std::string* value);
   Status Usable() const;
   Status CheckKey(std::string_view key) const;
   // Finishes a GET whose candidate buckets have been probed. May read blocks/overflow slots.

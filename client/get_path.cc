@@ -80,6 +80,11 @@ Status ClientImpl::Get(std::string_view key, std::string* value) {
   if (s.ok()) s = CheckKey(key);
   if (!s.ok()) return s;
   ++counters_.gets;
+  return ReadKey(key, value);
+}
+
+Status ClientImpl::ReadKey(std::string_view key, std::string* value) {
+  Status s;
   const wire::ServerHello& h = conn_->hello();
   const layout::KeyHash kh = layout::HashKey(key, h.hash_seed, h.num_buckets);
   const uint8_t* b = conn_->buf() + Connection::kBucketArea;
@@ -139,9 +144,8 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
     }
     for (size_t i = 0; i < n; ++i) {
       if (!pending[i]) continue;
-      --counters_.gets;  // Get counts it again
       Status& st = (*statuses)[start + i];
-      st = Get(keys[start + i], &(*values)[start + i]);
+      st = ReadKey(keys[start + i], &(*values)[start + i]);
       if (st.code() == Code::kConnectionLost || st.code() == Code::kTimeout) return st;
     }
   }

@@ -338,7 +338,7 @@ void Server::WorkerLoop(int w) {
       for (int i = 0; i < n; ++i) {
         if (wc[i].wr_id & kRecvTag) {
           uint32_t index = static_cast<uint32_t>(wc[i].wr_id >> 1);
-          if (wc[i].status == IBV_WC_SUCCESS) HandleRecv(w, wc[i]);
+          if (wc[i].status == IBV_WC_SUCCESS) HandleRecv(wc[i]);
           if (!stop_.load()) {
             Status s = PostRecv(index);
             if (!s.ok()) LOG(ERROR) << s.ToString();
@@ -354,8 +354,7 @@ void Server::WorkerLoop(int w) {
   }
 }
 
-void Server::HandleRecv(int w, const ibv_wc& wc) {
-  (void)w;
+void Server::HandleRecv(const ibv_wc& wc) {
   std::shared_ptr<Conn> c = FindByQpn(wc.qp_num);
   if (!c || c->state == Conn::State::kClosing) return;
   const uint8_t* msg = recv_buf_.data() + size_t(wc.wr_id >> 1) * kRecvBufSize;

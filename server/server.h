@@ -76,7 +76,7 @@ class Server {
   static constexpr size_t kSendSlotSize = 4096;
 
   void WorkerLoop(int w);
-  void HandleRecv(int w, const ibv_wc& wc);
+  void HandleRecv(const ibv_wc& wc);
   void HandleConnectRequest(rdma_cm_event* ev);
   void CloseConn(rdma_cm_id* id);
   void DestroyConn(std::shared_ptr<Conn> c);

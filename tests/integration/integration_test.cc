@@ -314,7 +314,7 @@ TEST_F(Integration, ClientKilledMidOperation) {
 TEST_F(Integration, ConnectDisconnectChurnLeaksNothing) {
   auto c = MustConnect(addr_);
   auto before = StatsOf(c.get());
-  int n = std::atoi(Env("RKV_CHURN").empty() ? "1000" : Env("RKV_CHURN").c_str());
+  int n = std::atoi(Env("RKV_CHURN").empty() ? "2000" : Env("RKV_CHURN").c_str());
   for (int i = 0; i < n; ++i) {
     auto x = MustConnect(addr_);
     ASSERT_TRUE(x);

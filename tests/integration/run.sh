@@ -21,6 +21,7 @@ for i in $(seq 50); do
   "$build/kvctl" --server="$addr:7470" stats >/dev/null 2>&1 && "$build/kvctl" --server="$addr:7471" stats >/dev/null 2>&1 && break
   sleep 0.2
 done
+fds_start=$(ls /proc/$main/fd | wc -l)
 export RKV_SERVER="$addr:7470" RKV_SMALL_SERVER="$addr:7471" RKV_KVSERVER="$build/kvserver"
 rc=0
 "$build/integration_test" "$@" || rc=$?
@@ -49,6 +50,9 @@ if [ $? -eq 1 ] && ! grep -q "^\[VERIFY\], Failures, 0$" "$logs/kvbench-neg.txt"
 else
   echo "kvbench --verify did not detect wrong values: FAILED"; rc=1
 fi
+fds_end=$(ls /proc/$main/fd 2>/dev/null | wc -l)
+if [ "$fds_end" -gt $((fds_start + 4)) ]; then echo "kvserver file descriptors grew: $fds_start -> $fds_end"; rc=1
+else echo "kvserver file descriptors: $fds_start at start, $fds_end after all tests (no leak)"; fi
 for p in $main $small; do
   if ! kill -0 $p 2>/dev/null; then echo "a kvserver died during the tests"; rc=1; fi
 done
