@@ -3,6 +3,7 @@
 #ifndef RKV_CLIENT_CLIENT_IMPL_H_
 #define RKV_CLIENT_CLIENT_IMPL_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,10 @@ class ClientImpl {
                std::string* value, Status* result);
   Step ReadIndirect(const layout::SlotView& slot, std::string_view key, std::string* value,
                     Status* result);
+  // Reads what the probe's overflow refs point at (one round trip for all of them, unless
+  // several are heap blocks, which only a 32-bit fingerprint collision produces).
+  Step ReadRefs(const layout::Probe& probe, std::string_view key, const layout::KeyHash& kh,
+                std::string* value, Status* result);
   Status RoundTrip(const Connection::ReadOp* ops, int n);
   Status RpcStatus(wire::Op op, std::string_view key, std::string_view value, std::string* payload);
 
@@ -47,6 +52,8 @@ class ClientImpl {
   std::unique_ptr<Connection> conn_;
   ClientCounters counters_;
   ServerInfo info_;
+  // When the current GET attempt posted its bucket READs (see ReadRefs).
+  std::chrono::steady_clock::time_point attempt_start_;
 };
 
 }  // namespace rkv

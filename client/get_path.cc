@@ -1,7 +1,8 @@
 // The GET path: one-sided READs only. No allocation (values are assigned into the caller's
 // string), no locks, no system calls beyond posting and polling.
 // Round trips: 1 for an inline entry or an absent key (both candidate buckets are read by two
-// READs posted together); 2 for a value in the heap or an entry in the overflow area.
+// READs posted together); 2 for a value in the heap or an entry in the overflow area (an
+// overflow ref points straight at an overflow slot or at a heap block).
 #include "client/client_impl.h"
 
 namespace rkv {
@@ -46,7 +47,7 @@ ClientImpl::Step ClientImpl::Resolve(const Probe& probe, std::string_view key,
                                      const layout::KeyHash& kh, std::string* value,
                                      Status* result) {
   switch (probe.outcome) {
-    case Probe::kFoundInline:
+    case Probe::kFound:
       value->assign(probe.value);
       *result = Status::Ok();
       return Step::kDone;
@@ -58,21 +59,57 @@ ClientImpl::Step ClientImpl::Resolve(const Probe& probe, std::string_view key,
     case Probe::kTorn:
       return Step::kRetry;
     case Probe::kOverflow:
-      break;
+      return ReadRefs(probe, key, kh, value, result);
   }
+  return Step::kRetry;
+}
+
+ClientImpl::Step ClientImpl::ReadRefs(const Probe& probe, std::string_view key,
+                                      const layout::KeyHash& kh, std::string* value,
+                                      Status* result) {
+  // A ref carries only the low 32 bits of its entry's version. Ref and target read more than a
+  // second apart could, in theory, meet a version that wrapped (2^32 writes): re-read instead.
+  constexpr auto kMaxRefAge = std::chrono::seconds(1);
   const wire::ServerHello& h = conn_->hello();
-  Connection::ReadOp ops[layout::kMaxOverflowCandidates];
-  for (int i = 0; i < probe.overflow_count; ++i) {
-    if (probe.overflow[i] >= h.overflow_slots) return Step::kRetry;  // torn header word
-    ops[i] = {Connection::kOverflowArea + uint64_t(i) * kSlotSize,
-              h.overflow_offset + uint64_t(probe.overflow[i]) * kSlotSize, kSlotSize};
+  bool torn = false;
+  int next = 0;
+  while (next < probe.ref_count) {
+    // One round trip: every slot ref and at most one block ref (the block area holds one).
+    Connection::ReadOp ops[layout::kMaxOverflowCandidates];
+    const layout::Ref* refs[layout::kMaxOverflowCandidates];
+    int n = 0;
+    bool block = false;
+    for (; next < probe.ref_count; ++next) {
+      const layout::Ref& r = probe.refs[next];
+      bool is_block = r.type == layout::Ref::kBlock;
+      uint32_t len = is_block ? r.length : kSlotSize;
+      if (r.offset + len > h.region_size ||
+          (is_block && len > Connection::kSendArea - Connection::kBlockArea)) {
+        torn = true;  // a torn ref: its words came from different writes
+        continue;
+      }
+      if (is_block && block) break;
+      block |= is_block;
+      ops[n] = {
+          is_block ? Connection::kBlockArea : Connection::kOverflowArea + uint64_t(n) * kSlotSize,
+          r.offset, len};
+      refs[n++] = &r;
+    }
+    if (n == 0) break;
+    *result = RoundTrip(ops, n);
+    if (!result->ok()) return Step::kDone;
+    if (std::chrono::steady_clock::now() - attempt_start_ > kMaxRefAge) return Step::kRetry;
+    for (int i = 0; i < n; ++i) {
+      Probe p =
+          layout::ProbeRef(conn_->buf() + ops[i].local_offset, *refs[i], key, kh, h.hash_seed);
+      if (p.outcome == Probe::kFound || p.outcome == Probe::kIndirect)
+        return Resolve(p, key, kh, value, result);
+      torn |= p.outcome == Probe::kTorn;
+    }
   }
-  *result = RoundTrip(ops, probe.overflow_count);
-  if (!result->ok()) return Step::kDone;
-  Probe p = layout::ProbeSlots(conn_->buf() + Connection::kOverflowArea, probe.overflow_count, key,
-                               kh, h.hash_seed);
-  if (p.outcome == Probe::kOverflow) p.outcome = Probe::kAbsent;
-  return Resolve(p, key, kh, value, result);
+  if (torn) return Step::kRetry;
+  *result = Status(Code::kNotFound, "");
+  return Step::kDone;
 }
 
 Status ClientImpl::Get(std::string_view key, std::string* value) {
@@ -92,6 +129,7 @@ Status ClientImpl::ReadKey(std::string_view key, std::string* value) {
       {Connection::kBucketArea, uint64_t(kh.bucket[0]) * h.bucket_size, kBucketSize},
       {Connection::kBucketArea + kBucketSize, uint64_t(kh.bucket[1]) * h.bucket_size, kBucketSize}};
   for (int attempt = 0; attempt <= options_.max_get_retries; ++attempt) {
+    attempt_start_ = std::chrono::steady_clock::now();
     s = RoundTrip(ops, 2);
     if (!s.ok()) return s;
     Probe p = layout::ProbeBuckets(b, b + kBucketSize, key, kh, h.hash_seed);
@@ -134,7 +172,7 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
       ++counters_.gets;
       const uint8_t* b = conn_->buf() + Connection::kBucketArea + 2 * i * kBucketSize;
       Probe p = layout::ProbeBuckets(b, b + kBucketSize, key, kh[i], h.hash_seed);
-      if (p.outcome == Probe::kFoundInline) {
+      if (p.outcome == Probe::kFound) {
         (*values)[start + i].assign(p.value);
       } else if (p.outcome == Probe::kAbsent) {
         st = Status(Code::kNotFound, "");

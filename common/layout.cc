@@ -54,7 +54,7 @@ bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fracti
   g.heap_offset =
       (g.overflow_offset + uint64_t{g.overflow_slots} * kSlotSize + kAlign - 1) / kAlign * kAlign;
   g.seed = seed;
-  if (g.heap_offset >= region_size) return false;
+  if (g.heap_offset >= region_size || region_size > kMaxRegionSize) return false;
   *out = g;
   return true;
 }
@@ -126,18 +126,57 @@ void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_vi
   Store<uint64_t>(block, XXH3_64bits_withSeed(block + 8, n - 8, seed));
 }
 
+namespace {
+// Checks a block's checksum over the sizes it states (which must fit in `len`).
+bool VerifyBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t* version,
+                 std::string_view* key, std::string_view* value) {
+  if (len < kBlockHeaderSize) return false;
+  uint64_t ks = Load<uint32_t>(block + 16), vs = Load<uint32_t>(block + 20);
+  uint64_t n = kBlockHeaderSize + ks + vs;
+  if (n > len) return false;
+  if (Load<uint64_t>(block) != XXH3_64bits_withSeed(block + 8, n - 8, seed)) return false;
+  *version = Load<uint64_t>(block + 8);
+  const char* p = reinterpret_cast<const char*>(block + kBlockHeaderSize);
+  *key = std::string_view(p, ks);
+  *value = std::string_view(p + ks, vs);
+  return true;
+}
+}  // namespace
+
 bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, const SlotView& slot,
                  std::string_view* key, std::string_view* value) {
-  size_t n = BlockBytes(slot.key_size, slot.value_size);
-  if (len < n) return false;
-  if (Load<uint64_t>(block + 8) != slot.version) return false;
-  if (Load<uint32_t>(block + 16) != slot.key_size || Load<uint32_t>(block + 20) != slot.value_size)
-    return false;
-  if (Load<uint64_t>(block) != XXH3_64bits_withSeed(block + 8, n - 8, seed)) return false;
-  const char* p = reinterpret_cast<const char*>(block + kBlockHeaderSize);
-  *key = std::string_view(p, slot.key_size);
-  *value = std::string_view(p + slot.key_size, slot.value_size);
-  return true;
+  uint64_t version;
+  return VerifyBlock(block, std::min<size_t>(len, BlockBytes(slot.key_size, slot.value_size)), seed,
+                     &version, key, value) &&
+         version == slot.version && key->size() == slot.key_size &&
+         value->size() == slot.value_size;
+}
+
+bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint32_t version32,
+                    std::string_view* key, std::string_view* value) {
+  uint64_t version;
+  return VerifyBlock(block, len, seed, &version, key, value) &&
+         static_cast<uint32_t>(version) == version32 &&
+         BlockBytes(key->size(), value->size()) == len;
+}
+
+uint64_t RefWord0(const Ref& r) {
+  return (uint64_t{r.type} << 62) | (uint64_t{r.length & kMaxRefLength} << 45) |
+         ((r.offset >> 7) & ((uint64_t{1} << 36) - 1));
+}
+
+uint64_t RefWord1(const Ref& r) { return (uint64_t{r.fingerprint} << 32) | r.version; }
+
+Ref DecodeRef(const uint8_t* p) {
+  uint64_t w0 = __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
+  uint64_t w1 = __atomic_load_n(reinterpret_cast<const uint64_t*>(p + 8), __ATOMIC_ACQUIRE);
+  Ref r;
+  r.type = static_cast<uint8_t>(w0 >> 62);
+  r.length = static_cast<uint32_t>(w0 >> 45) & kMaxRefLength;
+  r.offset = (w0 & ((uint64_t{1} << 36) - 1)) << 7;
+  r.fingerprint = static_cast<uint32_t>(w1 >> 32);
+  r.version = static_cast<uint32_t>(w1);
+  return r;
 }
 
 }  // namespace rkv::layout

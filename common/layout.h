@@ -2,7 +2,7 @@
 // See docs/design.md for the argument why a reader never returns a torn or wrong entry.
 //
 // Region: [buckets: num_buckets x 1024 B][overflow slots: overflow_slots x 128 B][value heap]
-// Bucket: slot 0 is the header (16 overflow refs of 8 bytes), slots 1..7 hold entries.
+// Bucket: slot 0 is the header (8 overflow refs of 16 bytes), slots 1..7 hold entries.
 // A key has two candidate buckets; a GET reads both with two READs posted together.
 // Slot (128 B, little-endian):
 //   0 u64 checksum   XXH3-64(bytes 8..127, seed)
@@ -16,8 +16,12 @@
 //                              u32 block_size, u32 reserved
 // Heap block: u64 checksum XXH3-64(bytes 8..end), u64 version (= the slot's), u32 key_size,
 //   u32 value_size, key, value.
-// Overflow ref (bucket header word): high 32 bits key fingerprint, low 32 bits overflow index+1
-//   (0 = unused word).
+// Overflow ref (16 B in a bucket header), two little-endian u64 words, each written atomically:
+//   word0: [63..62] type (0 unused, 1 overflow slot, 2 heap block), [61..45] length in bytes of
+//          the target, [44..36] zero, [35..0] region offset of the target / 128
+//   word1: [63..32] key fingerprint, [31..0] low 32 bits of the entry's version
+//   An inline entry that found both buckets full lives in an overflow slot; a larger entry needs
+//   no slot: its ref points straight at its heap block, so either is one READ away.
 // Thread safety: all functions are pure; they read the bytes given.
 #ifndef RKV_COMMON_LAYOUT_H_
 #define RKV_COMMON_LAYOUT_H_
@@ -32,7 +36,10 @@ namespace rkv::layout {
 inline constexpr uint32_t kSlotSize = 128;
 inline constexpr uint32_t kSlotsPerBucket = 8;  // slot 0 is the header
 inline constexpr uint32_t kBucketSize = kSlotSize * kSlotsPerBucket;
-inline constexpr uint32_t kRefsPerBucket = kSlotSize / 8;
+inline constexpr uint32_t kRefSize = 16;
+inline constexpr uint32_t kRefsPerBucket = kSlotSize / kRefSize;  // 8
+inline constexpr uint32_t kMaxRefLength = (1u << 17) - 1;
+inline constexpr uint64_t kMaxRegionSize = uint64_t{1} << 43;  // 2^36 units of 128 B
 inline constexpr uint32_t kSlotHeaderSize = 24;
 inline constexpr uint32_t kInlineCapacity = kSlotSize - kSlotHeaderSize;  // 104
 inline constexpr uint32_t kBlockHeaderSize = 24;
@@ -106,11 +113,27 @@ inline uint64_t LoadU64(const uint8_t* p) {
   std::memcpy(&v, p, 8);
   return v;
 }
-inline uint64_t MakeRef(uint32_t fingerprint, uint32_t overflow_index) {
-  return (uint64_t{fingerprint} << 32) | (uint64_t{overflow_index} + 1);
-}
-inline uint32_t RefFingerprint(uint64_t ref) { return static_cast<uint32_t>(ref >> 32); }
-inline uint32_t RefIndex(uint64_t ref) { return static_cast<uint32_t>(ref) - 1; }
+
+// Decoded overflow ref.
+struct Ref {
+  enum Type : uint8_t { kUnused = 0, kSlot = 1, kBlock = 2 };
+  uint8_t type = kUnused;
+  uint32_t length = 0;  // bytes to READ at `offset`
+  uint64_t offset = 0;  // region offset, a multiple of 128
+  uint32_t fingerprint = 0;
+  uint32_t version = 0;  // low 32 bits of the entry's version
+};
+// word0 and word1 of a ref. Requires offset % 128 == 0, offset < kMaxRegionSize and
+// length <= kMaxRefLength.
+uint64_t RefWord0(const Ref& r);
+uint64_t RefWord1(const Ref& r);
+// Decodes the 16 bytes at `p` (each word loaded once; the pair may be torn, which readers
+// detect through the version check).
+Ref DecodeRef(const uint8_t* p);
+// Verifies a heap block a ref points at: `len` bytes, checksum, sizes that fill exactly `len`,
+// and the low 32 bits of its version. On success sets key and value.
+bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint32_t version32,
+                    std::string_view* key, std::string_view* value);
 
 }  // namespace rkv::layout
 

@@ -16,16 +16,16 @@ inline constexpr int kMaxOverflowCandidates = 4;
 
 struct Probe {
   enum Outcome {
-    kFoundInline,  // value is in `value` (points into the bucket bytes)
-    kIndirect,     // read the block described by `slot`, then check it
-    kOverflow,     // read the overflow slots listed in `overflow`, then probe them
-    kAbsent,       // no entry for the key
-    kTorn,         // an inconsistent slot might hold the key: re-read
+    kFound,     // value is in `value` (points into the bytes probed)
+    kIndirect,  // read the block described by `slot`, then check it
+    kOverflow,  // READ what the refs in `refs` point at, then decide each with ProbeRef
+    kAbsent,    // no entry for the key
+    kTorn,      // an inconsistent slot might hold the key: re-read
   } outcome = kAbsent;
   std::string_view value;
   SlotView slot;
-  int overflow_count = 0;
-  uint32_t overflow[kMaxOverflowCandidates];
+  int ref_count = 0;
+  Ref refs[kMaxOverflowCandidates];
 };
 
 // Scans `count` slots starting at `slots` for the key.
@@ -34,6 +34,11 @@ Probe ProbeSlots(const uint8_t* slots, int count, std::string_view key, const Ke
 // Scans both candidate buckets (entry slots, then header refs).
 Probe ProbeBuckets(const uint8_t* bucket0, const uint8_t* bucket1, std::string_view key,
                    const KeyHash& kh, uint64_t seed);
+// Decides one ref from `ref.length` bytes read at `ref.offset`: kFound, kIndirect (an overflow
+// slot holding a heap entry), kAbsent (the ref is another key's with the same fingerprint) or
+// kTorn (the target changed since the ref was read: re-read the buckets).
+Probe ProbeRef(const uint8_t* bytes, const Ref& ref, std::string_view key, const KeyHash& kh,
+               uint64_t seed);
 
 }  // namespace rkv::layout
 

@@ -23,6 +23,11 @@ class Heap {
   // Returns false when no block of at least `bytes` is left. *size is the block's real size.
   [[nodiscard]] bool Allocate(uint32_t bytes, uint64_t* offset, uint32_t* size);
   void Free(uint64_t offset, uint32_t size);
+  // The real size of the block Allocate returns for `bytes` (0 if too large).
+  static uint32_t BlockSizeFor(uint32_t bytes) {
+    int c = ClassOf(bytes);
+    return c < 0 ? 0 : 1u << (c + kMinClassShift);
+  }
   uint64_t bytes_in_use() const;
   uint64_t capacity() const { return end_ - begin_; }
 

@@ -51,20 +51,30 @@ class Table {
   static constexpr uint32_t kStripes = 1024;
   struct Location {
     bool found = false;
-    uint8_t* slot = nullptr;  // the entry's slot
-    uint8_t* ref = nullptr;   // overflow entries: the header word that points at it
-    uint32_t overflow_index = 0;
-    layout::SlotView view;
+    uint8_t* slot = nullptr;  // entries in a bucket or an overflow slot: the slot
+    uint8_t* ref = nullptr;   // overflow entries: the header ref that points at it
+    layout::Ref ref_value;    // ... and its value
+    layout::SlotView view;    // slot entries: the decoded slot
+    std::string_view value;   // inline or ref-block entries: the value
   };
-  // True if the probed slot holds `key` (for heap entries: the block's key equals it).
-  bool Holds(const layout::Probe& p, std::string_view key) const;
+  // True if the probe found `key` (for heap entries: the block's key equals it); sets *value.
+  bool Holds(const layout::Probe& p, std::string_view key, std::string_view* value) const;
   Location Locate(std::string_view key, const layout::KeyHash& kh) const;
   uint8_t* bucket(uint32_t b) const { return base_ + geo_.bucket_offset(b); }
   uint8_t* overflow_slot(uint32_t i) const { return base_ + geo_.overflow_slot_offset(i); }
   Status BuildEntry(std::string_view key, std::string_view value, const layout::KeyHash& kh,
                     uint8_t* image);
-  void ReleaseEntry(const layout::SlotView& view);
+  // Overflow entries: writes the target (an overflow slot for an inline entry, a heap block
+  // otherwise) and fills *ref; the caller publishes the ref.
+  Status BuildOverflowEntry(std::string_view key, std::string_view value, const layout::KeyHash& kh,
+                            layout::Ref* ref);
+  // Frees what an entry held (its heap block; for overflow entries also its slot).
+  void ReleaseEntry(const Location& loc);
+  uint8_t* FreeRefWord(const layout::KeyHash& kh) const;
+  [[nodiscard]] bool AllocateOverflowSlot(uint32_t* index);
+  void FreeOverflowSlot(uint32_t index);
   static void WriteSlot(uint8_t* dst, const uint8_t* image);
+  static void StoreRef(uint8_t* dst, const layout::Ref& ref);
 
   uint8_t* const base_;
   const layout::Geometry geo_;

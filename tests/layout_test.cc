@@ -4,6 +4,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/lookup.h"
 
@@ -86,7 +87,7 @@ TEST(Lookup, TornSlotForcesRetryOnlyWhenKeyNotFound) {
   EncodeInlineSlot(b1 + 2 * kSlotSize, 1, 2, "other", "v");
   b1[2 * kSlotSize + 50] ^= 1;  // torn unrelated slot
   Probe p = ProbeBuckets(b0, b1, "k1", kh, 1);
-  EXPECT_EQ(p.outcome, Probe::kFoundInline);
+  EXPECT_EQ(p.outcome, Probe::kFound);
   EXPECT_EQ(p.value, "v1");
   p = ProbeBuckets(b0, b1, "k2", HashKey("k2", 1, 16), 1);
   EXPECT_EQ(p.outcome, Probe::kTorn);
@@ -94,16 +95,75 @@ TEST(Lookup, TornSlotForcesRetryOnlyWhenKeyNotFound) {
   p = ProbeBuckets(b0, b1, "k2", HashKey("k2", 1, 16), 1);
   EXPECT_EQ(p.outcome, Probe::kAbsent);
 }
+void PutRef(uint8_t* at, const Ref& r) {
+  uint64_t w[2] = {RefWord0(r), RefWord1(r)};
+  std::memcpy(at, w, sizeof w);
+}
+TEST(Layout, RefRoundTripsEveryField) {
+  Ref r;
+  r.type = Ref::kBlock;
+  r.length = 66584;
+  r.offset = (uint64_t{1} << 42) + 128 * 77;
+  r.fingerprint = 0xdeadbeef;
+  r.version = 0x12345678;
+  uint8_t b[16];
+  PutRef(b, r);
+  Ref d = DecodeRef(b);
+  EXPECT_EQ(d.type, r.type);
+  EXPECT_EQ(d.length, r.length);
+  EXPECT_EQ(d.offset, r.offset);
+  EXPECT_EQ(d.fingerprint, r.fingerprint);
+  EXPECT_EQ(d.version, r.version);
+  uint8_t zero[16] = {};
+  EXPECT_EQ(DecodeRef(zero).type, Ref::kUnused);
+}
 TEST(Lookup, OverflowRefsMatchFingerprint) {
   alignas(64) uint8_t b0[kBucketSize] = {}, b1[kBucketSize] = {};
   KeyHash kh = HashKey("key", 1, 16);
-  uint64_t ref = MakeRef(kh.fingerprint, 12);
-  std::memcpy(b1 + 8 * 3, &ref, 8);
-  uint64_t other = MakeRef(kh.fingerprint + 1, 13);
-  std::memcpy(b0, &other, 8);
+  Ref mine{Ref::kSlot, kSlotSize, 128 * 12, kh.fingerprint, 5};
+  Ref other{Ref::kSlot, kSlotSize, 128 * 13, kh.fingerprint + 1, 6};
+  PutRef(b1 + kRefSize * 3, mine);
+  PutRef(b0, other);
   Probe p = ProbeBuckets(b0, b1, "key", kh, 1);
   ASSERT_EQ(p.outcome, Probe::kOverflow);
-  ASSERT_EQ(p.overflow_count, 1);
-  EXPECT_EQ(p.overflow[0], 12u);
+  ASSERT_EQ(p.ref_count, 1);
+  EXPECT_EQ(p.refs[0].offset, 128u * 12);
+  EXPECT_EQ(p.refs[0].version, 5u);
+}
+TEST(Lookup, SlotRefChecksTheVersionOfItsTarget) {
+  KeyHash kh = HashKey("key", 1, 16);
+  alignas(64) uint8_t slot[kSlotSize];
+  EncodeInlineSlot(slot, 1, (uint64_t{7} << 32) | 5, "key", "val");
+  Ref r{Ref::kSlot, kSlotSize, 0, kh.fingerprint, 5};
+  Probe p = ProbeRef(slot, r, "key", kh, 1);
+  ASSERT_EQ(p.outcome, Probe::kFound);
+  EXPECT_EQ(p.value, "val");
+  r.version = 6;  // the slot was rewritten (or reused) after the ref was read
+  EXPECT_EQ(ProbeRef(slot, r, "key", kh, 1).outcome, Probe::kTorn);
+  r.version = 5;
+  EXPECT_EQ(ProbeRef(slot, r, "other", HashKey("other", 1, 16), 1).outcome, Probe::kAbsent);
+  uint8_t empty[kSlotSize] = {};  // deleted since: retry, do not trust the stale ref
+  EXPECT_EQ(ProbeRef(empty, r, "key", kh, 1).outcome, Probe::kTorn);
+  slot[60] ^= 1;
+  EXPECT_EQ(ProbeRef(slot, r, "key", kh, 1).outcome, Probe::kTorn);
+}
+TEST(Lookup, BlockRefReadsTheValueInOneStep) {
+  KeyHash kh = HashKey("key", 1, 16);
+  std::string value(5000, 'v');
+  std::vector<uint8_t> block(BlockBytes(3, value.size()));
+  EncodeBlock(block.data(), 1, 42, "key", value);
+  Ref r{Ref::kBlock, uint32_t(block.size()), 4096, kh.fingerprint, 42};
+  Probe p = ProbeRef(block.data(), r, "key", kh, 1);
+  ASSERT_EQ(p.outcome, Probe::kFound);
+  EXPECT_EQ(p.value, value);
+  EXPECT_EQ(ProbeRef(block.data(), r, "kez", HashKey("kez", 1, 16), 1).outcome, Probe::kAbsent);
+  r.version = 43;  // block freed and reused by a later write
+  EXPECT_EQ(ProbeRef(block.data(), r, "key", kh, 1).outcome, Probe::kTorn);
+  r.version = 42;
+  r.length -= 1;  // sizes must fill exactly the ref's length
+  EXPECT_EQ(ProbeRef(block.data(), r, "key", kh, 1).outcome, Probe::kTorn);
+  r.length += 1;
+  block[100] ^= 1;
+  EXPECT_EQ(ProbeRef(block.data(), r, "key", kh, 1).outcome, Probe::kTorn);
 }
 }  // namespace rkv::layout

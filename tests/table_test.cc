@@ -95,6 +95,91 @@ TEST(Table, OverflowShareAtNinetyPercentIsSmall) {
   // Overflow entries need a second round trip; the design target is <= 10% at 90% load.
   EXPECT_LT(share, 0.10) << share;
 }
+namespace {
+// What a remote reader does: probe both buckets, then follow at most one ref hop. Returns the
+// number of READ round trips the GET needed, or -1 if it did not find `want`.
+int RemoteGetRoundTrips(const TestTable& t, std::string_view key, const std::string& want,
+                        bool* via_ref = nullptr) {
+  const uint8_t* base = t.mem.data();
+  layout::KeyHash kh = layout::HashKey(key, t.geo.seed, t.geo.num_buckets);
+  layout::Probe p =
+      layout::ProbeBuckets(base + t.geo.bucket_offset(kh.bucket[0]),
+                           base + t.geo.bucket_offset(kh.bucket[1]), key, kh, t.geo.seed);
+  int rtts = 1;
+  if (via_ref) *via_ref = p.outcome == layout::Probe::kOverflow;
+  if (p.outcome == layout::Probe::kOverflow) {
+    ++rtts;
+    for (int i = 0; i < p.ref_count; ++i) {
+      layout::Probe r = layout::ProbeRef(base + p.refs[i].offset, p.refs[i], key, kh, t.geo.seed);
+      if (r.outcome == layout::Probe::kFound || r.outcome == layout::Probe::kIndirect) {
+        p = r;
+        break;
+      }
+    }
+  }
+  if (p.outcome == layout::Probe::kIndirect) {
+    ++rtts;
+    std::string_view k, v;
+    if (!layout::DecodeBlock(base + p.slot.block_offset, p.slot.block_size, t.geo.seed, p.slot, &k,
+                             &v) ||
+        k != key)
+      return -1;
+    p.value = v;
+  } else if (p.outcome != layout::Probe::kFound) {
+    return -1;
+  }
+  return p.value == want ? rtts : -1;
+}
+}  // namespace
+TEST(Table, LargeValuesInOverflowTakeTwoRoundTrips) {
+  // Fill a small table to 90% with a mix of small and large values; every entry, including the
+  // large ones that landed in the overflow area, is at most two READ round trips away, and
+  // updates and deletes that change an overflow entry's kind keep it so.
+  TestTable t(16 << 20, 256);
+  uint64_t target = t.table->entry_capacity() * 9 / 10;
+  std::map<std::string, std::string> model;
+  for (uint64_t i = 0; i < target; ++i) {
+    std::string k = "user" + std::to_string(i);
+    std::string v = i % 3 == 0 ? std::string(300 + i % 700, char('a' + i % 26)) : "small";
+    ASSERT_TRUE(t.table->Put(k, v).ok()) << i;
+    model[k] = v;
+  }
+  ASSERT_GT(t.table->overflow_entries(), 0u);
+  auto check_all = [&] {
+    int large_via_ref = 0;
+    for (const auto& [k, v] : model) {
+      bool via_ref = false;
+      int rtts = RemoteGetRoundTrips(t, k, v, &via_ref);
+      ASSERT_GE(rtts, 1) << k;
+      ASSERT_LE(rtts, 2) << k;
+      large_via_ref += via_ref && !layout::FitsInline(k.size(), v.size());
+    }
+    EXPECT_GT(large_via_ref, 0);  // the case under test occurred
+  };
+  check_all();
+  // Flip every entry's kind (small <-> large), then delete a third and check again.
+  uint64_t i = 0;
+  for (auto& [k, v] : model) {
+    v = v == "small" ? std::string(2000 + i % 50, 'L') : "tiny" + std::to_string(i);
+    ASSERT_TRUE(t.table->Put(k, v).ok()) << k;
+    ++i;
+  }
+  check_all();
+  for (auto it = model.begin(); it != model.end();) {
+    if (std::hash<std::string>{}(it->first) % 3 == 0) {
+      ASSERT_TRUE(t.table->Delete(it->first).ok());
+      EXPECT_EQ(RemoteGetRoundTrips(t, it->first, ""), -1);
+      it = model.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  check_all();
+  EXPECT_EQ(t.table->entries(), model.size());
+  for (const auto& [k, v] : model) ASSERT_TRUE(t.table->Delete(k).ok());
+  EXPECT_EQ(t.table->heap_bytes_in_use(), 0u);
+  EXPECT_EQ(t.table->overflow_entries(), 0u);
+}
 TEST(Table, ConcurrentWritersKeepEveryKeyConsistent) {
   TestTable t(32 << 20);
   std::vector<std::thread> threads;
