@@ -1,6 +1,7 @@
 #include "bench/histogram.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace rkv::bench {
 
@@ -38,9 +39,16 @@ void Histogram::Merge(const Histogram& o) {
   max_ = std::max(max_, o.max_);
 }
 
+void Histogram::Clear() {
+  std::fill(counts_.begin(), counts_.end(), 0);
+  count_ = sum_ = max_ = 0;
+  min_ = UINT64_MAX;
+}
+
 uint64_t Histogram::Percentile(double q) const {
   if (count_ == 0) return 0;
-  uint64_t rank = uint64_t(q * double(count_));
+  // The rank-th smallest value, rank = ceil(q * count): at least q of the values are <= it.
+  uint64_t rank = uint64_t(std::ceil(q * double(count_) - 1e-9));
   if (rank < 1) rank = 1;
   if (rank > count_) rank = count_;
   uint64_t seen = 0;

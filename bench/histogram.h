@@ -17,6 +17,7 @@ class Histogram {
   Histogram();
   void Record(uint64_t value);
   void Merge(const Histogram& other);
+  void Clear();
   uint64_t count() const { return count_; }
   uint64_t min() const { return count_ ? min_ : 0; }
   uint64_t max() const { return max_; }

@@ -1,11 +1,15 @@
 // kvbench: a YCSB-like load generator for rkv.
 //   kvbench load --server=ADDR:PORT --records=N
-//   kvbench run  --server=ADDR:PORT --workload=a|b|c|d|f --operations=N [--threads=T]
-// Prints a live status line every second on stderr and YCSB-style summary lines on stdout.
+//   kvbench run  --server=ADDR:PORT --workload=a|b|c|d|f --operations=N [--threads=T] ...
+// Flags accept YCSB-style dashes or underscores (--value-size or --value_size). Prints a live
+// status line every second on stderr and YCSB-style summary lines on stdout. Exit status: 0 ok,
+// 1 operations failed or --verify found a wrong value, 2 bad options or no connection.
+//
+// Threads: each worker thread owns its --connections clients; the status thread only reads
+// the per-thread interval histograms (under their mutexes) and the shared atomic counters.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -13,284 +17,363 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "bench/config.h"
 #include "bench/histogram.h"
+#include "bench/report.h"
 #include "bench/workload.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver ADDR:PORT");
-DEFINE_string(workload, "a", "YCSB core workload: a, b, c, d, f");
-DEFINE_uint64(records, 1000, "records loaded / key space");
-DEFINE_uint64(operations, 10000, "operations in the run phase");
-DEFINE_int32(threads, 1, "client threads (one connection each)");
-DEFINE_string(distribution, "zipfian", "uniform or zipfian");
-DEFINE_double(zipf_theta, 0.99, "zipfian constant");
-DEFINE_int32(value_size, 64, "value size in bytes");
+DEFINE_string(workload, "", "YCSB core workload: a (default), b, c, d, f; e is refused (scans)");
+DEFINE_double(read_proportion, 0, "custom mix: share of reads (replaces the workload's)");
+DEFINE_double(update_proportion, 0, "custom mix: share of updates");
+DEFINE_double(insert_proportion, 0, "custom mix: share of inserts of new keys");
+DEFINE_double(rmw_proportion, 0, "custom mix: share of read-modify-writes");
+DEFINE_double(delete_proportion, 0, "custom mix: share of deletes");
+DEFINE_string(distribution, "",
+              "key choice: uniform, zipfian, latest, hotspot (default: zipfian; latest for d)");
+DEFINE_double(zipf_theta, 0.99, "zipfian constant (YCSB's default 0.99)");
+DEFINE_double(hotspot_data_fraction, 0.2, "hotspot: share of the keys that are hot");
+DEFINE_double(hotspot_opn_fraction, 0.8, "hotspot: share of operations that go to hot keys");
+DEFINE_int64(records, 1000, "records loaded / key space");
+DEFINE_int64(operations, 10000, "operations in the run phase");
+DEFINE_double(duration, 0, "run phase: seconds to run (overrides --operations when > 0)");
+DEFINE_int64(threads, 1, "client threads");
+DEFINE_int64(connections, 1, "client connections per thread (used in turn)");
+DEFINE_int64(depth, 1,
+             "operations issued together per connection: their GETs go out as one batch of "
+             "READs (MultiGet), then the writes in order");
+DEFINE_string(key_size, "0", "key bytes, N or MIN-MAX (0: YCSB's user<hash> names)");
+DEFINE_string(value_size, "64", "value bytes, N or MIN-MAX (uniform per operation)");
 DEFINE_double(target, 0,
               "total operations/s to throttle to (0: as fast as possible); latency is then "
               "measured from each operation's intended start time (no coordinated omission)");
-DEFINE_double(duration, 0, "run phase: seconds to run (overrides --operations when > 0)");
 DEFINE_string(json, "", "also write the figures, latency histograms and per-second series here");
 DEFINE_bool(verify, false,
             "write self-checking values (key-bound XXH3 checksum + version) and check every read");
 
 namespace {
 using Clock = std::chrono::steady_clock;
-
-using rkv::bench::Fnv64;
-using rkv::bench::KeyOf;
-using rkv::bench::Zipfian;
-
-enum OpType { kRead, kUpdate, kInsert, kRmw, kNumOps };
-const char* kOpNames[] = {"READ", "UPDATE", "INSERT", "READ-MODIFY-WRITE"};
-
-struct Stats {
-  rkv::bench::Histogram lat_us[kNumOps];
-  uint64_t ok[kNumOps] = {}, not_found[kNumOps] = {}, errors[kNumOps] = {};
-  uint64_t verify_failures = 0;
-};
+using rkv::bench::Config;
+using rkv::bench::OpType;
+namespace b = rkv::bench;
 
 int Fail(const std::string& m) {
   std::cerr << "kvbench: " << m << "\n";
   return 2;
 }
+
+// YCSB spells flags with dashes; gflags wants underscores.
+void NormalizeFlagNames(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* a = argv[i];
+    if (std::strncmp(a, "--", 2) != 0) continue;
+    for (char* p = a + 2; *p && *p != '='; ++p)
+      if (*p == '-') *p = '_';
+  }
+}
+
+double GivenOrUnset(const char* flag, double value) {
+  return gflags::GetCommandLineFlagInfoOrDie(flag).is_default ? b::RawFlags::kUnset : value;
+}
+
+// What one worker thread measured. `interval` (this second's latencies, for the status line)
+// is shared with the status thread under `mu`; the rest is the worker's alone until joined.
+struct ThreadStats {
+  b::OpResult ops[b::kNumOps];
+  uint64_t verify_failures = 0;
+  std::mutex mu;
+  b::Histogram interval;
+};
+
+struct Op {
+  OpType type;
+  uint64_t seq;
+  std::string key;
+  Clock::time_point due;
+  rkv::Status status;
+};
+
+class Runner {
+ public:
+  Runner(const Config& c, std::vector<std::unique_ptr<rkv::Client>>* clients)
+      : c_(c), clients_(clients), chooser_(c), inserted_(c.records), stats_(c.threads) {
+    total_ = c.load ? c.records : c.duration > 0 ? UINT64_MAX : c.operations;
+  }
+
+  void Run() {
+    start_ = Clock::now();
+    deadline_ = c_.duration > 0 && !c_.load
+                    ? start_ + std::chrono::microseconds(int64_t(c_.duration * 1e6))
+                    : Clock::time_point::max();
+    std::thread status([this] { StatusLoop(); });
+    std::vector<std::thread> threads;
+    for (int t = 0; t < c_.threads; ++t) threads.emplace_back([this, t] { Worker(t); });
+    for (auto& t : threads) t.join();
+    runtime_ms_ = std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+    finished_.store(true);
+    status.join();
+  }
+
+  void Fill(b::Report* r) {
+    r->runtime_ms = runtime_ms_;
+    r->operations = done_.load();
+    for (auto& st : stats_) {
+      for (int k = 0; k < b::kNumOps; ++k) {
+        r->ops[k].latency_us.Merge(st.ops[k].latency_us);
+        r->ops[k].ok += st.ops[k].ok;
+        r->ops[k].not_found += st.ops[k].not_found;
+        r->ops[k].errors += st.ops[k].errors;
+      }
+      r->verify_failures += st.verify_failures;
+    }
+    for (auto& cl : *clients_) {
+      r->gets += cl->counters().gets;
+      r->reads_posted += cl->counters().reads_posted;
+      r->round_trips += cl->counters().round_trips;
+      r->checksum_retries += cl->counters().checksum_retries;
+    }
+    r->series = series_;
+  }
+
+ private:
+  OpType Choose(std::mt19937_64& rng) const {
+    double u = std::uniform_real_distribution<double>(0, 1)(rng), acc = 0;
+    for (int k = 0; k < b::kNumOps; ++k)
+      if (c_.mix[k] > 0 && u < (acc += c_.mix[k])) return OpType(k);
+    for (int k = b::kNumOps - 1; k >= 0; --k)  // rounding: the last type with a share
+      if (c_.mix[k] > 0) return OpType(k);
+    return b::kRead;
+  }
+
+  void Record(ThreadStats& st, const Op& op, Clock::time_point end) {
+    uint64_t us = uint64_t(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::microseconds>(end - op.due).count()));
+    b::OpResult& r = st.ops[op.type];
+    r.latency_us.Record(us);
+    if (op.status.ok()) {
+      ++r.ok;
+    } else if (op.status.IsNotFound()) {
+      ++r.not_found;
+    } else if (++r.errors <= 3) {
+      std::cerr << b::kOpNames[op.type] << " " << op.key << ": " << op.status.ToString() << "\n";
+    }
+    {
+      std::lock_guard<std::mutex> l(st.mu);
+      st.interval.Record(us);
+    }
+    done_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void CheckRead(ThreadStats& st, const Op& op, const std::string& value) {
+    if (c_.verify && op.status.ok() && !b::VerifyValue(op.key, value) && st.verify_failures++ < 3)
+      std::cerr << "VERIFY: wrong or torn value for key " << op.key << "\n";
+  }
+
+  void MakeValue(const Op& op, std::mt19937_64& rng, std::string* value) const {
+    const b::SizeRange& vs = c_.value_size;
+    value->resize(vs.min + (vs.fixed() ? 0 : rng() % (vs.max - vs.min + 1)));
+    if (c_.verify)
+      b::FillValue(op.key, op.seq + 1, value);
+    else if (!value->empty())
+      (*value)[0] = char('a' + op.seq % 26);
+  }
+
+  void Worker(int t) {
+    ThreadStats& st = stats_[t];
+    std::mt19937_64 rng(uint64_t(t) * 7919 + 1);
+    // Throttling: this thread's k-th operation is due at start + k * interval.
+    const double interval_ns = c_.target > 0 ? 1e9 * c_.threads / c_.target : 0;
+    uint64_t issued = 0;
+    size_t turn = 0;
+    std::vector<Op> batch(c_.depth);
+    std::vector<std::string_view> keys;
+    std::vector<std::string> values;
+    std::vector<rkv::Status> statuses;
+    std::string value, out;
+    for (;;) {
+      int n = 0;
+      for (; n < c_.depth && Clock::now() < deadline_; ++n) {
+        uint64_t i = next_.fetch_add(1);
+        if (i >= total_) break;
+        Op& op = batch[n];
+        op.seq = i;
+        op.type = c_.load ? b::kInsert : Choose(rng);
+        uint64_t keynum = c_.load                 ? i
+                          : op.type == b::kInsert ? inserted_.fetch_add(1)
+                                                  : chooser_.Next(rng, inserted_.load());
+        op.key = b::KeyName(keynum, c_.key_size);
+        op.due = interval_ns > 0
+                     ? start_ + std::chrono::nanoseconds(uint64_t(interval_ns * double(issued++)))
+                     : Clock::time_point();
+      }
+      if (n == 0) break;
+      if (interval_ns > 0) {
+        std::this_thread::sleep_until(batch[n - 1].due);  // a late batch's wait counts
+      } else {
+        auto now = Clock::now();
+        for (int k = 0; k < n; ++k) batch[k].due = now;
+      }
+      rkv::Client* c = (*clients_)[size_t(t) * c_.connections + turn++ % c_.connections].get();
+      // Reads first, all together (one batch of READs when there are several)...
+      keys.clear();
+      for (int k = 0; k < n; ++k)
+        if (batch[k].type == b::kRead || batch[k].type == b::kRmw) keys.push_back(batch[k].key);
+      if (keys.size() == 1) {
+        for (int k = 0; k < n; ++k)
+          if (batch[k].type == b::kRead || batch[k].type == b::kRmw) {
+            batch[k].status = c->Get(batch[k].key, &out);
+            CheckRead(st, batch[k], out);
+          }
+      } else if (keys.size() > 1) {
+        rkv::Status s = c->MultiGet(keys, &values, &statuses);
+        for (int k = 0, r = 0; k < n; ++k)
+          if (batch[k].type == b::kRead || batch[k].type == b::kRmw) {
+            batch[k].status = s.ok() ? statuses[r] : s;
+            CheckRead(st, batch[k], values[r]);
+            ++r;
+          }
+      }
+      auto reads_done = Clock::now();
+      // ... then the writes in order.
+      for (int k = 0; k < n; ++k) {
+        Op& op = batch[k];
+        if (op.type == b::kRead) {
+          Record(st, op, reads_done);
+          continue;
+        }
+        if (op.type == b::kRmw && !(op.status.ok() || op.status.IsNotFound())) {
+          Record(st, op, reads_done);
+          continue;
+        }
+        if (op.type == b::kDelete) {
+          op.status = c->Delete(op.key);
+        } else {
+          MakeValue(op, rng, &value);
+          op.status = c->Put(op.key, value);
+        }
+        Record(st, op, Clock::now());
+      }
+    }
+  }
+
+  void StatusLoop() {
+    uint64_t last = 0;
+    b::Histogram second;
+    auto tick = start_;
+    while (!finished_.load()) {
+      tick += std::chrono::seconds(1);
+      while (!finished_.load() && Clock::now() < tick)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (finished_.load()) break;
+      second.Clear();
+      for (auto& st : stats_) {
+        std::lock_guard<std::mutex> l(st.mu);
+        second.Merge(st.interval);
+        st.interval.Clear();
+      }
+      uint64_t d = done_.load();
+      double el = std::chrono::duration<double>(Clock::now() - start_).count();
+      std::fprintf(stderr, "%.0f sec: %lu operations; %lu current ops/sec; p99 %lu us\n", el,
+                   (unsigned long)d, (unsigned long)(d - last),
+                   (unsigned long)second.Percentile(0.99));
+      series_.push_back({el, d - last, second.Percentile(0.5), second.Percentile(0.99),
+                         second.Percentile(0.999)});
+      last = d;
+    }
+  }
+
+  const Config& c_;
+  std::vector<std::unique_ptr<rkv::Client>>* clients_;
+  const b::KeyChooser chooser_;
+  uint64_t total_;
+  Clock::time_point start_, deadline_;
+  std::atomic<uint64_t> next_{0}, done_{0}, inserted_;
+  std::atomic<bool> finished_{false};
+  std::vector<ThreadStats> stats_;
+  std::vector<b::SecondSample> series_;  // written by the status thread, read after join
+  double runtime_ms_ = 0;
+};
 }  // namespace
 
 int main(int argc, char** argv) {
+  NormalizeFlagNames(argc, argv);
   gflags::SetUsageMessage("kvbench load|run --server=ADDR:PORT [options]");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  if (argc != 2 || (std::string(argv[1]) != "load" && std::string(argv[1]) != "run"))
-    return Fail("usage: kvbench load|run --server=ADDR:PORT [--workload=a] [--records=N]");
-  bool load = std::string(argv[1]) == "load";
-  double mix[kNumOps] = {};
-  const std::string& w = FLAGS_workload;
-  if (w == "a")
-    mix[kRead] = 0.5, mix[kUpdate] = 0.5;
-  else if (w == "b")
-    mix[kRead] = 0.95, mix[kUpdate] = 0.05;
-  else if (w == "c")
-    mix[kRead] = 1.0;
-  else if (w == "d")
-    mix[kRead] = 0.95, mix[kInsert] = 0.05;
-  else if (w == "f")
-    mix[kRead] = 0.5, mix[kRmw] = 0.5;
-  else if (w == "e")
-    return Fail("workload e needs range scans; rkv is a hash table and has no ordered scan");
-  else
-    return Fail("unknown --workload=" + w + " (a, b, c, d or f)");
-  if (FLAGS_distribution != "uniform" && FLAGS_distribution != "zipfian")
-    return Fail("--distribution must be uniform or zipfian");
-  if (FLAGS_records == 0) return Fail("--records must be > 0");
-  if (FLAGS_target < 0) return Fail("--target must be >= 0");
-  if (FLAGS_duration < 0) return Fail("--duration must be >= 0");
-  if (FLAGS_threads < 1 || FLAGS_threads > 1024) return Fail("--threads must be 1..1024");
-  if (FLAGS_verify && FLAGS_value_size < int(rkv::bench::kMinVerifiableValue))
-    return Fail("--verify needs --value_size >= 16");
-  if (FLAGS_value_size < 0 || FLAGS_value_size > 65536)
-    return Fail("--value_size must be 0..65536");
-  if (!(FLAGS_zipf_theta > 0 && FLAGS_zipf_theta < 1)) return Fail("--zipf_theta must be in (0,1)");
+  if (argc != 2) return Fail("usage: kvbench load|run --server=ADDR:PORT [--workload=a] [...]");
+  b::RawFlags raw;
+  raw.phase = argv[1];
+  raw.workload = FLAGS_workload;
+  raw.distribution = FLAGS_distribution;
+  raw.read = GivenOrUnset("read_proportion", FLAGS_read_proportion);
+  raw.update = GivenOrUnset("update_proportion", FLAGS_update_proportion);
+  raw.insert = GivenOrUnset("insert_proportion", FLAGS_insert_proportion);
+  raw.rmw = GivenOrUnset("rmw_proportion", FLAGS_rmw_proportion);
+  raw.del = GivenOrUnset("delete_proportion", FLAGS_delete_proportion);
+  raw.zipf_theta = FLAGS_zipf_theta;
+  raw.hotspot_data_fraction = FLAGS_hotspot_data_fraction;
+  raw.hotspot_opn_fraction = FLAGS_hotspot_opn_fraction;
+  raw.records = FLAGS_records;
+  raw.operations = FLAGS_operations;
+  raw.duration = FLAGS_duration;
+  raw.target = FLAGS_target;
+  raw.threads = FLAGS_threads;
+  raw.connections = FLAGS_connections;
+  raw.depth = FLAGS_depth;
+  raw.key_size = FLAGS_key_size;
+  raw.value_size = FLAGS_value_size;
+  raw.verify = FLAGS_verify;
+  Config cfg;
+  std::string err = b::Resolve(raw, &cfg);
+  if (!err.empty()) return Fail(err);
+  FILE* json = nullptr;
+  if (!FLAGS_json.empty() && (json = std::fopen(FLAGS_json.c_str(), "w")) == nullptr)
+    return Fail("cannot write --json=" + FLAGS_json + ": " + std::strerror(errno));
 
-  std::vector<std::unique_ptr<rkv::Client>> clients(FLAGS_threads);
+  std::vector<std::unique_ptr<rkv::Client>> clients(size_t(cfg.threads) * cfg.connections);
   for (auto& c : clients) {
     rkv::Status s = rkv::Client::Connect(FLAGS_server, rkv::Options(), &c);
     if (!s.ok()) return Fail("connect " + FLAGS_server + ": " + s.ToString());
   }
   const rkv::ServerInfo& info = clients[0]->server_info();
-  std::cout << "# rkv kvbench " << argv[1] << (load ? "" : " workload=" + w)
-            << " server=" << FLAGS_server << " device=" << info.device << " port=" << int(info.port)
-            << " mtu=" << info.path_mtu << " qpn=" << info.qp_num << " rkey=0x" << std::hex
-            << info.rkey << std::dec << " region_size=" << info.region_size << "\n";
+  b::Report report;
+  report.phase = raw.phase;
+  report.workload = cfg.load ? "load" : cfg.workload;
+  report.distribution = b::DistributionName(cfg.distribution);
+  report.threads = cfg.threads;
+  report.connections = cfg.connections;
+  report.depth = cfg.depth;
+  report.server = FLAGS_server;
+  report.device = info.device;
+  report.port = info.port;
+  report.path_mtu = info.path_mtu;
+  report.qp_num = info.qp_num;
+  report.verify = cfg.verify;
+  std::printf(
+      "# rkv kvbench %s workload=%s distribution=%s threads=%d connections=%d depth=%d "
+      "key_size=%s value_size=%s\n",
+      raw.phase.c_str(), report.workload.c_str(), report.distribution.c_str(), cfg.threads,
+      cfg.connections, cfg.depth, FLAGS_key_size.c_str(), FLAGS_value_size.c_str());
+  std::printf("# server=%s device=%s port=%u path_mtu=%u qpn=0x%x rkey=0x%x region_size=%lu\n",
+              FLAGS_server.c_str(), info.device.c_str(), unsigned(info.port), info.path_mtu,
+              info.qp_num, info.rkey, (unsigned long)info.region_size);
+  std::fflush(stdout);
 
-  Zipfian zipf(FLAGS_records, FLAGS_zipf_theta);
-  const bool timed = !load && FLAGS_duration > 0;
-  uint64_t total = load ? FLAGS_records : timed ? UINT64_MAX : FLAGS_operations;
-  std::atomic<bool> time_up{false};
-  std::vector<std::pair<double, uint64_t>> series;  // (second, ops in that second); status thread
-  std::atomic<uint64_t> next{0}, done{0}, inserted{FLAGS_records};
-  std::vector<Stats> stats(FLAGS_threads);
-  auto start = Clock::now();
-  std::atomic<bool> finished{false};
-  std::thread status([&] {
-    uint64_t last = 0;
-    while (!finished.load()) {
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      uint64_t d = done.load();
-      double el = std::chrono::duration<double>(Clock::now() - start).count();
-      std::fprintf(stderr, "%.0f sec: %lu operations; %lu current ops/sec\n", el, (unsigned long)d,
-                   (unsigned long)(d - last));
-      series.emplace_back(el, d - last);
-      last = d;
-      if (timed && el >= FLAGS_duration) time_up.store(true);
-    }
-  });
-  std::vector<std::thread> threads;
-  for (int t = 0; t < FLAGS_threads; ++t) {
-    threads.emplace_back([&, t] {
-      rkv::Client* c = clients[t].get();
-      Stats& st = stats[t];
-      std::mt19937_64 rng(t * 7919 + 1);
-      std::uniform_real_distribution<double> uni(0, 1);
-      // Throttling: this thread's k-th operation is due at start + k * interval.
-      const double interval_ns = FLAGS_target > 0 ? 1e9 * FLAGS_threads / FLAGS_target : 0;
-      uint64_t issued = 0;
-      std::string value(FLAGS_value_size, 'v'), out;
-      for (uint64_t i; (i = next.fetch_add(1)) < total && !time_up.load();) {
-        OpType op = kInsert;
-        uint64_t keynum = i;
-        if (!load) {
-          double r = uni(rng), acc = 0;
-          op = kRead;
-          for (int k = 0; k < kNumOps; ++k)
-            if (r < (acc += mix[k])) {
-              op = OpType(k);
-              break;
-            }
-          uint64_t n = inserted.load();
-          if (op == kInsert)
-            keynum = inserted.fetch_add(1);
-          else if (w == "d")
-            keynum = n - 1 - zipf.Next(uni(rng)) % n;  // latest
-          else if (FLAGS_distribution == "zipfian")
-            keynum = Fnv64(zipf.Next(uni(rng))) % FLAGS_records;
-          else
-            keynum = rng() % FLAGS_records;
-        }
-        std::string key = KeyOf(keynum);
-        if (FLAGS_verify) {
-          rkv::bench::FillValue(key, i + 1, &value);
-        } else {
-          value[0] = char('a' + i % 26);
-        }
-        auto verify = [&](const rkv::Status& got) {
-          if (FLAGS_verify && got.ok() && !rkv::bench::VerifyValue(key, out) &&
-              st.verify_failures++ < 3)
-            std::cerr << "VERIFY: wrong or torn value for key " << key << "\n";
-        };
-        auto t0 = Clock::now();
-        if (interval_ns > 0) {
-          auto due = start + std::chrono::nanoseconds(uint64_t(interval_ns * double(issued++)));
-          if (due > t0) std::this_thread::sleep_until(due);
-          t0 = due;  // a late operation's wait counts in its latency
-        }
-        rkv::Status s;
-        if (op == kRead) {
-          s = c->Get(key, &out);
-          verify(s);
-        } else if (op == kRmw) {
-          s = c->Get(key, &out);
-          verify(s);
-          if (s.ok() || s.IsNotFound()) s = c->Put(key, value);
-        } else
-          s = c->Put(key, value);
-        st.lat_us[op].Record(uint64_t(
-            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count()));
-        if (s.ok())
-          ++st.ok[op];
-        else if (s.IsNotFound())
-          ++st.not_found[op];
-        else {
-          if (++st.errors[op] <= 3) std::cerr << kOpNames[op] << " " << s.ToString() << "\n";
-        }
-        done.fetch_add(1);
-      }
-    });
+  Runner runner(cfg, &clients);
+  runner.Run();
+  runner.Fill(&report);
+  b::PrintSummary(report, stdout);
+  if (json) {
+    b::WriteJson(report, json);
+    std::fclose(json);
   }
-  for (auto& t : threads) t.join();
-  double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  finished.store(true);
-  status.join();
-  std::printf("[OVERALL], RunTime(ms), %.0f\n", ms);
-  std::printf("[OVERALL], Throughput(ops/sec), %.1f\n", done.load() / (ms / 1000.0));
-  uint64_t errors = 0;
-  struct JsonOp {
-    const char* name;
-    rkv::bench::Histogram h;
-    uint64_t ok, not_found, errors;
-  };
-  std::vector<JsonOp> json_ops;
-  for (int op = 0; op < kNumOps; ++op) {
-    rkv::bench::Histogram all;
-    uint64_t ok = 0, nf = 0, err = 0;
-    for (auto& st : stats) {
-      all.Merge(st.lat_us[op]);
-      ok += st.ok[op], nf += st.not_found[op], err += st.errors[op];
-    }
-    if (all.count() == 0) continue;
-    errors += err;
-    const char* n = kOpNames[op];
-    std::printf("[%s], Operations, %lu\n[%s], AverageLatency(us), %.2f\n", n,
-                (unsigned long)all.count(), n, all.mean());
-    std::printf("[%s], MinLatency(us), %lu\n[%s], MaxLatency(us), %lu\n", n,
-                (unsigned long)all.min(), n, (unsigned long)all.max());
-    for (auto [q, name] :
-         {std::pair{0.5, "50th"}, {0.95, "95th"}, {0.99, "99th"}, {0.999, "99.9th"}})
-      std::printf("[%s], %sPercentileLatency(us), %lu\n", n, name,
-                  (unsigned long)all.Percentile(q));
-    json_ops.push_back({n, all, ok, nf, err});
-    std::printf("[%s], Return=OK, %lu\n", n, (unsigned long)ok);
-    if (nf) std::printf("[%s], Return=NOT_FOUND, %lu\n", n, (unsigned long)nf);
-    if (err) std::printf("[%s], Return=ERROR, %lu\n", n, (unsigned long)err);
-  }
-  rkv::ClientCounters sum;
-  for (auto& c : clients) {
-    sum.gets += c->counters().gets;
-    sum.reads_posted += c->counters().reads_posted;
-    sum.round_trips += c->counters().round_trips;
-    sum.checksum_retries += c->counters().checksum_retries;
-  }
-  if (sum.gets) {
-    std::printf("[RKV], READsPerGet, %.3f\n", double(sum.reads_posted) / sum.gets);
-    std::printf("[RKV], RoundTripsPerGet, %.3f\n", double(sum.round_trips) / sum.gets);
-    std::printf("[RKV], ChecksumRetries, %lu\n", (unsigned long)sum.checksum_retries);
-  }
-  uint64_t verify_failures = 0;
-  for (auto& st : stats) verify_failures += st.verify_failures;
-  if (FLAGS_verify) std::printf("[VERIFY], Failures, %lu\n", (unsigned long)verify_failures);
-  if (!FLAGS_json.empty()) {
-    FILE* f = std::fopen(FLAGS_json.c_str(), "w");
-    if (f == nullptr)
-      return Fail("cannot write --json=" + FLAGS_json + ": " + std::strerror(errno));
-    std::fprintf(f,
-                 "{\"phase\": \"%s\", \"workload\": \"%s\", \"threads\": %d, \"runtime_ms\": %.0f, "
-                 "\"throughput_ops\": %.1f, \"device\": \"%s\", \"path_mtu\": %u,\n "
-                 "\"rounds_per_get\": %.4f, "
-                 "\"reads_per_get\": %.4f, \"checksum_retries\": %lu, \"verify_failures\": %lu,\n "
-                 "\"ops\": {",
-                 argv[1], load ? "load" : w.c_str(), FLAGS_threads, ms, done.load() / (ms / 1000.0),
-                 info.device.c_str(), info.path_mtu,
-                 sum.gets ? double(sum.round_trips) / sum.gets : 0.0,
-                 sum.gets ? double(sum.reads_posted) / sum.gets : 0.0,
-                 (unsigned long)sum.checksum_retries, (unsigned long)verify_failures);
-    for (size_t k = 0; k < json_ops.size(); ++k) {
-      const JsonOp& o = json_ops[k];
-      std::fprintf(
-          f,
-          "%s\n  \"%s\": {\"operations\": %lu, \"ok\": %lu, \"not_found\": %lu, \"errors\": %lu, "
-          "\"avg_us\": %.2f, \"min_us\": %lu, \"max_us\": %lu, \"p50_us\": %lu, \"p95_us\": %lu, "
-          "\"p99_us\": %lu, \"p999_us\": %lu, \"histogram_us\": [",
-          k ? "," : "", o.name, (unsigned long)o.h.count(), (unsigned long)o.ok,
-          (unsigned long)o.not_found, (unsigned long)o.errors, o.h.mean(), (unsigned long)o.h.min(),
-          (unsigned long)o.h.max(), (unsigned long)o.h.Percentile(0.5),
-          (unsigned long)o.h.Percentile(0.95), (unsigned long)o.h.Percentile(0.99),
-          (unsigned long)o.h.Percentile(0.999));
-      auto buckets = o.h.Buckets();
-      for (size_t b = 0; b < buckets.size(); ++b)
-        std::fprintf(f, "%s[%lu, %lu]", b ? ", " : "", (unsigned long)buckets[b].first,
-                     (unsigned long)buckets[b].second);
-      std::fprintf(f, "]}");
-    }
-    std::fprintf(f, "},\n \"series\": [");
-    for (size_t k = 0; k < series.size(); ++k)
-      std::fprintf(f, "%s[%.1f, %lu]", k ? ", " : "", series[k].first,
-                   (unsigned long)series[k].second);
-    std::fprintf(f, "]}\n");
-    std::fclose(f);
-  }
-  return errors || verify_failures ? 1 : 0;
+  return report.errors() || report.verify_failures ? 1 : 0;
 }

@@ -34,6 +34,50 @@ uint64_t Zipfian::Next(double u) const {
   return std::min<uint64_t>(n_ - 1, uint64_t(double(n_) * std::pow(eta_ * u - eta_ + 1, alpha_)));
 }
 
+std::string KeyName(uint64_t n, SizeRange size) {
+  if (size.max == 0) return KeyOf(n);
+  uint64_t h = Fnv64(n);
+  uint32_t len = size.min + (size.fixed() ? 0 : uint32_t(Fnv64(h) % (size.max - size.min + 1)));
+  std::string k;
+  if (len >= 17) {
+    static const char kHex[] = "0123456789abcdef";
+    k = "u";
+    for (int i = 15; i >= 0; --i) k += kHex[(h >> (4 * i)) & 15];
+    k.resize(len, 'x');
+    return k;
+  }
+  static const char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  k.assign(len, '0');
+  k[0] = 'k';
+  for (uint32_t i = len - 1; i >= 1 && n > 0; --i, n /= 36) k[i] = kDigits[n % 36];
+  return k;
+}
+
+KeyChooser::KeyChooser(const Config& c)
+    : dist_(c.distribution),
+      zipf_(c.records, c.zipf_theta),
+      hot_data_(c.hotspot_data_fraction),
+      hot_opn_(c.hotspot_opn_fraction) {}
+
+uint64_t KeyChooser::Next(std::mt19937_64& rng, uint64_t inserted) const {
+  uint64_t n = std::max<uint64_t>(inserted, 1);
+  std::uniform_real_distribution<double> uni(0, 1);
+  switch (dist_) {
+    case Distribution::kUniform:
+      return rng() % n;
+    case Distribution::kZipfian:
+      return Fnv64(zipf_.Next(uni(rng))) % n;
+    case Distribution::kLatest:
+      return n - 1 - zipf_.Next(uni(rng)) % n;
+    case Distribution::kHotspot: {
+      uint64_t hot = std::max<uint64_t>(1, uint64_t(double(n) * hot_data_));
+      if (uni(rng) < hot_opn_ || hot >= n) return rng() % hot;
+      return hot + rng() % (n - hot);
+    }
+  }
+  return 0;
+}
+
 namespace {
 uint64_t ValueHash(std::string_view key, std::string_view value) {
   return XXH3_64bits_withSeed(value.data() + 8, value.size() - 8,

@@ -20,7 +20,7 @@ class ClientImpl {
   Status Open();
   Status Get(std::string_view key, std::string* value);  // get_path.cc
   Status MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
-                  std::vector<Status>* statuses);  // get_path.cc
+                  std::vector<Status>* statuses);  // multi_get.cc
   Status Put(std::string_view key, std::string_view value);
   Status Delete(std::string_view key);
   Status Stats(std::string* text);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace rkv::bench {
@@ -42,5 +44,69 @@ TEST(Workload, VerifiedValuesDetectTearsAndWrongKeys) {
   std::string mix = v.substr(0, 32) + other.substr(32);
   EXPECT_FALSE(VerifyValue("user1", mix));
   EXPECT_FALSE(VerifyValue("user1", "short"));
+}
+namespace {
+Config ChooserConfig(Distribution d, uint64_t records) {
+  Config c;
+  c.distribution = d;
+  c.records = records;
+  return c;
+}
+}  // namespace
+TEST(Workload, LatestFavoursTheNewestKeys) {
+  KeyChooser k(ChooserConfig(Distribution::kLatest, 1000));
+  std::mt19937_64 rng(3);
+  const uint64_t inserted = 1500;  // 500 inserted during the run
+  uint64_t newest = 0, newest10 = 0;
+  const int draws = 100000;
+  for (int i = 0; i < draws; ++i) {
+    uint64_t n = k.Next(rng, inserted);
+    ASSERT_LT(n, inserted);
+    newest += n == inserted - 1;
+    newest10 += n >= inserted - 10;
+  }
+  // The newest key takes the zipfian top share (1/zeta(1000, 0.99) ~ 0.13).
+  EXPECT_NEAR(double(newest) / draws, 1.0 / Zipfian(1000, 0.99).zetan(), 0.01);
+  EXPECT_GT(double(newest10) / draws, 0.3);
+}
+TEST(Workload, HotspotSendsItsShareToTheHotSet) {
+  Config c = ChooserConfig(Distribution::kHotspot, 1000);
+  c.hotspot_data_fraction = 0.2;
+  c.hotspot_opn_fraction = 0.8;
+  KeyChooser k(c);
+  std::mt19937_64 rng(4);
+  const int draws = 100000;
+  uint64_t hot = 0;
+  for (int i = 0; i < draws; ++i) {
+    uint64_t n = k.Next(rng, 1000);
+    ASSERT_LT(n, 1000u);
+    hot += n < 200;
+  }
+  EXPECT_NEAR(double(hot) / draws, 0.8, 0.01);
+}
+TEST(Workload, UniformAndScrambledZipfianCoverTheKeySpace) {
+  for (Distribution d : {Distribution::kUniform, Distribution::kZipfian}) {
+    KeyChooser k(ChooserConfig(d, 100));
+    std::mt19937_64 rng(5);
+    std::vector<int> seen(100);
+    for (int i = 0; i < 50000; ++i) ++seen[k.Next(rng, 100)];
+    int covered = 0;
+    for (int s : seen) covered += s > 0;
+    EXPECT_GE(covered, d == Distribution::kUniform ? 100 : 60) << DistributionName(d);
+  }
+}
+TEST(Workload, KeyNamesHaveTheAskedSizeAndStayDistinct) {
+  std::set<std::string> names;
+  for (uint64_t n = 0; n < 2000; ++n) {
+    std::string a = KeyName(n, SizeRange{8, 8});
+    ASSERT_EQ(a.size(), 8u);
+    names.insert(a);
+    std::string b = KeyName(n, SizeRange{24, 100});
+    ASSERT_GE(b.size(), 24u);
+    ASSERT_LE(b.size(), 100u);
+    ASSERT_EQ(b, KeyName(n, SizeRange{24, 100}));  // a key keeps its name
+  }
+  EXPECT_EQ(names.size(), 2000u);
+  EXPECT_EQ(KeyName(5, SizeRange{0, 0}), KeyOf(5));
 }
 }  // namespace rkv::bench
