@@ -1,8 +1,8 @@
 // The GET path: one-sided READs only. No allocation (values are assigned into the caller's
 // string), no locks, no system calls beyond posting and polling.
-// Round trips: 1 for an inline entry or an absent key (both candidate buckets are read by two
-// READs posted together); 2 for a value in the heap or an entry in the overflow area (an
-// overflow ref points straight at an overflow slot or at a heap block).
+// Round trips: 1 for an inline entry or an absent key (both candidate buckets, which are
+// adjacent, are read by one 2 KiB READ); 2 for a value in the heap or an entry in the overflow area
+// (an overflow ref points straight at an overflow slot or at a heap block).
 #include "client/client_impl.h"
 
 namespace rkv {
@@ -125,12 +125,12 @@ Status ClientImpl::ReadKey(std::string_view key, std::string* value) {
   const wire::ServerHello& h = conn_->hello();
   const layout::KeyHash kh = layout::HashKey(key, h.hash_seed, h.num_buckets);
   const uint8_t* b = conn_->buf() + Connection::kBucketArea;
-  const Connection::ReadOp ops[2] = {
-      {Connection::kBucketArea, uint64_t(kh.bucket[0]) * h.bucket_size, kBucketSize},
-      {Connection::kBucketArea + kBucketSize, uint64_t(kh.bucket[1]) * h.bucket_size, kBucketSize}};
+  // Both candidates (home bucket and the next) in one READ.
+  const Connection::ReadOp op{Connection::kBucketArea, uint64_t(kh.bucket[0]) * h.bucket_size,
+                              2 * kBucketSize};
   for (int attempt = 0; attempt <= options_.max_get_retries; ++attempt) {
     attempt_start_ = std::chrono::steady_clock::now();
-    s = RoundTrip(ops, 2);
+    s = RoundTrip(&op, 1);
     if (!s.ok()) return s;
     Probe p = layout::ProbeBuckets(b, b + kBucketSize, key, kh, h.hash_seed);
     if (Resolve(p, key, kh, value, &s) == Step::kDone) return s;

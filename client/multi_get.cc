@@ -1,7 +1,7 @@
 // MultiGet: GETs of many keys with their READs posted together, on the same lean terms as the
 // single-key path in get_path.cc (no locks, no system calls beyond posting and polling; the
 // only allocation is in the caller's vectors). Per batch of up to kMaxBatch keys:
-//   round 1: both candidate buckets of every key;
+//   round 1: both candidate buckets of every key (one READ per key);
 //   round 2: every heap block and overflow target those buckets point at, together, as many as
 //            fit the buffer's block and overflow areas;
 // then whatever is left (an entry torn or changed between the rounds, a target that did not
@@ -34,9 +34,8 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
     int nops = 0;
     for (size_t i = 0; i < n; ++i) {
       kh[i] = layout::HashKey(keys[start + i], h.hash_seed, h.num_buckets);
-      for (int c = 0; c < 2; ++c, ++nops)
-        ops[nops] = {Connection::kBucketArea + uint64_t(nops) * kBucketSize,
-                     uint64_t(kh[i].bucket[c]) * h.bucket_size, kBucketSize};
+      ops[nops++] = {Connection::kBucketArea + i * 2 * kBucketSize,
+                     uint64_t(kh[i].bucket[0]) * h.bucket_size, 2 * kBucketSize};
     }
     attempt_start_ = std::chrono::steady_clock::now();
     s = RoundTrip(ops, nops);

@@ -27,11 +27,9 @@ uint64_t SlotChecksum(const uint8_t* slot, uint64_t seed) {
 KeyHash HashKey(std::string_view key, uint64_t seed, uint32_t num_buckets) {
   KeyHash k;
   k.hash = XXH3_64bits_withSeed(key.data(), key.size(), seed);
-  uint64_t h2 = (k.hash ^ (k.hash >> 29)) * 0x9E3779B97F4A7C15ull;
-  h2 = (h2 << 31) | (h2 >> 33);
+  // The two candidates are adjacent (the home bucket and the next), so one READ covers both.
   k.bucket[0] = FastRange(k.hash, num_buckets);
-  k.bucket[1] = FastRange(h2, num_buckets);
-  if (k.bucket[1] == k.bucket[0] && num_buckets > 1) k.bucket[1] = (k.bucket[0] + 1) % num_buckets;
+  k.bucket[1] = k.bucket[0] + 1;
   k.fingerprint = static_cast<uint32_t>(k.hash);
   return k;
 }
@@ -45,11 +43,11 @@ bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fracti
     uint64_t b = static_cast<uint64_t>(region_size * index_fraction / per_bucket);
     buckets = static_cast<uint32_t>(std::min<uint64_t>(b, 0x7fffffff));
   }
-  if (buckets < 2) return false;
+  if (buckets < 2 || buckets == 0xffffffffu) return false;
   Geometry g;
   g.region_size = region_size;
   g.num_buckets = buckets;
-  g.overflow_offset = (uint64_t{buckets} * kBucketSize + kAlign - 1) / kAlign * kAlign;
+  g.overflow_offset = (g.index_bytes() + kAlign - 1) / kAlign * kAlign;
   g.overflow_slots = std::max<uint32_t>(1, buckets * (kSlotsPerBucket - 1) / 8);
   g.heap_offset =
       (g.overflow_offset + uint64_t{g.overflow_slots} * kSlotSize + kAlign - 1) / kAlign * kAlign;
@@ -92,6 +90,7 @@ void EncodeInlineSlot(uint8_t* slot, uint64_t seed, uint64_t version, std::strin
   std::memset(slot, 0, kSlotSize);
   Store<uint64_t>(slot + 8, version);
   slot[16] = kInline;
+  slot[17] = KeyTag(XXH3_64bits_withSeed(key.data(), key.size(), seed));
   Store<uint16_t>(slot + 18, static_cast<uint16_t>(key.size()));
   Store<uint32_t>(slot + 20, static_cast<uint32_t>(value.size()));
   if (!key.empty()) std::memcpy(slot + kSlotHeaderSize, key.data(), key.size());
@@ -105,6 +104,8 @@ void EncodeIndirectSlot(uint8_t* slot, uint64_t seed, uint64_t version, uint64_t
   std::memset(slot, 0, kSlotSize);
   Store<uint64_t>(slot + 8, version);
   slot[16] = kIndirect;
+  slot[17] = KeyTag(key_hash);
+  Store<uint16_t>(slot + 18, static_cast<uint16_t>(key_size));
   uint8_t* p = slot + kSlotHeaderSize;
   Store<uint64_t>(p, key_hash);
   Store<uint32_t>(p + 8, key_size);

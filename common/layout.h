@@ -1,15 +1,17 @@
 // The hash table's memory layout, shared by the server (writer) and clients (one-sided readers).
 // See docs/design.md for the argument why a reader never returns a torn or wrong entry.
 //
-// Region: [buckets: num_buckets x 1024 B][overflow slots: overflow_slots x 128 B][value heap]
+// Region: [buckets: (num_buckets + 1) x 1024 B][overflow slots: overflow_slots x 128 B][value heap]
+// A key's candidates are its home bucket h (< num_buckets) and h + 1: a GET reads both, 2 KiB,
+// with ONE READ.
 // Bucket: slot 0 is the header (8 overflow refs of 16 bytes), slots 1..7 hold entries.
-// A key has two candidate buckets; a GET reads both with two READs posted together.
 // Slot (128 B, little-endian):
 //   0 u64 checksum   XXH3-64(bytes 8..127, seed)
 //   8 u64 version    server-wide write sequence, never 0 in a used slot
 //  16 u8  kind       0 empty, 1 inline (key and value in the slot), 2 indirect (value in heap)
-//  17 u8  reserved
-//  18 u16 key_size   (inline only)
+//  17 u8  key tag    top byte of the key's hash (KeyTag)         } same bytes for both kinds:
+//  18 u16 key_size                                               } a reader skips a slot whose
+//                                                                  tag or size differ, unverified
 //  20 u32 value_size (inline only)
 //  24 .. 127         inline: key bytes then value bytes (up to 104 bytes together)
 //                    indirect: u64 key_hash, u32 key_size, u32 value_size, u64 block_offset,
@@ -60,12 +62,15 @@ struct Geometry {
   uint32_t overflow_slots = 0;
   uint64_t heap_offset = 0;
   uint64_t seed = 0;
+  // Home buckets are 0..num_buckets-1; bucket num_buckets exists as the second candidate of
+  // the last home bucket, so the index holds num_buckets + 1 buckets.
+  uint64_t index_bytes() const { return (uint64_t{num_buckets} + 1) * kBucketSize; }
   uint64_t bucket_offset(uint32_t b) const { return uint64_t{b} * kBucketSize; }
   uint64_t overflow_slot_offset(uint32_t i) const {
     return overflow_offset + uint64_t{i} * kSlotSize;
   }
   uint64_t entry_capacity() const {
-    return uint64_t{num_buckets} * (kSlotsPerBucket - 1) + overflow_slots;
+    return (uint64_t{num_buckets} + 1) * (kSlotsPerBucket - 1) + overflow_slots;
   }
 };
 // Lays out a region of `region_size` bytes. buckets == 0 picks the bucket count so that the
@@ -95,6 +100,11 @@ void EncodeInlineSlot(uint8_t* slot, uint64_t seed, uint64_t version, std::strin
 void EncodeIndirectSlot(uint8_t* slot, uint64_t seed, uint64_t version, uint64_t key_hash,
                         uint32_t key_size, uint32_t value_size, uint64_t block_offset,
                         uint32_t block_size);
+// The 8-bit tag stored at byte 17 of a slot. An update of a key in place rewrites its slot
+// with the same tag and key size, so a reader that sees other bytes there is looking at a slot
+// that does not hold the key (or is being inserted or deleted): it may skip the slot without
+// computing its checksum. Only slots that pass this filter are verified.
+inline uint8_t KeyTag(uint64_t key_hash) { return static_cast<uint8_t>(key_hash >> 56); }
 inline bool FitsInline(size_t key_size, size_t value_size) {
   return key_size + value_size <= kInlineCapacity;
 }

@@ -6,9 +6,15 @@ Probe ProbeSlots(const uint8_t* slots, int count, std::string_view key, const Ke
                  uint64_t seed) {
   Probe p;
   bool torn = false;
+  const uint8_t tag = KeyTag(kh.hash);
   for (int i = 0; i < count; ++i) {
+    const uint8_t* slot = slots + size_t(i) * kSlotSize;
+    uint16_t key_size;
+    std::memcpy(&key_size, slot + 18, 2);
+    // Empty, or cannot hold this key (layout.h, KeyTag): skip without the checksum.
+    if (slot[16] == kEmpty || slot[17] != tag || key_size != key.size()) continue;
     SlotView v;
-    SlotState s = DecodeSlot(slots + size_t(i) * kSlotSize, seed, &v);
+    SlotState s = DecodeSlot(slot, seed, &v);
     if (s == SlotState::kTorn) {
       torn = true;
       continue;

@@ -19,7 +19,7 @@ Status DecodeServerHello(const void* data, size_t len, ServerHello* out) {
   if (out->num_buckets == 0 || out->bucket_size == 0 || out->slot_size == 0 ||
       out->bucket_size % out->slot_size != 0)
     return Proto("server hello has an invalid table geometry");
-  uint64_t index_end = uint64_t{out->num_buckets} * out->bucket_size;
+  uint64_t index_end = (uint64_t{out->num_buckets} + 1) * out->bucket_size;  // + the last pair's
   uint64_t ovf_end = out->overflow_offset + uint64_t{out->overflow_slots} * out->slot_size;
   if (index_end > out->region_size || ovf_end > out->region_size ||
       out->overflow_offset < index_end)

@@ -234,10 +234,12 @@ Status Table::Put(std::string_view key, std::string_view value) {
     return Status::Ok();
   }
 
-  // Insert: the less loaded candidate bucket with a free slot.
+  // Insert: the less loaded candidate bucket with a free slot; a tie goes to a bucket picked by
+  // a bit of the key's hash (random tie-breaking balances adjacent candidates better).
   uint8_t* target = nullptr;
   int best_free = 0;
-  for (uint32_t b : kh.bucket) {
+  const bool flip = (kh.hash >> 8) & 1;
+  for (uint32_t b : {kh.bucket[flip], kh.bucket[!flip]}) {
     uint8_t* slots = bucket(b) + kSlotSize;
     int free_count = 0;
     uint8_t* first_free = nullptr;

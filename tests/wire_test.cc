@@ -59,7 +59,7 @@ TEST(Wire, ServerHelloValidation) {
   h.num_buckets = 16;
   h.bucket_size = 1024;
   h.slot_size = 128;
-  h.overflow_offset = 16 * 1024;
+  h.overflow_offset = 17 * 1024;  // 16 home buckets + the last one's neighbour
   h.overflow_slots = 14;
   h.max_key_size = 1024;
   h.max_value_size = 65536;
@@ -76,6 +76,9 @@ TEST(Wire, ServerHelloValidation) {
   EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
   bad = h;
   bad.num_buckets = 1 << 20;  // beyond region
+  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  bad = h;
+  bad.overflow_offset = 16 * 1024;  // overlaps bucket 16, the second candidate of bucket 15
   EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
 }
 }  // namespace rkv::wire

@@ -15,7 +15,7 @@ addr=${RKV_SANDBOX_ADDR:?not in the sandbox}
 logs=${RKV_LOG_DIR:-$(mktemp -d /tmp/rkv-it.XXXXXX)}
 "$build/kvserver" --listen="$addr:7470" --memory=128M --workers=2 > "$logs/kvserver-main.log" 2>&1 &
 main=$!
-"$build/kvserver" --listen="$addr:7471" --memory=4M --buckets=256 > "$logs/kvserver-small.log" 2>&1 &
+"$build/kvserver" --listen="$addr:7471" --memory=16M --buckets=1024 > "$logs/kvserver-small.log" 2>&1 &
 small=$!
 for i in $(seq 50); do
   "$build/kvctl" --server="$addr:7470" stats >/dev/null 2>&1 && "$build/kvctl" --server="$addr:7471" stats >/dev/null 2>&1 && break
@@ -35,11 +35,31 @@ ctl bogus 2>/dev/null; [ $? -eq 2 ] || ok=0
 [ $ok = 1 ] && echo "kvctl checks: passed" || { echo "kvctl checks: FAILED"; rc=1; }
 # kvbench smoke run: YCSB load, then workload a with every read verified.
 bench() { "$build/kvbench" --server="$addr:7470" --records=2000 --threads=2 --verify "$@"; }
-if bench load > "$logs/kvbench-load.txt" && bench run --workload=a --operations=5000 > "$logs/kvbench-run.txt" &&
+if bench load > "$logs/kvbench-load.txt" && bench run --workload=a --operations=5000 --json="$logs/run-a.json" > "$logs/kvbench-run.txt" &&
    grep -q "^\[VERIFY\], Failures, 0$" "$logs/kvbench-run.txt"; then
   echo "kvbench smoke (load + run a --verify): passed"; grep -E "OVERALL|RoundTripsPerGet|VERIFY" "$logs/kvbench-run.txt"
 else
   echo "kvbench smoke: FAILED"; cat "$logs"/kvbench-*.txt; rc=1
+fi
+# Every kvbench knob at once, with every read verified: key and value size ranges, a custom mix
+# with inserts and deletes, hotspot keys, 2 connections per thread and 8 operations in flight.
+knobs=(--server="$addr:7470" --records=1500 --threads=2 --verify --key-size=12-40 --value-size=16-300)
+if "$build/kvbench" load "${knobs[@]}" > "$logs/knobs-load.txt" 2>&1 &&
+   "$build/kvbench" run "${knobs[@]}" --operations=6000 --depth=8 --connections=2 --distribution=hotspot \
+     --read-proportion=0.7 --update-proportion=0.1 --insert-proportion=0.1 --delete-proportion=0.05 \
+     --rmw-proportion=0.05 --duration=20 --json="$logs/run-knobs.json" > "$logs/knobs-run.txt" 2>&1 &&
+   grep -q "^\[VERIFY\], Failures, 0$" "$logs/knobs-run.txt" && grep -q "^\[DELETE\], Operations" "$logs/knobs-run.txt"; then
+  echo "kvbench every knob (ranges, custom mix, hotspot, connections, depth, --verify): passed"
+else
+  echo "kvbench every knob: FAILED"; cat "$logs"/knobs-*.txt; rc=1
+fi
+"$build/kvbench" run --server="$addr:7470" --value-size=9-3 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "kvbench accepted --value-size=9-3"; rc=1; }
+# bench/plot draws the real runs' JSON.
+if HOME=/tmp MPLCONFIGDIR=$logs "$src/bench/plot" "$logs/run-a.json" "$logs/run-knobs.json" -o "$logs/plot.png" > /dev/null &&
+   [ -s "$logs/plot.png" ]; then
+  echo "bench/plot of two runs: passed"
+else
+  echo "bench/plot: FAILED"; rc=1
 fi
 "$build/kvbench" --server="$addr:7470" run --workload=e >/dev/null 2>&1; [ $? -eq 2 ] || { echo "kvbench accepted workload e"; rc=1; }
 # --verify must catch values it did not write: overwrite 50 keys with plain values, expect failure.
