@@ -356,15 +356,18 @@ int main(int argc, char** argv) {
   report.port = info.port;
   report.path_mtu = info.path_mtu;
   report.qp_num = info.qp_num;
+  report.gid_index = info.gid_index;
   report.verify = cfg.verify;
   std::printf(
       "# rkv kvbench %s workload=%s distribution=%s threads=%d connections=%d depth=%d "
       "key_size=%s value_size=%s\n",
       raw.phase.c_str(), report.workload.c_str(), report.distribution.c_str(), cfg.threads,
       cfg.connections, cfg.depth, FLAGS_key_size.c_str(), FLAGS_value_size.c_str());
-  std::printf("# server=%s device=%s port=%u path_mtu=%u qpn=0x%x rkey=0x%x region_size=%lu\n",
-              FLAGS_server.c_str(), info.device.c_str(), unsigned(info.port), info.path_mtu,
-              info.qp_num, info.rkey, (unsigned long)info.region_size);
+  std::printf(
+      "# server=%s device=%s port=%u link_layer=%s gid_index=%d path_mtu=%u qpn=0x%x rkey=0x%x "
+      "region_size=%lu\n",
+      FLAGS_server.c_str(), info.device.c_str(), unsigned(info.port), info.link_layer.c_str(),
+      info.gid_index, info.path_mtu, info.qp_num, info.rkey, (unsigned long)info.region_size);
   std::fflush(stdout);
 
   Runner runner(cfg, &clients);

@@ -52,13 +52,14 @@ void WriteJson(const Report& r, FILE* f) {
   std::fprintf(f,
                "{\"phase\": \"%s\", \"workload\": \"%s\", \"distribution\": \"%s\", "
                "\"threads\": %d, \"connections\": %d, \"depth\": %d,\n \"server\": \"%s\", "
-               "\"device\": \"%s\", \"port\": %u, \"path_mtu\": %u, \"qp_num\": %u,\n "
+               "\"device\": \"%s\", \"port\": %u, \"gid_index\": %d, \"path_mtu\": %u, "
+               "\"qp_num\": %u,\n "
                "\"runtime_ms\": %.0f, \"operations\": %lu, \"throughput_ops\": %.1f,\n "
                "\"reads_per_get\": %.4f, \"rounds_per_get\": %.4f, \"checksum_retries\": %lu, "
                "\"verify\": %s, \"verify_failures\": %lu,\n \"ops\": {",
                r.phase.c_str(), r.workload.c_str(), r.distribution.c_str(), r.threads,
-               r.connections, r.depth, r.server.c_str(), r.device.c_str(), r.port, r.path_mtu,
-               r.qp_num, r.runtime_ms, UL(r.operations), r.throughput(),
+               r.connections, r.depth, r.server.c_str(), r.device.c_str(), r.port, r.gid_index,
+               r.path_mtu, r.qp_num, r.runtime_ms, UL(r.operations), r.throughput(),
                double(r.reads_posted) / gets, double(r.round_trips) / gets, UL(r.checksum_retries),
                r.verify ? "true" : "false", UL(r.verify_failures));
   bool first = true;

@@ -31,6 +31,7 @@ struct Report {
   int threads = 1, connections = 1, depth = 1;
   std::string server, device;
   uint32_t port = 0, path_mtu = 0, qp_num = 0;
+  int gid_index = -1;
   double runtime_ms = 0;
   uint64_t operations = 0;
   OpResult ops[kNumOps];

@@ -121,8 +121,13 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   i.qp_num = id->qp->qp_num;
   ibv_qp_attr qattr{};
   ibv_qp_init_attr qinit{};
-  if (ibv_query_qp(id->qp, &qattr, IBV_QP_PATH_MTU, &qinit) == 0)
+  if (ibv_query_qp(id->qp, &qattr, IBV_QP_PATH_MTU | IBV_QP_AV, &qinit) == 0) {
     i.path_mtu = MtuBytes(qattr.path_mtu);
+    i.gid_index = (qattr.ah_attr.is_global != 0) ? qattr.ah_attr.grh.sgid_index : -1;
+  }
+  ibv_port_attr pattr{};
+  if (ibv_query_port(id->verbs, id->port_num, &pattr) == 0)
+    i.link_layer = pattr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
   *out = std::move(c);
   return Status::Ok();
 }

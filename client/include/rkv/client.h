@@ -56,6 +56,8 @@ struct ServerInfo {
   uint8_t port = 0;
   uint32_t qp_num = 0;
   uint32_t path_mtu = 0;  // bytes
+  int gid_index = -1;     // source GID index of the QP's path (-1: no GRH, InfiniBand LID routing)
+  std::string link_layer;  // "Ethernet" (RoCE) or "InfiniBand"
 };
 
 class ClientImpl;
