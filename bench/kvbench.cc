@@ -27,6 +27,8 @@
 #include "bench/histogram.h"
 #include "bench/report.h"
 #include "bench/workload.h"
+#include "common/conn_flags.h"
+#include "common/conn_params.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver ADDR:PORT");
@@ -338,9 +340,12 @@ int main(int argc, char** argv) {
   if (!FLAGS_json.empty() && (json = std::fopen(FLAGS_json.c_str(), "w")) == nullptr)
     return Fail("cannot write --json=" + FLAGS_json + ": " + std::strerror(errno));
 
+  rkv::Options options;
+  if (rkv::Status s = rkv::ConnFlags(rkv::Role::kClient, &options.exchange, &options.qp); !s.ok())
+    return Fail(s.message());
   std::vector<std::unique_ptr<rkv::Client>> clients(size_t(cfg.threads) * cfg.connections);
   for (auto& c : clients) {
-    rkv::Status s = rkv::Client::Connect(FLAGS_server, rkv::Options(), &c);
+    rkv::Status s = rkv::Client::Connect(FLAGS_server, options, &c);
     if (!s.ok()) return Fail("connect " + FLAGS_server + ": " + s.ToString());
   }
   const rkv::ServerInfo& info = clients[0]->server_info();
@@ -364,10 +369,17 @@ int main(int argc, char** argv) {
       raw.phase.c_str(), report.workload.c_str(), report.distribution.c_str(), cfg.threads,
       cfg.connections, cfg.depth, FLAGS_key_size.c_str(), FLAGS_value_size.c_str());
   std::printf(
-      "# server=%s device=%s port=%u link_layer=%s gid_index=%d path_mtu=%u qpn=0x%x rkey=0x%x "
-      "region_size=%lu\n",
-      FLAGS_server.c_str(), info.device.c_str(), unsigned(info.port), info.link_layer.c_str(),
-      info.gid_index, info.path_mtu, info.qp_num, info.rkey, (unsigned long)info.region_size);
+      "# server=%s exchange=%s device=%s port=%u link_layer=%s gid_index=%d path_mtu=%u "
+      "qpn=0x%x rkey=0x%x region_size=%lu\n",
+      FLAGS_server.c_str(), rkv::ExchangeName(info.exchange), info.device.c_str(),
+      unsigned(info.port), info.link_layer.c_str(), info.gid_index, info.path_mtu, info.qp_num,
+      info.rkey, (unsigned long)info.region_size);
+  // Every connection parameter of the first connection, both sides as their QPs use them.
+  std::string table = rkv::FormatParamTable(info.local, info.peer);
+  for (size_t pos = 0, nl; pos < table.size(); pos = nl + 1) {
+    nl = table.find('\n', pos);
+    std::printf("# %s\n", table.substr(pos, nl - pos).c_str());
+  }
   std::fflush(stdout);
 
   Runner runner(cfg, &clients);

@@ -1,11 +1,15 @@
 #include "client/connection.h"
 
+#include <glog/logging.h>
 #include <netdb.h>
 #include <time.h>
 
 #include <cerrno>
 #include <cstring>
 #include <random>
+
+#include "common/conn_params.h"
+#include "common/qp_setup.h"
 
 namespace rkv {
 namespace {
@@ -36,13 +40,47 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
     return Status(Code::kIoError, "posix_memalign of the client buffer failed");
   std::memset(mem, 0, kBufferSize);
   c->buf_.reset(static_cast<uint8_t*>(mem));
+  Status s = options.exchange.method == Exchange::kRdmaCm ? c->OpenCm(host, port)
+                                                          : c->OpenManual(host, port);
+  if (!s.ok()) return s;
+  s = c->FinishOpen(host, port);
+  if (!s.ok()) return s;
+  *out = std::move(c);
+  return Status::Ok();
+}
 
-  c->channel_.reset(rdma_create_event_channel());
-  if (!c->channel_) return ErrnoStatus("rdma_create_event_channel", errno);
+Status Connection::CreateResources(ibv_context* ctx) {
+  pd_.reset(ibv_alloc_pd(ctx));
+  if (!pd_) return ErrnoStatus("ibv_alloc_pd", errno);
+  cq_.reset(ibv_create_cq(ctx, 256, nullptr, nullptr, 0));
+  if (!cq_) return ErrnoStatus("ibv_create_cq", errno);
+  mr_.reset(ibv_reg_mr(pd_.get(), buf_.get(), kBufferSize, IBV_ACCESS_LOCAL_WRITE));
+  if (!mr_) return ErrnoStatus("ibv_reg_mr(client buffer)", errno);
+  return Status::Ok();
+}
+
+ibv_qp_init_attr Connection::QpInitAttr() {
+  ibv_qp_init_attr qpa{};
+  qpa.send_cq = cq_.get();
+  qpa.recv_cq = cq_.get();
+  qpa.qp_type = IBV_QPT_RC;
+  qpa.cap.max_send_wr = 128;
+  qpa.cap.max_recv_wr = 4;
+  qpa.cap.max_send_sge = 1;
+  qpa.cap.max_recv_sge = 1;
+  qpa.sq_sig_all = 1;
+  return qpa;
+}
+
+Status Connection::OpenCm(const std::string& host, uint16_t port) {
+  const QpSettings& qs = options_.qp;
+  const int timeout_ms = options_.connect_timeout_ms;
+  channel_.reset(rdma_create_event_channel());
+  if (!channel_) return ErrnoStatus("rdma_create_event_channel", errno);
   rdma_cm_id* id = nullptr;
-  if (rdma_create_id(c->channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
+  if (rdma_create_id(channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
     return ErrnoStatus("rdma_create_id", errno);
-  c->id_.reset(id);
+  id_.reset(id);
 
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_INET;
@@ -51,39 +89,33 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   if (gai != 0)
     return Status(Code::kInvalidArgument,
                   "cannot resolve '" + host + "': " + std::string(gai_strerror(gai)));
-  int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, options.connect_timeout_ms);
+  int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, timeout_ms);
   int err = errno;
   freeaddrinfo(res);
   if (rc != 0) return ErrnoStatus("rdma_resolve_addr(" + host + ")", err);
   rdma_cm_event* ev = nullptr;
-  Status s =
-      WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ADDR_RESOLVED, options.connect_timeout_ms, &ev);
+  Status s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &ev);
   if (!s.ok()) return Status(s.code(), "resolving " + host + ": " + s.message());
   rdma_ack_cm_event(ev);
-  if (rdma_resolve_route(id, options.connect_timeout_ms) != 0)
-    return ErrnoStatus("rdma_resolve_route", errno);
-  s = WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, options.connect_timeout_ms, &ev);
+  if (qs.traffic_class != 0) {
+    uint8_t tos = static_cast<uint8_t>(qs.traffic_class);
+    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos) != 0)
+      return ErrnoStatus("rdma_set_option(TOS)", errno);
+  }
+  if (rdma_resolve_route(id, timeout_ms) != 0) return ErrnoStatus("rdma_resolve_route", errno);
+  s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, &ev);
   if (!s.ok()) return s;
   rdma_ack_cm_event(ev);
+  uint8_t ack_timeout = static_cast<uint8_t>(qs.timeout);
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                      sizeof ack_timeout) != 0)
+    return ErrnoStatus("rdma_set_option(ACK_TIMEOUT)", errno);
 
-  c->pd_.reset(ibv_alloc_pd(id->verbs));
-  if (!c->pd_) return ErrnoStatus("ibv_alloc_pd", errno);
-  c->cq_.reset(ibv_create_cq(id->verbs, 256, nullptr, nullptr, 0));
-  if (!c->cq_) return ErrnoStatus("ibv_create_cq", errno);
-  c->mr_.reset(ibv_reg_mr(c->pd_.get(), c->buf_.get(), kBufferSize, IBV_ACCESS_LOCAL_WRITE));
-  if (!c->mr_) return ErrnoStatus("ibv_reg_mr(client buffer)", errno);
-
-  ibv_qp_init_attr qpa{};
-  qpa.send_cq = c->cq_.get();
-  qpa.recv_cq = c->cq_.get();
-  qpa.qp_type = IBV_QPT_RC;
-  qpa.cap.max_send_wr = 128;
-  qpa.cap.max_recv_wr = 4;
-  qpa.cap.max_send_sge = 1;
-  qpa.cap.max_recv_sge = 1;
-  qpa.sq_sig_all = 1;
-  if (rdma_create_qp(id, c->pd_.get(), &qpa) != 0) return ErrnoStatus("rdma_create_qp", errno);
-  c->qp_ = QpOwner(id, c->cq_.get());
+  s = CreateResources(id->verbs);
+  if (!s.ok()) return s;
+  ibv_qp_init_attr qpa = QpInitAttr();
+  if (rdma_create_qp(id, pd_.get(), &qpa) != 0) return ErrnoStatus("rdma_create_qp", errno);
+  qp_ = QpOwner(id, cq_.get());
 
   ibv_device_attr dev{};
   if (ibv_query_device(id->verbs, &dev) != 0) return ErrnoStatus("ibv_query_device", errno);
@@ -91,22 +123,87 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   rdma_conn_param cp{};
   cp.private_data = &hello;
   cp.private_data_len = sizeof(hello);
-  cp.initiator_depth = static_cast<uint8_t>(std::min(dev.max_qp_init_rd_atom, 16));
-  cp.responder_resources = 0;  // the server never reads from us
-  cp.retry_count = 7;
-  cp.rnr_retry_count = 7;
+  // initiator_depth = this QP's max_rd_atomic; responder_resources = its max_dest_rd_atomic
+  // (0 by default: the server never reads from a client).
+  int init_max = std::min(dev.max_qp_init_rd_atom, 16);
+  if (qs.max_rd_atomic > dev.max_qp_init_rd_atom || qs.max_dest_rd_atomic > dev.max_qp_rd_atom)
+    return Status(Code::kInvalidArgument,
+                  "rd_atomic depth above the device's limits (max_qp_init_rd_atom " +
+                      std::to_string(dev.max_qp_init_rd_atom) + ", max_qp_rd_atom " +
+                      std::to_string(dev.max_qp_rd_atom) + ")");
+  cp.initiator_depth = static_cast<uint8_t>(qs.max_rd_atomic < 0 ? init_max : qs.max_rd_atomic);
+  cp.responder_resources = static_cast<uint8_t>(std::max(0, qs.max_dest_rd_atomic));
+  cp.retry_count = static_cast<uint8_t>(qs.retry_cnt);
+  cp.rnr_retry_count = static_cast<uint8_t>(qs.rnr_retry);
   if (rdma_connect(id, &cp) != 0) return ErrnoStatus("rdma_connect", errno);
-  s = WaitCmEvent(c->channel_.get(), RDMA_CM_EVENT_ESTABLISHED, options.connect_timeout_ms, &ev);
+  s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &ev);
   if (!s.ok())
     return Status(s.code(),
                   "connecting to " + host + ":" + std::to_string(port) + ": " + s.message());
   s = wire::DecodeServerHello(ev->param.conn.private_data, ev->param.conn.private_data_len,
-                              &c->hello_);
+                              &hello_);
   rdma_ack_cm_event(ev);
+  return s;
+}
+
+Status Connection::OpenManual(const std::string& host, uint16_t port) {
+  const ExchangeOptions& xo = options_.exchange;
+  const std::string where = std::string(ExchangeName(xo.method)) + " exchange with " + host +
+                            ":" + std::to_string(port);
+  Status s = ConnectExchange(xo, host, port, &exchange_);
+  if (!s.ok()) return s;
+  QpSettings qs = options_.qp;
+  s = OpenDeviceFor(exchange_->LocalIpv4(), &qs, &ctx_);
+  if (!s.ok()) return s;
+  s = CreateResources(ctx_.get());
+  if (!s.ok()) return s;
+  ibv_qp_init_attr qpa = QpInitAttr();
+  ibv_qp* qp = ibv_create_qp(pd_.get(), &qpa);
+  if (qp == nullptr) return ErrnoStatus("ibv_create_qp", errno);
+  qp_ = QpOwner(qp, cq_.get());
+  ConnParams self;
+  s = FillLocalParams(ctx_.get(), qs, &self);
+  if (!s.ok()) return s;
+  self.qp_num = qp->qp_num;
+  s = ModifyQpToInit(qp, self, 0);
   if (!s.ok()) return s;
 
-  const wire::ServerHello& h = c->hello_;
-  ServerInfo& i = c->info_;
+  ExchangeMsg m;
+  m.type = MsgType::kParams;
+  m.params = self;
+  s = exchange_->Send(m);
+  if (!s.ok()) return s;
+  ExchangeMsg reply;
+  s = exchange_->Receive(&reply, xo.timeout_ms);
+  if (!s.ok()) return Status(s.code(), where + ": " + s.message());
+  if (reply.type == MsgType::kError)
+    return Status(reply.code == Code::kOk ? Code::kProtocolError : reply.code,
+                  "server refused the connection (" + where + "): " + reply.text);
+  if (reply.type != MsgType::kParams || !reply.has_hello)
+    return Status(Code::kProtocolError, where + ": expected the server's parameters");
+  const ConnParams& peer = reply.params;
+  if (peer.remote_addr != reply.hello.region_addr || peer.rkey != reply.hello.rkey ||
+      peer.region_size != reply.hello.region_size)
+    return Status(Code::kProtocolError,
+                  where + ": the server's record and hello disagree on the memory parameters");
+  s = ConnectQp(qp, self, peer, qs, 0, &info_.mtu_note);
+  if (!s.ok()) {
+    ExchangeMsg e;
+    e.type = MsgType::kError;
+    e.code = s.code();
+    e.text = "client: " + s.message();
+    (void)exchange_->Send(e);
+    return Status(s.code(), where + ": " + s.message());
+  }
+  hello_ = reply.hello;
+  ExchangeMsg ready;
+  ready.type = MsgType::kReady;
+  return exchange_->Send(ready);
+}
+
+Status Connection::FinishOpen(const std::string& host, uint16_t port) {
+  const wire::ServerHello& h = hello_;
+  ServerInfo& i = info_;
   i.instance_id = h.instance_id;
   i.region_addr = h.region_addr;
   i.rkey = h.rkey;
@@ -116,19 +213,36 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   i.max_key_size = h.max_key_size;
   i.max_value_size = h.max_value_size;
   i.protocol_version = h.version;
-  i.device = ibv_get_device_name(id->verbs->device);
-  i.port = id->port_num;
-  i.qp_num = id->qp->qp_num;
+  i.exchange = options_.exchange.method;
+  ibv_qp* qp = qp_.qp();
+  i.device = ibv_get_device_name(qp->context->device);
+  ConnParams peer_seen;
+  Status s = ReadBackParams(qp, &i.local, &peer_seen);
+  if (!s.ok()) return s;
+  i.port = i.local.port_num;
+  i.qp_num = qp->qp_num;
+  i.path_mtu = MtuEnumToBytes(i.local.path_mtu);
   ibv_qp_attr qattr{};
   ibv_qp_init_attr qinit{};
-  if (ibv_query_qp(id->qp, &qattr, IBV_QP_PATH_MTU | IBV_QP_AV, &qinit) == 0) {
-    i.path_mtu = MtuBytes(qattr.path_mtu);
+  if (ibv_query_qp(qp, &qattr, IBV_QP_AV, &qinit) == 0)
     i.gid_index = (qattr.ah_attr.is_global != 0) ? qattr.ah_attr.grh.sgid_index : -1;
-  }
-  ibv_port_attr pattr{};
-  if (ibv_query_port(id->verbs, id->port_num, &pattr) == 0)
-    i.link_layer = pattr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand";
-  *out = std::move(c);
+  i.link_layer = i.local.link_layer == kLinkEthernet ? "Ethernet" : "InfiniBand";
+  // The server's side, as its QP really uses it.
+  Code code;
+  std::string payload;
+  s = Rpc(wire::Op::kParams, {}, {}, &code, &payload);
+  if (!s.ok()) return s;
+  if (code != Code::kOk) return Status(code, "reading the server's parameters: " + payload);
+  s = DecodeConnParams(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), &i.peer);
+  if (!s.ok()) return s;
+  if (i.peer.qp_num != peer_seen.qp_num)
+    return Status(Code::kProtocolError, "connected to " + host + ":" + std::to_string(port) +
+                                            " but the server reports QP " +
+                                            std::to_string(i.peer.qp_num) + ", ours points at " +
+                                            std::to_string(peer_seen.qp_num));
+  LOG(INFO) << "rkv: connected to " << host << ":" << port << " via "
+            << ExchangeName(options_.exchange.method) << " on " << i.device << ": "
+            << FormatParamsLine(i.local, peer_seen);
   return Status::Ok();
 }
 

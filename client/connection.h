@@ -1,11 +1,15 @@
 // Connection: the client's narrow seam to one server: one RC QP, one CQ, one registered buffer.
 //
-// Today it connects with rdma_cm and reads the table geometry from the accept private data.
-// The GET path only uses PostReads/WaitCompletions and the buffer, so another way of bringing
-// a QP to RTS (manual ibv_modify_qp with parameters exchanged over TCP/file/etcd) can be added
-// behind Open without touching it.
-// Thread safety: none; owned and used by one Client (one thread at a time).
-// Ownership: owns channel, cm id, PD, CQ, MR and QP (declared so that the QP goes first).
+// Open connects in one of two ways (Options::exchange): rdma_cm (the table geometry arrives in
+// the accept private data), or manual mode: ibv_create_qp, then RESET->INIT->RTR->RTS with
+// ibv_modify_qp from parameter records exchanged over TCP, a shared directory or etcd
+// (common/exchange.h), the validator run before RTR. Either way Open then reads back every
+// parameter from both QPs (ibv_query_qp here, Op::kParams at the server). The GET path only
+// uses PostReads/WaitReads and the buffer, whichever way the QP got to RTS.
+// Thread safety: none; owned and used by one Client (one thread at a time). In file/etcd mode
+// the exchange channel owns a heartbeat thread (see common/mailbox_channel.h).
+// Ownership: owns the exchange channel, device context (manual mode), rdma_cm channel and id
+// (rdma_cm mode), PD, CQ, MR and QP, declared so that the QP is destroyed first.
 // Lifecycle (State): kConnected after Open; kBroken after any failed completion, failed post
 // or disconnect; a broken Connection is only destroyed (Client::Reconnect opens a new one).
 #ifndef RKV_CLIENT_CONNECTION_H_
@@ -16,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/exchange.h"
 #include "common/rdma.h"
 #include "common/wire.h"
 #include "rkv/client.h"
@@ -63,6 +68,13 @@ class Connection {
 
  private:
   Connection() = default;
+  Status OpenCm(const std::string& host, uint16_t port);
+  Status OpenManual(const std::string& host, uint16_t port);
+  // PD, CQ and MR on ctx; the QP's creation attributes.
+  Status CreateResources(ibv_context* ctx);
+  ibv_qp_init_attr QpInitAttr();
+  // Fills info_ from hello_ and the read-back parameters of both QPs.
+  Status FinishOpen(const std::string& host, uint16_t port);
   Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms);
   Status Broken(Status s);
   Status Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload);
@@ -76,7 +88,9 @@ class Connection {
     void operator()(uint8_t* p) const { free(p); }
   };
   std::unique_ptr<uint8_t, FreeDeleter> buf_;
-  // Destruction order: qp_, mr_, cq_, pd_, id_, channel_.
+  // Destruction order: qp_, mr_, cq_, pd_, id_, channel_, ctx_, exchange_.
+  std::unique_ptr<ExchangeChannel> exchange_;  // manual mode: the control channel
+  ContextPtr ctx_;                             // manual mode: the opened device
   EventChannelPtr channel_;
   CmIdPtr id_;
   PdPtr pd_;

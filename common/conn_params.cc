@@ -65,6 +65,29 @@ const char* TransportName(Transport t) {
   return "?";
 }
 
+const char* ExchangeName(Exchange e) {
+  switch (e) {
+    case Exchange::kRdmaCm:
+      return "rdma_cm";
+    case Exchange::kTcp:
+      return "tcp";
+    case Exchange::kFile:
+      return "file";
+    case Exchange::kEtcd:
+      return "etcd";
+  }
+  return "?";
+}
+
+bool ParseExchange(const std::string& name, Exchange* out) {
+  if (name == "cm" || name == "rdma_cm") *out = Exchange::kRdmaCm;
+  else if (name == "tcp") *out = Exchange::kTcp;
+  else if (name == "file") *out = Exchange::kFile;
+  else if (name == "etcd") *out = Exchange::kEtcd;
+  else return false;
+  return true;
+}
+
 uint32_t MtuEnumToBytes(uint8_t mtu) { return mtu >= 1 && mtu <= 5 ? 128u << mtu : 0; }
 
 uint8_t MtuBytesToEnum(uint32_t bytes) {
@@ -189,6 +212,64 @@ std::string FormatConnParams(const ConnParams& p) {
       p.hop_limit, p.traffic_class, (unsigned long long)p.remote_addr, p.rkey,
       (unsigned long long)p.region_size);
   return buf;
+}
+
+std::string FormatParamsLine(const ConnParams& l, const ConnParams& r) {
+  char buf[640];
+  std::snprintf(buf, sizeof buf,
+                "qp 0x%x -> peer qp 0x%x, port %u, lid 0x%x -> 0x%x, gid[%u] %s -> %s, sq_psn "
+                "0x%x, rq_psn 0x%x, path_mtu %u, pkey_index %u (0x%04x), sl %u, max_rd_atomic %u, "
+                "max_dest_rd_atomic %u, min_rnr_timer %u, timeout %u, retry_cnt %u, rnr_retry %u",
+                l.qp_num, r.qp_num, l.port_num, l.lid, r.lid, l.gid_index,
+                GidToString(l.gid).c_str(), GidToString(r.gid).c_str(), l.psn, r.psn,
+                MtuEnumToBytes(l.path_mtu), l.pkey_index, l.pkey, l.sl, l.max_rd_atomic,
+                l.max_dest_rd_atomic, l.min_rnr_timer, l.timeout, l.retry_cnt, l.rnr_retry);
+  return buf;
+}
+
+std::string FormatParamTable(const ConnParams& l, const ConnParams& r) {
+  std::string out;
+  auto row = [&](const char* name, const std::string& a, const std::string& b) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%-20s %-40s %s\n", name, a.c_str(), b.c_str());
+    out += buf;
+  };
+  auto num = [](uint64_t v) { return std::to_string(v); };
+  auto hex = [](uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
+    return std::string(b);
+  };
+  auto link = [](uint8_t l) { return std::string(l == kLinkEthernet ? "Ethernet" : "InfiniBand"); };
+  auto mtu = [](uint8_t m) { return std::to_string(MtuEnumToBytes(m)); };
+  row("parameter", "local", "peer");
+  row("transport", TransportName(l.transport), TransportName(r.transport));
+  row("link_layer", link(l.link_layer), link(r.link_layer));
+  row("port", num(l.port_num), num(r.port_num));
+  row("lid", hex(l.lid), hex(r.lid));
+  row("gid", GidToString(l.gid), GidToString(r.gid));
+  row("gid_index", num(l.gid_index), num(r.gid_index));
+  row("qp_num", hex(l.qp_num), hex(r.qp_num));
+  row("psn (sq_psn)", hex(l.psn), hex(r.psn));
+  row("path_mtu", mtu(l.path_mtu), mtu(r.path_mtu));
+  row("active_mtu", mtu(l.active_mtu), mtu(r.active_mtu));
+  row("pkey_index", num(l.pkey_index), num(r.pkey_index));
+  row("pkey", hex(l.pkey), hex(r.pkey));
+  row("qkey", hex(l.qkey), hex(r.qkey));
+  row("sl", num(l.sl), num(r.sl));
+  row("src_path_bits", num(l.src_path_bits), num(r.src_path_bits));
+  row("max_rd_atomic", num(l.max_rd_atomic), num(r.max_rd_atomic));
+  row("max_dest_rd_atomic", num(l.max_dest_rd_atomic), num(r.max_dest_rd_atomic));
+  row("min_rnr_timer", num(l.min_rnr_timer), num(r.min_rnr_timer));
+  row("timeout", num(l.timeout), num(r.timeout));
+  row("retry_cnt", num(l.retry_cnt), num(r.retry_cnt));
+  row("rnr_retry", num(l.rnr_retry), num(r.rnr_retry));
+  row("hop_limit", num(l.hop_limit), num(r.hop_limit));
+  row("traffic_class", num(l.traffic_class), num(r.traffic_class));
+  row("remote_addr", hex(l.remote_addr), hex(r.remote_addr));
+  row("rkey", hex(l.rkey), hex(r.rkey));
+  row("region_size", num(l.region_size), num(r.region_size));
+  return out;
 }
 
 }  // namespace rkv

@@ -12,46 +12,12 @@
 #include <cstdint>
 #include <string>
 
+#include "rkv/connection_params.h"
 #include "rkv/status.h"
 
 namespace rkv {
 
-enum class Transport : uint8_t { kRC = 0, kUC = 1, kUD = 2 };
 const char* TransportName(Transport t);
-// Link layers use the ibverbs values: 1 InfiniBand, 2 Ethernet (RoCE).
-inline constexpr uint8_t kLinkInfiniBand = 1;
-inline constexpr uint8_t kLinkEthernet = 2;
-
-struct ConnParams {
-  Transport transport = Transport::kRC;
-  uint8_t link_layer = kLinkEthernet;
-  uint8_t port_num = 1;
-  uint8_t gid_index = 0;
-  uint16_t lid = 0;  // the port's LID (0 on RoCE)
-  uint8_t src_path_bits = 0;
-  uint8_t sl = 0;        // service level
-  uint8_t gid[16] = {};  // the port's GID at gid_index
-  uint32_t qp_num = 0;
-  uint32_t psn = 0;          // this side's send PSN (sq_psn); the peer's rq_psn must equal it
-  uint8_t path_mtu = 3;      // enum ibv_mtu (1: 256 ... 5: 4096) this side will use
-  uint8_t active_mtu = 3;    // the port's active MTU (enum ibv_mtu)
-  uint8_t mtu_explicit = 0;  // 1 if the user fixed path_mtu; 0 if it may be negotiated down
-  uint8_t pkey_index = 0;
-  uint16_t pkey = 0xffff;          // the P_Key value at pkey_index (bit 15: full member)
-  uint8_t max_rd_atomic = 1;       // READs this side has in flight (rdma_cm: initiator_depth)
-  uint8_t max_dest_rd_atomic = 1;  // READs it accepts (rdma_cm: responder_resources)
-  uint32_t qkey = 0;               // UD only
-  uint8_t min_rnr_timer = 12;
-  uint8_t timeout = 14;
-  uint8_t retry_cnt = 7;
-  uint8_t rnr_retry = 7;
-  uint8_t hop_limit = 64;
-  uint8_t traffic_class = 0;
-  uint8_t grh_required = 0;  // InfiniBand: 1 to route with a GRH (always on RoCE)
-  uint64_t remote_addr = 0;  // memory parameters (server side; 0 on a client)
-  uint32_t rkey = 0;
-  uint64_t region_size = 0;
-};
 
 inline constexpr uint32_t kConnParamsMagic = 0x504b5652;  // "RVKP" little-endian
 inline constexpr uint16_t kConnParamsVersion = 1;
@@ -68,6 +34,10 @@ uint8_t MtuBytesToEnum(uint32_t bytes);
 std::string GidToString(const uint8_t gid[16]);
 // "name value" lines, one per parameter, for logs and `kvctl info`.
 std::string FormatConnParams(const ConnParams& p);
+// One line: this QP's parameters and the peer's as the QP addresses it (connection logs).
+std::string FormatParamsLine(const ConnParams& local, const ConnParams& peer_seen);
+// A "parameter local peer" table, one row per parameter (connection logs, kvctl info/check).
+std::string FormatParamTable(const ConnParams& local, const ConnParams& peer);
 
 }  // namespace rkv
 

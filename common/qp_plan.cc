@@ -114,6 +114,11 @@ std::vector<Violation> ValidatePlan(const QpPlan& p, const ConnParams& self,
                          " above peer's max_dest_rd_atomic " +
                          std::to_string(peer.max_dest_rd_atomic) +
                          " (RC requires max_rd_atomic <= peer's max_dest_rd_atomic)");
+  if (p.transport == Transport::kRC && peer.max_rd_atomic > p.max_dest_rd_atomic)
+    add("rd_atomic", "peer max_rd_atomic " + std::to_string(peer.max_rd_atomic) +
+                         " above local max_dest_rd_atomic " +
+                         std::to_string(p.max_dest_rd_atomic) +
+                         " (RC requires max_rd_atomic <= peer's max_dest_rd_atomic)");
   if (p.link_layer == kLinkInfiniBand) {
     if (peer.lid == 0)
       add("lid", "peer port " + std::to_string(peer.port_num) + " has no LID assigned");

@@ -22,18 +22,20 @@ QpOwner& QpOwner::operator=(QpOwner&& o) noexcept {
   if (this != &o) {
     Reset();
     id_ = o.id_;
+    qp_ = o.qp_;
     cq_ = o.cq_;
     o.id_ = nullptr;
+    o.qp_ = nullptr;
   }
   return *this;
 }
 
 void QpOwner::Reset() {
-  if (id_ == nullptr || id_->qp == nullptr) {
+  if (qp_ == nullptr) {
     id_ = nullptr;
     return;
   }
-  MoveQpToError(id_->qp);
+  MoveQpToError(qp_);
   if (cq_ != nullptr) {
     ibv_wc wc[16];
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
@@ -42,8 +44,12 @@ void QpOwner::Reset() {
       if (n <= 0) break;
     }
   }
-  rdma_destroy_qp(id_);
+  if (id_ != nullptr)
+    rdma_destroy_qp(id_);
+  else
+    ibv_destroy_qp(qp_);
   id_ = nullptr;
+  qp_ = nullptr;
 }
 
 Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int timeout_ms,

@@ -50,22 +50,33 @@ using CompChannelPtr = std::unique_ptr<ibv_comp_channel, CompChannelDeleter>;
 using MrPtr = std::unique_ptr<ibv_mr, MrDeleter>;
 using SrqPtr = std::unique_ptr<ibv_srq, SrqDeleter>;
 
-// Owns the QP created by rdma_create_qp on `id`. Destruction: QP -> ERR, drain `cq` (when the
-// owner polls it alone), rdma_destroy_qp.
+// Owns one QP: either created by rdma_create_qp on `id` (rdma_cm mode) or by ibv_create_qp
+// (manual mode). Destruction: QP -> ERR, drain `cq` (when the owner polls it alone), then
+// rdma_destroy_qp or ibv_destroy_qp.
 class QpOwner {
  public:
   QpOwner() = default;
-  QpOwner(rdma_cm_id* id, ibv_cq* drain_cq) : id_(id), cq_(drain_cq) {}
-  QpOwner(QpOwner&& o) noexcept : id_(o.id_), cq_(o.cq_) { o.id_ = nullptr; }
+  QpOwner(rdma_cm_id* id, ibv_cq* drain_cq) : id_(id), qp_(id->qp), cq_(drain_cq) {}
+  QpOwner(ibv_qp* qp, ibv_cq* drain_cq) : qp_(qp), cq_(drain_cq) {}
+  QpOwner(QpOwner&& o) noexcept : id_(o.id_), qp_(o.qp_), cq_(o.cq_) {
+    o.id_ = nullptr;
+    o.qp_ = nullptr;
+  }
   QpOwner& operator=(QpOwner&& o) noexcept;
   ~QpOwner() { Reset(); }
   void Reset();
-  ibv_qp* qp() const { return id_ ? id_->qp : nullptr; }
+  ibv_qp* qp() const { return qp_; }
 
  private:
   rdma_cm_id* id_ = nullptr;
+  ibv_qp* qp_ = nullptr;
   ibv_cq* cq_ = nullptr;
 };
+
+struct ContextDeleter {
+  void operator()(ibv_context* c) const { ibv_close_device(c); }
+};
+using ContextPtr = std::unique_ptr<ibv_context, ContextDeleter>;
 
 // Moves a QP to the error state so that its outstanding work requests complete (flushed).
 void MoveQpToError(ibv_qp* qp);

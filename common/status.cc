@@ -28,6 +28,8 @@ const char* CodeName(Code code) {
       return "PROTOCOL_ERROR";
     case Code::kTimeout:
       return "TIMEOUT";
+    case Code::kParamMismatch:
+      return "PARAM_MISMATCH";
   }
   return "UNKNOWN";
 }

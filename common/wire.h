@@ -58,7 +58,9 @@ struct __attribute__((packed)) ServerHello {
 static_assert(sizeof(ServerHello) == 80);
 static_assert(sizeof(ServerHello) <= 196, "rdma_cm accept private data limit");
 
-enum class Op : uint8_t { kPut = 1, kDelete = 2, kStats = 3 };
+// kParams: the reply payload is the server's connection parameter record (common/conn_params.h,
+// 128 bytes) read back from the QP the request arrived on, memory parameters included.
+enum class Op : uint8_t { kPut = 1, kDelete = 2, kStats = 3, kParams = 4 };
 
 struct __attribute__((packed)) RequestHeader {
   uint32_t magic;

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "common/conn_flags.h"
 #include "common/parse.h"
 #include "server/server.h"
 
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
   o.workers = FLAGS_workers;
   o.max_connections = FLAGS_max_connections;
   o.srq_depth = FLAGS_srq_depth;
+  s = rkv::ConnFlags(rkv::Role::kServer, &o.exchange, &o.qp);
+  if (!s.ok()) return Fail(s.message());
 
   rkv::Server server(o);
   s = server.Start();

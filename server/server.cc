@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/qp_setup.h"
 #include "common/wire.h"
 
 namespace rkv {
@@ -26,9 +27,11 @@ Server::Server(ServerOptions options) : opt_(std::move(options)) {}
 
 Server::~Server() {
   Stop();
+  if (exchange_thread_.joinable()) exchange_thread_.join();
   for (auto& w : workers_)
     if (w->thread.joinable()) w->thread.join();
-  std::vector<std::shared_ptr<Conn>> all;
+  std::vector<std::shared_ptr<Conn>> all = manual_;
+  manual_.clear();
   for (auto& [id, c] : by_id_) all.push_back(c);
   for (auto& c : all) DestroyConn(c);
 }
@@ -118,7 +121,20 @@ Status Server::Start() {
     if (ibv_req_notify_cq(wk->cq.get(), 0) != 0) return ErrnoStatus("ibv_req_notify_cq", errno);
     workers_.push_back(std::move(wk));
   }
-  for (int i = opt_.max_connections - 1; i >= 0; --i) free_slots_.push_back(i);
+  {
+    MutexLock l(&conns_mu_);
+    for (int i = opt_.max_connections - 1; i >= 0; --i) free_slots_.push_back(i);
+  }
+  if (opt_.exchange.method != Exchange::kRdmaCm) {
+    Status s = ListenExchange(opt_.exchange, opt_.host, bound_port_, &exchange_listener_);
+    if (!s.ok()) return s;
+    // Fail now, not at the first client, if the settings do not fit the device.
+    ConnParams probe;
+    s = FillLocalParams(ctx_, opt_.qp, &probe);
+    if (!s.ok()) return Status(s.code(), "connection settings: " + s.message());
+    LOG(INFO) << "manual-mode connections: parameters exchanged over "
+              << exchange_listener_->Describe();
+  }
 
   LOG(INFO) << "kvserver listening on " << opt_.host << ":" << bound_port_ << " device "
             << ibv_get_device_name(ctx_->device) << " instance " << instance_id_;
@@ -150,13 +166,14 @@ std::shared_ptr<Server::Conn> Server::FindByQpn(uint32_t qpn) {
 Status Server::Run() {
   for (int w = 0; w < opt_.workers; ++w)
     workers_[w]->thread = std::thread([this, w] { WorkerLoop(w); });
+  if (exchange_listener_) exchange_thread_ = std::thread([this] { ExchangeLoop(); });
   Status result;
   while (!stop_.load()) {
     std::vector<std::shared_ptr<Conn>> to_drop;
     for (auto& [id, c] : by_id_)
       if (c->disconnect_requested.exchange(false)) to_drop.push_back(c);
     for (auto& c : to_drop) {
-      LOG(WARNING) << "dropping client qp " << c->id->qp->qp_num << ": too many bad requests";
+      LOG(WARNING) << "dropping client qp " << c->qp->qp_num << ": too many bad requests";
       rdma_disconnect(c->id);
     }
     pollfd pfd{channel_->fd, POLLIN, 0};
@@ -181,7 +198,7 @@ Status Server::Run() {
         auto it = by_id_.find(eid);
         if (it != by_id_.end()) {
           it->second->state = Conn::State::kEstablished;
-          VLOG(1) << "established qp " << eid->qp->qp_num;
+          LOG(INFO) << "connection established via rdma_cm: " << ParamsLine(eid->qp);
         }
         break;
       }
@@ -204,43 +221,13 @@ Status Server::Run() {
     }
   }
   stop_.store(true);
+  if (exchange_thread_.joinable()) exchange_thread_.join();
   for (auto& w : workers_)
     if (w->thread.joinable()) w->thread.join();
   return result;
 }
 
-void Server::HandleConnectRequest(rdma_cm_event* ev) {
-  rdma_cm_id* id = ev->id;
-  auto reject = [&](const std::string& why) {
-    LOG(WARNING) << "rejecting connection: " << why;
-    connections_rejected_.fetch_add(1);
-    rdma_reject(id, why.c_str(), static_cast<uint8_t>(std::min<size_t>(why.size() + 1, 140)));
-    rdma_ack_cm_event(ev);
-    rdma_destroy_id(id);
-  };
-  wire::ClientHello hello;
-  Status s =
-      wire::DecodeClientHello(ev->param.conn.private_data, ev->param.conn.private_data_len, &hello);
-  if (!s.ok()) return reject(s.message());
-  if (id->verbs != ctx_)
-    return reject("connection arrived on another RDMA device than the table's");
-  if (free_slots_.empty())
-    return reject("server is at --max_connections=" + std::to_string(opt_.max_connections));
-  auto c = std::make_shared<Conn>();
-  c->index = free_slots_.back();
-  c->worker = c->index % opt_.workers;
-  c->id = id;
-  ibv_qp_init_attr qa{};
-  qa.send_cq = workers_[c->worker]->cq.get();
-  qa.recv_cq = workers_[c->worker]->cq.get();
-  qa.srq = srq_.get();
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap.max_send_wr = kSendSlotsPerConn;
-  qa.cap.max_send_sge = 1;
-  if (rdma_create_qp(id, pd_.get(), &qa) != 0)
-    return reject(std::string("rdma_create_qp failed: ") + std::strerror(errno));
-  free_slots_.pop_back();
-
+wire::ServerHello Server::MakeHello() const {
   const layout::Geometry& g = table_->geometry();
   wire::ServerHello h{};
   h.magic = wire::kHelloMagic;
@@ -258,17 +245,86 @@ void Server::HandleConnectRequest(rdma_cm_event* ev) {
   h.max_key_size = wire::kMaxKeySize;
   h.max_value_size = wire::kMaxValueSize;
   h.max_request_size = wire::kMaxRequestSize;
+  return h;
+}
+
+ibv_qp_init_attr Server::QpAttr(int worker) const {
+  ibv_qp_init_attr qa{};
+  qa.send_cq = workers_[worker]->cq.get();
+  qa.recv_cq = workers_[worker]->cq.get();
+  qa.srq = srq_.get();
+  qa.qp_type = IBV_QPT_RC;
+  qa.cap.max_send_wr = kSendSlotsPerConn;
+  qa.cap.max_send_sge = 1;
+  return qa;
+}
+
+bool Server::TakeSlot(int* index) {
+  MutexLock l(&conns_mu_);
+  if (free_slots_.empty()) return false;
+  *index = free_slots_.back();
+  free_slots_.pop_back();
+  return true;
+}
+
+std::string Server::ParamsLine(ibv_qp* qp) {
+  ConnParams l, r;
+  Status s = ReadBackParams(qp, &l, &r);
+  if (!s.ok()) return "qp " + std::to_string(qp->qp_num) + " (" + s.message() + ")";
+  return FormatParamsLine(l, r);
+}
+
+void Server::HandleConnectRequest(rdma_cm_event* ev) {
+  rdma_cm_id* id = ev->id;
+  auto reject = [&](const std::string& why) {
+    LOG(WARNING) << "rejecting connection: " << why;
+    connections_rejected_.fetch_add(1);
+    rdma_reject(id, why.c_str(), static_cast<uint8_t>(std::min<size_t>(why.size() + 1, 140)));
+    rdma_ack_cm_event(ev);
+    rdma_destroy_id(id);
+  };
+  wire::ClientHello hello;
+  Status s =
+      wire::DecodeClientHello(ev->param.conn.private_data, ev->param.conn.private_data_len, &hello);
+  if (!s.ok()) return reject(s.message());
+  if (id->verbs != ctx_)
+    return reject("connection arrived on another RDMA device than the table's");
+  int slot = 0;
+  if (!TakeSlot(&slot))
+    return reject("server is at --max_connections=" + std::to_string(opt_.max_connections));
+  auto c = std::make_shared<Conn>();
+  c->index = slot;
+  c->worker = c->index % opt_.workers;
+  c->id = id;
+  ibv_qp_init_attr qa = QpAttr(c->worker);
+  if (rdma_create_qp(id, pd_.get(), &qa) != 0) {
+    {
+      MutexLock l(&conns_mu_);
+      free_slots_.push_back(slot);
+    }
+    return reject(std::string("rdma_create_qp failed: ") + std::strerror(errno));
+  }
+  c->qp = id->qp;
+  uint8_t ack_timeout = static_cast<uint8_t>(opt_.qp.timeout);
+  if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
+                      sizeof ack_timeout) != 0)
+    LOG(WARNING) << "rdma_set_option(ACK_TIMEOUT) failed: " << std::strerror(errno);
+  wire::ServerHello h = MakeHello();
   ibv_device_attr dev{};
   ibv_query_device(ctx_, &dev);
   rdma_conn_param cp{};
   cp.private_data = &h;
   cp.private_data_len = sizeof(h);
-  // Outstanding READs a client may have at once on this QP (its max_dest_rd_atomic).
+  // Outstanding READs a client may have at once on this QP (its max_dest_rd_atomic): what the
+  // client asks for, at least 16, within the device's limit; or --max_dest_rd_atomic.
   int requested = std::max<int>(ev->param.conn.initiator_depth, ev->param.conn.responder_resources);
+  int responder = opt_.qp.max_dest_rd_atomic >= 0 ? opt_.qp.max_dest_rd_atomic
+                                                   : std::max(requested, 16);
   cp.responder_resources =
-      static_cast<uint8_t>(std::max(1, std::min<int>(std::max(requested, 16), dev.max_qp_rd_atom)));
-  cp.initiator_depth = 0;
-  cp.rnr_retry_count = 7;
+      static_cast<uint8_t>(std::max(1, std::min<int>(responder, dev.max_qp_rd_atom)));
+  cp.initiator_depth = static_cast<uint8_t>(std::max(0, opt_.qp.max_rd_atomic));
+  cp.retry_count = static_cast<uint8_t>(opt_.qp.retry_cnt);
+  cp.rnr_retry_count = static_cast<uint8_t>(opt_.qp.rnr_retry);
   {
     MutexLock l(&conns_mu_);
     by_qpn_[id->qp->qp_num] = c;
@@ -298,11 +354,11 @@ void Server::CloseConn(rdma_cm_id* id) {
 
 void Server::DestroyConn(std::shared_ptr<Conn> c) {
   c->state = Conn::State::kClosing;
-  rdma_disconnect(c->id);  // may fail if already disconnected; that is fine
-  MoveQpToError(c->id->qp);
+  if (c->id) rdma_disconnect(c->id);  // may fail if already disconnected; that is fine
+  MoveQpToError(c->qp);
   {
     MutexLock l(&conns_mu_);
-    by_qpn_.erase(c->id->qp->qp_num);
+    by_qpn_.erase(c->qp->qp_num);
   }
   // Workers decrement sends_in_flight on each (flushed) send completion; the Conn must stay
   // alive until then because its address is the send wr_id.
@@ -311,14 +367,143 @@ void Server::DestroyConn(std::shared_ptr<Conn> c) {
          !stop_.load())
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   if (c->sends_in_flight.load() > 0 && !stop_.load()) {
-    LOG(ERROR) << "qp " << c->id->qp->qp_num << " still has sends in flight; leaking it";
+    LOG(ERROR) << "qp " << c->qp->qp_num << " still has sends in flight; leaking it";
     new std::shared_ptr<Conn>(c);  // deliberate leak: a late completion must not see freed memory
     return;
   }
-  rdma_destroy_qp(c->id);
-  rdma_destroy_id(c->id);
-  c->id = nullptr;
+  if (c->id) {
+    rdma_destroy_qp(c->id);
+    rdma_destroy_id(c->id);
+    c->id = nullptr;
+  } else if (int rc = ibv_destroy_qp(c->qp); rc != 0) {
+    LOG(ERROR) << "ibv_destroy_qp failed: " << std::strerror(rc);
+  }
+  c->qp = nullptr;
+  c->control.reset();
+  MutexLock l(&conns_mu_);
   free_slots_.push_back(c->index);
+}
+
+void Server::ExchangeLoop() {
+  using Clock = std::chrono::steady_clock;
+  auto last_tick = Clock::now();
+  while (!stop_.load()) {
+    std::unique_ptr<ExchangeChannel> ch;
+    Status s = exchange_listener_->Accept(&ch, 100);
+    if (!s.ok()) {
+      LOG_EVERY_N(WARNING, 50) << "exchange listener: " << s.ToString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (ch) HandleExchange(std::move(ch));
+    if (Clock::now() - last_tick < std::chrono::seconds(1)) continue;
+    last_tick = Clock::now();
+    exchange_listener_->Tick();
+    // Liveness: a manual connection ends when its control channel closes (TCP EOF, client's
+    // file removed or stale, client's etcd key deleted or its lease expired).
+    for (size_t i = 0; i < manual_.size();) {
+      std::shared_ptr<Conn> c = manual_[i];
+      bool gone = c->control->PeerGone();
+      if (!gone && !c->disconnect_requested.load()) {
+        ++i;
+        continue;
+      }
+      LOG(INFO) << "manual connection qp " << c->qp->qp_num << " closed: "
+                << (gone ? "client left (" + c->control->Describe() + ")"
+                         : std::string("too many bad requests"));
+      manual_.erase(manual_.begin() + long(i));
+      connections_active_.fetch_sub(1);
+      DestroyConn(std::move(c));
+    }
+  }
+}
+
+void Server::HandleExchange(std::unique_ptr<ExchangeChannel> ch) {
+  const std::string where = ch->Describe();
+  ExchangeMsg m;
+  Status s = ch->Receive(&m, opt_.exchange.timeout_ms);
+  if (!s.ok()) {
+    LOG(WARNING) << "parameter exchange " << where << ": " << s.ToString();
+    return;
+  }
+  auto refuse = [&](Code code, const std::string& why) {
+    LOG(WARNING) << "refusing manual connection (" << where << "): " << why;
+    connections_rejected_.fetch_add(1);
+    ExchangeMsg e;
+    e.type = MsgType::kError;
+    e.code = code;
+    e.text = why;
+    (void)ch->Send(e);
+  };
+  ConnParams self;
+  s = FillLocalParams(ctx_, opt_.qp, &self);
+  if (!s.ok()) return refuse(s.code(), "server: " + s.message());
+  self.remote_addr = reinterpret_cast<uint64_t>(region_.get());
+  self.rkey = region_mr_->rkey;
+  self.region_size = opt_.memory;
+  ExchangeMsg reply;
+  reply.params = self;
+  reply.has_hello = true;
+  reply.hello = MakeHello();
+  if (m.type == MsgType::kCheck) {  // kvctl check: validate only, connect nothing
+    reply.type = MsgType::kCheckReply;
+    reply.text = CheckParams(self, m.params, opt_.qp);
+    LOG(INFO) << "check from " << where << ": " << (reply.text.empty() ? "OK" : reply.text);
+    (void)ch->Send(reply);
+    return;
+  }
+  if (m.type != MsgType::kParams)
+    return refuse(Code::kProtocolError, "expected the client's parameters first");
+  int slot = 0;
+  if (!TakeSlot(&slot))
+    return refuse(Code::kTableFull,
+                  "server is at --max_connections=" + std::to_string(opt_.max_connections));
+  auto c = std::make_shared<Conn>();
+  c->index = slot;
+  c->worker = slot % opt_.workers;
+  ibv_qp_init_attr qa = QpAttr(c->worker);
+  c->qp = ibv_create_qp(pd_.get(), &qa);
+  if (c->qp == nullptr) {
+    int err = errno;
+    {
+      MutexLock l(&conns_mu_);
+      free_slots_.push_back(slot);
+    }
+    return refuse(Code::kIoError, "server: ibv_create_qp failed: " + std::string(strerror(err)));
+  }
+  reply.params.qp_num = self.qp_num = c->qp->qp_num;
+  std::string note;
+  s = ModifyQpToInit(c->qp, self, IBV_ACCESS_REMOTE_READ);
+  if (s.ok()) s = ConnectQp(c->qp, self, m.params, opt_.qp, IBV_ACCESS_REMOTE_READ, &note);
+  {
+    MutexLock l(&conns_mu_);
+    by_qpn_[c->qp->qp_num] = c;
+  }
+  connections_total_.fetch_add(1);
+  connections_active_.fetch_add(1);
+  if (!s.ok()) {
+    refuse(s.code(), "server: " + s.message());
+    connections_active_.fetch_sub(1);
+    DestroyConn(c);
+    return;
+  }
+  if (!note.empty()) LOG(INFO) << note;
+  s = ch->Send(reply);
+  ExchangeMsg ready;
+  if (s.ok()) s = ch->Receive(&ready, opt_.exchange.timeout_ms);
+  if (s.ok() && ready.type == MsgType::kError) s = Status(ready.code, ready.text);
+  if (s.ok() && ready.type != MsgType::kReady)
+    s = Status(Code::kProtocolError, "expected READY from the client");
+  if (!s.ok()) {
+    LOG(WARNING) << "manual connection (" << where << ") failed: " << s.ToString();
+    connections_rejected_.fetch_add(1);
+    connections_active_.fetch_sub(1);
+    DestroyConn(c);
+    return;
+  }
+  c->state = Conn::State::kEstablished;
+  c->control = std::move(ch);
+  LOG(INFO) << "connection established via " << where << ": " << ParamsLine(c->qp);
+  manual_.push_back(std::move(c));
 }
 
 void Server::WorkerLoop(int w) {
@@ -385,6 +570,16 @@ void Server::HandleRecv(const ibv_wc& wc) {
   } else if (req.op == wire::Op::kDelete) {
     rpc_delete_.fetch_add(1);
     s = table_->Delete(req.key);
+  } else if (req.op == wire::Op::kParams) {
+    rpc_params_.fetch_add(1);
+    ConnParams local, peer;
+    s = ReadBackParams(c->qp, &local, &peer);
+    local.remote_addr = reinterpret_cast<uint64_t>(region_.get());
+    local.rkey = region_mr_->rkey;
+    local.region_size = opt_.memory;
+    uint8_t rec[kConnParamsSize];
+    EncodeConnParams(local, rec);
+    if (s.ok()) payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
   } else {
     rpc_stats_.fetch_add(1);
     payload = StatsText();
@@ -411,7 +606,7 @@ void Server::HandleRecv(const ibv_wc& wc) {
   wr.opcode = IBV_WR_SEND;
   wr.send_flags = IBV_SEND_SIGNALED;
   c->sends_in_flight.fetch_add(1);
-  int rc = ibv_post_send(c->id->qp, &wr, &bad);
+  int rc = ibv_post_send(c->qp, &wr, &bad);
   if (rc != 0) {
     c->sends_in_flight.fetch_sub(1);
     VLOG(1) << "ibv_post_send(reply) failed: " << std::strerror(rc);
@@ -429,6 +624,7 @@ std::string Server::StatsText() {
     << "rpc_put " << rpc_put_.load() << "\n"
     << "rpc_delete " << rpc_delete_.load() << "\n"
     << "rpc_stats " << rpc_stats_.load() << "\n"
+    << "rpc_params " << rpc_params_.load() << "\n"
     << "rpc_bad_request " << rpc_bad_.load() << "\n"
     << "rpc_errors " << put_errors_.load() << "\n"
     << "clients_dropped " << clients_dropped_.load() << "\n"

@@ -1,8 +1,13 @@
-// Server: accepts rdma_cm connections, advertises the table region, executes PUT/DELETE/STATS.
+// Server: accepts rdma_cm connections (and, with --exchange=tcp|file|etcd, manual-mode
+// connections whose parameters are exchanged over that channel), advertises the table region,
+// executes PUT/DELETE/STATS/PARAMS.
 //
-// Threads: Run() owns the rdma_cm thread (listener, event channel, connection lifecycle); it
-// starts `workers` threads, each owning one completion channel + CQ. A connection's QP uses one
-// worker's CQ for sends and receives; all QPs share one SRQ. GETs never reach the server.
+// Threads: Run() owns the rdma_cm thread (listener, event channel, lifecycle of rdma_cm
+// connections); in manual mode it starts the exchange thread, which owns the exchange listener
+// and the whole lifecycle of manual connections (handshake, validator, liveness of their
+// control channels, destruction). It starts `workers` threads, each owning one completion
+// channel + CQ. A connection's QP uses one worker's CQ for sends and receives; all QPs share
+// one SRQ. GETs never reach the server.
 // Ownership: the Server owns the region (mmap), its MR, the PD, SRQ, CQs and every Conn.
 // Destruction order of members: connections, CQs (workers), MRs, SRQ, PD, listener id, channel.
 // Connection lifecycle (Conn::State, documented at its declaration).
@@ -20,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/exchange.h"
 #include "common/mutex.h"
 #include "common/rdma.h"
 #include "rkv/status.h"
@@ -37,6 +43,8 @@ struct ServerOptions {
   int max_connections = 1024;
   int srq_depth = 256;
   int max_bad_requests = 16;  // a client that sends more malformed requests is disconnected
+  ExchangeOptions exchange;   // kRdmaCm: rdma_cm only; else also manual mode over this method
+  QpSettings qp;              // connection parameters (docs/connection.md)
 };
 
 class Server {
@@ -55,13 +63,17 @@ class Server {
 
  private:
   struct Conn {
-    // Lifecycle: kAccepting (QP created, accept sent) -> kEstablished -> kClosing (QP in ERR,
-    // waiting for its in-flight sends to flush) -> destroyed. Only the cm thread changes it.
+    // Lifecycle: kAccepting (QP created; rdma_cm: accept sent; manual: records being
+    // exchanged) -> kEstablished -> kClosing (QP in ERR, waiting for its in-flight sends to
+    // flush) -> destroyed. Only the owning thread (cm thread for rdma_cm connections, exchange
+    // thread for manual ones) changes it; workers read it.
     enum class State { kAccepting, kEstablished, kClosing };
-    State state = State::kAccepting;
+    std::atomic<State> state{State::kAccepting};
     int index = 0;             // send-buffer slot
     int worker = 0;            // whose CQ this QP uses
-    rdma_cm_id* id = nullptr;  // owned: destroyed by the cm thread after the QP
+    rdma_cm_id* id = nullptr;  // rdma_cm mode: owned, destroyed after the QP; null in manual mode
+    ibv_qp* qp = nullptr;      // id->qp, or (manual mode) owned: ibv_destroy_qp
+    std::unique_ptr<ExchangeChannel> control;  // manual mode: the open exchange channel
     std::atomic<int> sends_in_flight{0};
     std::atomic<int> bad_requests{0};
     std::atomic<bool> disconnect_requested{false};
@@ -76,6 +88,13 @@ class Server {
   static constexpr size_t kSendSlotSize = 4096;
 
   void WorkerLoop(int w);
+  void ExchangeLoop();
+  void HandleExchange(std::unique_ptr<ExchangeChannel> ch);
+  wire::ServerHello MakeHello() const;
+  ibv_qp_init_attr QpAttr(int worker) const;
+  bool TakeSlot(int* index);
+  // One line with the parameters both QPs use, for the connection log.
+  static std::string ParamsLine(ibv_qp* qp);
   void HandleRecv(const ibv_wc& wc);
   void HandleConnectRequest(rdma_cm_event* ev);
   void CloseConn(rdma_cm_id* id);
@@ -103,15 +122,18 @@ class Server {
   MrPtr region_mr_, recv_mr_, send_mr_;
   std::unique_ptr<Table> table_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  std::unique_ptr<ExchangeListener> exchange_listener_;  // owned by the exchange thread
+  std::thread exchange_thread_;
+  std::vector<std::shared_ptr<Conn>> manual_;  // exchange thread only
 
   Mutex conns_mu_;
   std::map<uint32_t, std::shared_ptr<Conn>> by_qpn_ GUARDED_BY(conns_mu_);
   std::map<rdma_cm_id*, std::shared_ptr<Conn>> by_id_;  // cm thread only
-  std::vector<int> free_slots_;                         // cm thread only
+  std::vector<int> free_slots_ GUARDED_BY(conns_mu_);
 
   // Counters (relaxed atomics; read by STATS).
   std::atomic<uint64_t> connections_total_{0}, connections_active_{0}, connections_rejected_{0};
-  std::atomic<uint64_t> rpc_put_{0}, rpc_delete_{0}, rpc_stats_{0}, rpc_bad_{0};
+  std::atomic<uint64_t> rpc_put_{0}, rpc_delete_{0}, rpc_stats_{0}, rpc_params_{0}, rpc_bad_{0};
   std::atomic<uint64_t> put_errors_{0}, clients_dropped_{0}, replies_dropped_{0};
 };
 

@@ -3,8 +3,10 @@
 //   kvctl --server=ADDR:PORT put KEY [VALUE]    value from the argument, or stdin if absent
 //   kvctl --server=ADDR:PORT del KEY            exit 1 if not found
 //   kvctl --server=ADDR:PORT stats              server counters
-//   kvctl --server=ADDR:PORT info               connection parameters and client counters
-// Exit status: 0 OK, 1 NOT_FOUND, 2 any other error (message on stderr).
+//   kvctl --server=ADDR:PORT info               every connection parameter, both QPs
+//   kvctl --server=ADDR:PORT check              the validator, without connecting a data QP
+// Connection flags (--exchange=cm|tcp|file|etcd, --path_mtu, --psn, ...): common/conn_flags.cc.
+// Exit status: 0 OK, 1 NOT_FOUND (get/del) or a broken rule (check), 2 any other error.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -12,6 +14,8 @@
 #include <iterator>
 #include <string>
 
+#include "common/conn_flags.h"
+#include "common/conn_params.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver address ADDR:PORT");
@@ -29,7 +33,8 @@ int Report(const rkv::Status& s) {
 }
 int Usage() {
   std::cerr
-      << "usage: kvctl --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | stats | info\n";
+      << "usage: kvctl --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | stats | info | "
+         "check\n";
   return 2;
 }
 }  // namespace
@@ -42,15 +47,28 @@ int main(int argc, char** argv) {
   if (argc < 2) return Usage();
   std::string cmd = argv[1];
   size_t want = cmd == "put" ? 3 : (cmd == "get" || cmd == "del") ? 3 : 2;
-  if (cmd != "get" && cmd != "put" && cmd != "del" && cmd != "stats" && cmd != "info")
+  if (cmd != "get" && cmd != "put" && cmd != "del" && cmd != "stats" && cmd != "info" &&
+      cmd != "check")
     return Usage();
   if (size_t(argc) < want || size_t(argc) > (cmd == "put" ? 4u : want)) return Usage();
 
   rkv::Options opt;
   opt.connect_timeout_ms = FLAGS_timeout_ms;
   opt.rpc_timeout_ms = FLAGS_timeout_ms;
+  rkv::Status s = rkv::ConnFlags(rkv::Role::kClient, &opt.exchange, &opt.qp);
+  if (!s.ok()) return Report(s);
+  if (cmd == "check") {
+    std::string report;
+    s = rkv::CheckConnection(FLAGS_server, opt, &report);
+    std::cout << report;
+    if (s.code() == rkv::Code::kParamMismatch) {
+      std::cerr << "kvctl: " << s.ToString() << "\n";
+      return 1;
+    }
+    return Report(s);
+  }
   std::unique_ptr<rkv::Client> client;
-  rkv::Status s = rkv::Client::Connect(FLAGS_server, opt, &client);
+  s = rkv::Client::Connect(FLAGS_server, opt, &client);
   if (!s.ok()) return Report(s);
   if (cmd == "get") {
     std::string v;
@@ -75,13 +93,18 @@ int main(int argc, char** argv) {
     return Report(s);
   }
   const rkv::ServerInfo& i = client->server_info();
-  std::cout << "device " << i.device << "\nport " << int(i.port) << "\nlink_layer " << i.link_layer
-            << "\ngid_index " << i.gid_index << "\nqp_num " << i.qp_num << "\npath_mtu "
-            << i.path_mtu << "\nprotocol_version " << i.protocol_version << "\ninstance_id "
-            << i.instance_id << "\nregion_addr 0x" << std::hex << i.region_addr << std::dec
-            << "\nrkey 0x" << std::hex << i.rkey << std::dec << "\nregion_size " << i.region_size
+  std::cout << "exchange " << rkv::ExchangeName(i.exchange) << "\ndevice " << i.device
+            << "\nport " << int(i.port) << "\nlink_layer " << i.link_layer << "\ngid_index "
+            << i.gid_index << "\nqp_num " << i.qp_num << "\npath_mtu " << i.path_mtu
+            << "\nprotocol_version " << i.protocol_version << "\ninstance_id " << i.instance_id
+            << "\nregion_addr 0x" << std::hex << i.region_addr << std::dec << "\nrkey 0x"
+            << std::hex << i.rkey << std::dec << "\nregion_size " << i.region_size
             << "\nnum_buckets " << i.num_buckets << "\noverflow_slots " << i.overflow_slots
             << "\nmax_key_size " << i.max_key_size << "\nmax_value_size " << i.max_value_size
-            << "\n";
+            << "\n\n"
+            << "# every connection parameter, read back from both QPs (local: this client, "
+               "peer: the server)\n"
+            << rkv::FormatParamTable(i.local, i.peer);
+  if (!i.mtu_note.empty()) std::cout << "# " << i.mtu_note << "\n";
   return 0;
 }

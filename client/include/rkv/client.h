@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rkv/connection_params.h"
 #include "rkv/status.h"
 
 namespace rkv {
@@ -30,6 +31,11 @@ struct Options {
   int rpc_timeout_ms = 10000;
   // Upper bound on re-reads of one GET that keep seeing an entry being written.
   int max_get_retries = 1000;
+  // How to connect: rdma_cm (default) or manual mode with parameters exchanged over tcp, file
+  // or etcd (see rkv/connection_params.h and docs/connection.md).
+  ExchangeOptions exchange;
+  // Connection parameters a user may set (device, port, GID index, MTU, PSN, timers, ...).
+  QpSettings qp;
 };
 
 // Counters kept by the client; cumulative since Connect.
@@ -58,9 +64,21 @@ struct ServerInfo {
   uint32_t path_mtu = 0;  // bytes
   int gid_index = -1;     // source GID index of the QP's path (-1: no GRH, InfiniBand LID routing)
   std::string link_layer;  // "Ethernet" (RoCE) or "InfiniBand"
+  Exchange exchange = Exchange::kRdmaCm;  // how the connection was set up
+  // Every connection parameter as the two QPs really use it: `local` read back from this
+  // client's QP (ibv_query_qp), `peer` read back by the server from its QP (memory parameters
+  // included). mtu_note says when the path MTU was negotiated down (manual mode).
+  ConnParams local, peer;
+  std::string mtu_note;
 };
 
 class ClientImpl;
+
+// `kvctl check`: runs the connection-parameter validator against the server at `address`
+// without connecting a data QP. Manual modes exchange CHECK records (the server validates its
+// side, this call the client's); rdma_cm resolves the route and reports it. *report gets the
+// "parameter local peer" table and both verdicts. kParamMismatch if a rule is broken.
+Status CheckConnection(const std::string& address, const Options& options, std::string* report);
 
 class Client {
  public:

@@ -1,0 +1,22 @@
+// Command-line flags for every connection parameter, shared by kvserver, kvctl and kvbench
+// (gflags; defined in conn_flags.cc, so each binary that links rkv_flags has them all).
+// ConnFlags() turns them into ExchangeOptions + QpSettings, checking ranges, with a message
+// that names the flag. Role decides the defaults that differ: the server never READs from a
+// client (max_rd_atomic 0), a client never serves READs (max_dest_rd_atomic 0).
+// Thread safety: call after gflags parsed the command line, from the main thread.
+#ifndef RKV_COMMON_CONN_FLAGS_H_
+#define RKV_COMMON_CONN_FLAGS_H_
+
+#include <string>
+
+#include "rkv/connection_params.h"
+#include "rkv/status.h"
+
+namespace rkv {
+
+enum class Role { kServer, kClient };
+[[nodiscard]] Status ConnFlags(Role role, ExchangeOptions* exchange, QpSettings* qp);
+
+}  // namespace rkv
+
+#endif  // RKV_COMMON_CONN_FLAGS_H_

@@ -1,0 +1,181 @@
+#include "common/tcp_exchange.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "common/rdma.h"
+
+namespace rkv {
+namespace {
+using Clock = std::chrono::steady_clock;
+
+std::string Where(const sockaddr_in& a) {
+  char ip[INET_ADDRSTRLEN] = "?";
+  inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
+  return std::string(ip) + ":" + std::to_string(ntohs(a.sin_port));
+}
+
+Status Resolve(const std::string& host, uint16_t port, sockaddr_in* out) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  int gai = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (gai != 0)
+    return Status(Code::kInvalidArgument, "cannot resolve '" + host + "': " + gai_strerror(gai));
+  std::memcpy(out, res->ai_addr, sizeof(*out));
+  freeaddrinfo(res);
+  return Status::Ok();
+}
+}  // namespace
+
+Status TcpChannel::Connect(const std::string& host, uint16_t port, int timeout_ms,
+                           std::unique_ptr<ExchangeChannel>* out) {
+  sockaddr_in addr{};
+  Status s = Resolve(host, port, &addr);
+  if (!s.ok()) return s;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return ErrnoStatus("socket", errno);
+  auto channel = std::make_unique<TcpChannel>(fd, Where(addr));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno != EINPROGRESS) return ErrnoStatus("connect(tcp exchange " + Where(addr) + ")", errno);
+    pollfd p{fd, POLLOUT, 0};
+    int r = poll(&p, 1, timeout_ms);
+    if (r == 0)
+      return Status(Code::kTimeout, "tcp exchange: no answer from " + Where(addr) + " within " +
+                                        std::to_string(timeout_ms) + " ms");
+    int err = 0;
+    socklen_t len = sizeof err;
+    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (r < 0 || err != 0)
+      return ErrnoStatus("connect(tcp exchange " + Where(addr) +
+                             ") (is kvserver running with --exchange=tcp?)",
+                         r < 0 ? errno : err);
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  *out = std::move(channel);
+  return Status::Ok();
+}
+
+TcpChannel::~TcpChannel() {
+  if (fd_ >= 0) close(fd_);
+}
+
+uint32_t TcpChannel::LocalIpv4() const {
+  sockaddr_in a{};
+  socklen_t len = sizeof a;
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) return 0;
+  return a.sin_addr.s_addr;
+}
+
+Status TcpChannel::Send(const ExchangeMsg& m) {
+  std::string bytes = EncodeExchangeMsg(m);
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      pollfd p{fd_, POLLOUT, 0};
+      poll(&p, 1, 1000);
+      continue;
+    }
+    if (n <= 0) return ErrnoStatus("send(tcp exchange to " + peer_ + ")", n < 0 ? errno : EPIPE);
+    off += size_t(n);
+  }
+  return Status::Ok();
+}
+
+Status TcpChannel::ReadFull(uint8_t* buf, size_t len, int timeout_ms) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  size_t off = 0;
+  while (off < len) {
+    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
+                       .count());
+    if (left <= 0)
+      return Status(Code::kTimeout, "tcp exchange: no message from " + peer_ + " within " +
+                                        std::to_string(timeout_ms) + " ms");
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, left) <= 0) continue;
+    ssize_t n = recv(fd_, buf + off, len - off, 0);
+    if (n == 0)
+      return Status(Code::kConnectionLost, "tcp exchange: " + peer_ + " closed the connection");
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return ErrnoStatus("recv(tcp exchange from " + peer_ + ")", errno);
+    }
+    off += size_t(n);
+  }
+  return Status::Ok();
+}
+
+Status TcpChannel::Receive(ExchangeMsg* m, int timeout_ms) {
+  uint8_t buf[kMaxExchangeMessage];
+  Status s = ReadFull(buf, kExchangeHeaderSize, timeout_ms);
+  if (!s.ok()) return s;
+  uint32_t len = 0;
+  s = ExchangePayloadLength(buf, &len);
+  if (!s.ok()) return s;
+  s = ReadFull(buf + kExchangeHeaderSize, len, timeout_ms);
+  if (!s.ok()) return s;
+  return DecodeExchangeMsg(buf, kExchangeHeaderSize + len, m);
+}
+
+bool TcpChannel::PeerGone() {
+  pollfd p{fd_, POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) <= 0) return false;
+  if (p.revents & (POLLHUP | POLLERR | POLLRDHUP)) return true;
+  char c;
+  ssize_t n = recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+}
+
+Status TcpListener::Listen(const std::string& host, uint16_t port,
+                           std::unique_ptr<ExchangeListener>* out) {
+  sockaddr_in addr{};
+  Status s = Resolve(host, port, &addr);
+  if (!s.ok()) return s;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return ErrnoStatus("socket", errno);
+  std::unique_ptr<TcpListener> l(new TcpListener(fd, Where(addr)));
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return ErrnoStatus("bind(tcp exchange " + Where(addr) + ")", errno);
+  if (listen(fd, 128) != 0) return ErrnoStatus("listen(tcp exchange)", errno);
+  *out = std::move(l);
+  return Status::Ok();
+}
+
+TcpListener::~TcpListener() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Status TcpListener::Accept(std::unique_ptr<ExchangeChannel>* out, int timeout_ms) {
+  out->reset();
+  pollfd p{fd_, POLLIN, 0};
+  int r = poll(&p, 1, timeout_ms);
+  if (r < 0 && errno != EINTR) return ErrnoStatus("poll(tcp exchange listener)", errno);
+  if (r <= 0) return Status::Ok();
+  sockaddr_in peer{};
+  socklen_t len = sizeof peer;
+  int fd = accept4(fd_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return Status::Ok();
+    return ErrnoStatus("accept(tcp exchange)", errno);
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  *out = std::make_unique<TcpChannel>(fd, Where(peer));
+  return Status::Ok();
+}
+
+}  // namespace rkv

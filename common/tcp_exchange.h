@@ -1,0 +1,51 @@
+// The `tcp` exchange method: parameters travel over a TCP connection between client and
+// server, as perftest does. Messages are ExchangeMsg frames (16-byte header with magic,
+// version and length, then the payload); a frame with a bad header or an oversized length
+// ends the exchange with a clear error. After the handshake the socket stays open as the
+// control connection: EOF or a reset means the peer is gone.
+// Thread safety: one thread at a time per object. Ownership: each object owns its socket.
+#ifndef RKV_COMMON_TCP_EXCHANGE_H_
+#define RKV_COMMON_TCP_EXCHANGE_H_
+
+#include <memory>
+#include <string>
+
+#include "common/exchange.h"
+
+namespace rkv {
+
+class TcpChannel : public ExchangeChannel {
+ public:
+  [[nodiscard]] static Status Connect(const std::string& host, uint16_t port, int timeout_ms,
+                                      std::unique_ptr<ExchangeChannel>* out);
+  explicit TcpChannel(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+  ~TcpChannel() override;
+  Status Send(const ExchangeMsg& m) override;
+  Status Receive(ExchangeMsg* m, int timeout_ms) override;
+  bool PeerGone() override;
+  std::string Describe() const override { return "tcp " + peer_; }
+  uint32_t LocalIpv4() const override;
+
+ private:
+  Status ReadFull(uint8_t* buf, size_t len, int timeout_ms);
+  int fd_;
+  std::string peer_;
+};
+
+class TcpListener : public ExchangeListener {
+ public:
+  [[nodiscard]] static Status Listen(const std::string& host, uint16_t port,
+                                     std::unique_ptr<ExchangeListener>* out);
+  ~TcpListener() override;
+  Status Accept(std::unique_ptr<ExchangeChannel>* out, int timeout_ms) override;
+  std::string Describe() const override { return "tcp " + where_; }
+
+ private:
+  TcpListener(int fd, std::string where) : fd_(fd), where_(std::move(where)) {}
+  int fd_;
+  std::string where_;
+};
+
+}  // namespace rkv
+
+#endif  // RKV_COMMON_TCP_EXCHANGE_H_
