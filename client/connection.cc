@@ -148,8 +148,8 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
 
 Status Connection::OpenManual(const std::string& host, uint16_t port) {
   const ExchangeOptions& xo = options_.exchange;
-  const std::string where = std::string(ExchangeName(xo.method)) + " exchange with " + host +
-                            ":" + std::to_string(port);
+  const std::string where =
+      std::string(ExchangeName(xo.method)) + " exchange with " + host + ":" + std::to_string(port);
   Status s = ConnectExchange(xo, host, port, &exchange_);
   if (!s.ok()) return s;
   QpSettings qs = options_.qp;

@@ -72,7 +72,8 @@ Status ConnFlags(Role role, ExchangeOptions* x, QpSettings* q) {
   q->pkey_index = FLAGS_pkey_index;
   uint32_t v = 0;
   if (!FLAGS_pkey.empty()) {
-    if (!ParseU32(FLAGS_pkey, 0xffff, &v)) return bad("--pkey=" + FLAGS_pkey + ": expected 0..0xffff");
+    if (!ParseU32(FLAGS_pkey, 0xffff, &v))
+      return bad("--pkey=" + FLAGS_pkey + ": expected 0..0xffff");
     q->pkey = int(v);
   }
   if (FLAGS_sl < 0 || FLAGS_sl > 15) return bad("--sl must be 0..15");
@@ -87,7 +88,8 @@ Status ConnFlags(Role role, ExchangeOptions* x, QpSettings* q) {
   q->hop_limit = FLAGS_hop_limit;
   if (FLAGS_psn < -1 || FLAGS_psn > 0xffffff) return bad("--psn must be 0..0xffffff");
   q->psn = FLAGS_psn;
-  if (!ParseU32(FLAGS_qkey, 0xffffffff, &q->qkey)) return bad("--qkey=" + FLAGS_qkey + ": not a number");
+  if (!ParseU32(FLAGS_qkey, 0xffffffff, &q->qkey))
+    return bad("--qkey=" + FLAGS_qkey + ": not a number");
   if (FLAGS_max_rd_atomic < -1 || FLAGS_max_rd_atomic > 255 || FLAGS_max_dest_rd_atomic < -1 ||
       FLAGS_max_dest_rd_atomic > 255)
     return bad("--max_rd_atomic and --max_dest_rd_atomic must be 0..255");
@@ -95,7 +97,8 @@ Status ConnFlags(Role role, ExchangeOptions* x, QpSettings* q) {
   q->max_dest_rd_atomic = FLAGS_max_dest_rd_atomic;
   if (role == Role::kServer && q->max_rd_atomic < 0) q->max_rd_atomic = 0;
   if (role == Role::kClient && q->max_dest_rd_atomic < 0) q->max_dest_rd_atomic = 0;
-  if (FLAGS_min_rnr_timer < 0 || FLAGS_min_rnr_timer > 31) return bad("--min_rnr_timer must be 0..31");
+  if (FLAGS_min_rnr_timer < 0 || FLAGS_min_rnr_timer > 31)
+    return bad("--min_rnr_timer must be 0..31");
   q->min_rnr_timer = FLAGS_min_rnr_timer;
   if (FLAGS_qp_timeout < 0 || FLAGS_qp_timeout > 31) return bad("--qp_timeout must be 0..31");
   q->timeout = FLAGS_qp_timeout;

@@ -80,11 +80,16 @@ const char* ExchangeName(Exchange e) {
 }
 
 bool ParseExchange(const std::string& name, Exchange* out) {
-  if (name == "cm" || name == "rdma_cm") *out = Exchange::kRdmaCm;
-  else if (name == "tcp") *out = Exchange::kTcp;
-  else if (name == "file") *out = Exchange::kFile;
-  else if (name == "etcd") *out = Exchange::kEtcd;
-  else return false;
+  if (name == "cm" || name == "rdma_cm")
+    *out = Exchange::kRdmaCm;
+  else if (name == "tcp")
+    *out = Exchange::kTcp;
+  else if (name == "file")
+    *out = Exchange::kFile;
+  else if (name == "etcd")
+    *out = Exchange::kEtcd;
+  else
+    return false;
   return true;
 }
 

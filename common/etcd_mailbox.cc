@@ -13,8 +13,8 @@ std::string B64(const std::string& in) {
   std::string out;
   size_t i = 0;
   for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 |
-                 uint8_t(in[i + 2]);
+    uint32_t v =
+        uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
     out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
   }
   if (i + 1 == in.size()) {
@@ -33,13 +33,20 @@ bool Unb64(const std::string& in, std::string* out) {
   int bits = 0;
   for (char c : in) {
     int v;
-    if (c >= 'A' && c <= 'Z') v = c - 'A';
-    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') v = c - '0' + 52;
-    else if (c == '+') v = 62;
-    else if (c == '/') v = 63;
-    else if (c == '=') break;
-    else return false;
+    if (c >= 'A' && c <= 'Z')
+      v = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      v = c - '0' + 52;
+    else if (c == '+')
+      v = 62;
+    else if (c == '/')
+      v = 63;
+    else if (c == '=')
+      break;
+    else
+      return false;
     acc = acc << 6 | uint32_t(v);
     bits += 6;
     if (bits >= 8) {
@@ -107,7 +114,8 @@ Status EtcdMailbox::Open(const std::string& endpoint, const std::string& prefix,
   if (!s.ok()) return s;
   json j = json::parse(resp, nullptr, false);
   if (j.is_discarded() || !j.contains("ID"))
-    return Status(Code::kProtocolError, "etcd lease grant: unexpected answer: " + resp.substr(0, 200));
+    return Status(Code::kProtocolError,
+                  "etcd lease grant: unexpected answer: " + resp.substr(0, 200));
   m->lease_ = j["ID"].is_string() ? j["ID"].get<std::string>() : j["ID"].dump();
   *out = std::move(m);
   return Status::Ok();
@@ -173,8 +181,8 @@ Status EtcdMailbox::Range(const std::string& key, bool* found, std::string* valu
 Status EtcdMailbox::Put(const std::string& name, const std::string& bytes) {
   std::string resp;
   return Post("/v3/kv/put",
-              json{{"key", B64(Key(name))}, {"value", B64(bytes)}, {"lease", lease_}}.dump(),
-              &resp, 5000);
+              json{{"key", B64(Key(name))}, {"value", B64(bytes)}, {"lease", lease_}}.dump(), &resp,
+              5000);
 }
 
 Status EtcdMailbox::WaitFor(const std::string& name, std::string* bytes, int timeout_ms) {
@@ -184,7 +192,8 @@ Status EtcdMailbox::WaitFor(const std::string& name, std::string* bytes, int tim
   if (!s.ok() || found) return s;
   WatchState w;
   w.key_b64 = B64(Key(name));
-  json req = {{"create_request", {{"key", w.key_b64}, {"start_revision", std::to_string(rev + 1)}}}};
+  json req = {
+      {"create_request", {{"key", w.key_b64}, {"start_revision", std::to_string(rev + 1)}}}};
   std::string resp;
   s = Post("/v3/watch", req.dump(), &resp, timeout_ms, WatchSawPut, &w);
   if (!s.ok()) return s;

@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "common/file_mailbox.h"
 #include "common/etcd_mailbox.h"
+#include "common/file_mailbox.h"
 #include "common/mailbox_channel.h"
 #include "common/tcp_exchange.h"
 
@@ -101,8 +101,9 @@ Status ConnectExchange(const ExchangeOptions& o, const std::string& host, uint16
     case Exchange::kFile:
     case Exchange::kEtcd: {
       std::unique_ptr<Mailbox> mb;
-      Status s = o.method == Exchange::kFile ? FileMailbox::Open(o.dir, &mb)
-                                             : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, &mb);
+      Status s = o.method == Exchange::kFile
+                     ? FileMailbox::Open(o.dir, &mb)
+                     : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, &mb);
       if (!s.ok()) return s;
       return MailboxChannel::ConnectClient(std::move(mb), out);
     }
@@ -120,8 +121,9 @@ Status ListenExchange(const ExchangeOptions& o, const std::string& host, uint16_
     case Exchange::kFile:
     case Exchange::kEtcd: {
       std::unique_ptr<Mailbox> mb;
-      Status s = o.method == Exchange::kFile ? FileMailbox::Open(o.dir, &mb)
-                                             : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, &mb);
+      Status s = o.method == Exchange::kFile
+                     ? FileMailbox::Open(o.dir, &mb)
+                     : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, &mb);
       if (!s.ok()) return s;
       return MailboxListener::Create(std::move(mb), out);
     }

@@ -18,7 +18,7 @@ namespace rkv {
 Status FileMailbox::Open(const std::string& dir, std::unique_ptr<Mailbox>* out) {
   if (dir.empty())
     return Status(Code::kInvalidArgument, "the file exchange needs a directory (--exchange_dir)");
-  struct stat st{};
+  struct stat st {};
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return Status(Code::kInvalidArgument, "exchange directory '" + dir + "' does not exist");
   if (access(dir.c_str(), R_OK | W_OK | X_OK) != 0)
@@ -81,7 +81,7 @@ Status FileMailbox::List(const std::string& suffix, std::vector<std::string>* ou
 }
 
 bool FileMailbox::Alive(const std::string& name) {
-  struct stat st{};
+  struct stat st {};
   if (stat((dir_ + "/" + name).c_str(), &st) != 0) return false;
   auto mtime = std::chrono::system_clock::time_point(std::chrono::seconds(st.st_mtim.tv_sec));
   return std::chrono::system_clock::now() - mtime < std::chrono::milliseconds(kStaleMs);

@@ -41,6 +41,10 @@ MailboxChannel::~MailboxChannel() {
     heartbeat_.join();
   }
   for (const std::string& n : own_) mb_->Remove(n);
+  // A client that died leaves its entries behind; the server removes them once it has seen the
+  // client go (stale file, expired lease).
+  if (!client_ && PeerGone())
+    for (int k = 1; k <= received_; ++k) mb_->Remove(Name(false, k));
 }
 
 std::string MailboxChannel::Name(bool mine, int seq) const {
@@ -61,11 +65,10 @@ Status MailboxChannel::Receive(ExchangeMsg* m, int timeout_ms) {
   Status s = mb_->WaitFor(name, &bytes, timeout_ms);
   if (!s.ok()) {
     if (s.code() == Code::kTimeout)
-      return Status(Code::kTimeout, "no " + std::string(client_ ? "server" : "client") +
-                                        " message at " + mb_->Describe(name) + " within " +
-                                        std::to_string(timeout_ms) + " ms" +
-                                        (client_ ? " (is kvserver running with this exchange?)"
-                                                 : ""));
+      return Status(Code::kTimeout,
+                    "no " + std::string(client_ ? "server" : "client") + " message at " +
+                        mb_->Describe(name) + " within " + std::to_string(timeout_ms) + " ms" +
+                        (client_ ? " (is kvserver running with this exchange?)" : ""));
     return s;
   }
   return DecodeExchangeMsg(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), m);

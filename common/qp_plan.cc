@@ -116,8 +116,7 @@ std::vector<Violation> ValidatePlan(const QpPlan& p, const ConnParams& self,
                          " (RC requires max_rd_atomic <= peer's max_dest_rd_atomic)");
   if (p.transport == Transport::kRC && peer.max_rd_atomic > p.max_dest_rd_atomic)
     add("rd_atomic", "peer max_rd_atomic " + std::to_string(peer.max_rd_atomic) +
-                         " above local max_dest_rd_atomic " +
-                         std::to_string(p.max_dest_rd_atomic) +
+                         " above local max_dest_rd_atomic " + std::to_string(p.max_dest_rd_atomic) +
                          " (RC requires max_rd_atomic <= peer's max_dest_rd_atomic)");
   if (p.link_layer == kLinkInfiniBand) {
     if (peer.lid == 0)

@@ -113,12 +113,11 @@ Status FillLocalParams(ibv_context* ctx, const QpSettings& s, ConnParams* p) {
   p->port_num = static_cast<uint8_t>(s.port > 0 ? s.port : 1);
   ibv_port_attr pa{};
   if (int rc = ibv_query_port(ctx, p->port_num, &pa); rc != 0)
-    return ErrnoStatus("ibv_query_port(" + dev + " port " + std::to_string(p->port_num) + ")",
-                       rc);
+    return ErrnoStatus("ibv_query_port(" + dev + " port " + std::to_string(p->port_num) + ")", rc);
   if (pa.state != IBV_PORT_ACTIVE)
     return Status(Code::kIoError, dev + " port " + std::to_string(p->port_num) +
-                                      " is not active (state " +
-                                      ibv_port_state_str(pa.state) + ")");
+                                      " is not active (state " + ibv_port_state_str(pa.state) +
+                                      ")");
   ibv_device_attr da{};
   if (int rc = ibv_query_device(ctx, &da); rc != 0) return ErrnoStatus("ibv_query_device", rc);
   p->link_layer = pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? kLinkInfiniBand : kLinkEthernet;
@@ -159,11 +158,10 @@ Status FillLocalParams(ibv_context* ctx, const QpSettings& s, ConnParams* p) {
   ibv_gid gid{};
   if (int rc = ibv_query_gid(ctx, p->port_num, gi, &gid); rc != 0)
     return ErrnoStatus("ibv_query_gid(index " + std::to_string(gi) + ")", rc);
-  if (p->link_layer == kLinkEthernet && std::all_of(gid.raw, gid.raw + 16, [](uint8_t b) {
-        return b == 0;
-      }))
-    return Status(Code::kInvalidArgument,
-                  "GID index " + std::to_string(gi) + " of " + dev + " is empty (RoCE needs a GID)");
+  if (p->link_layer == kLinkEthernet &&
+      std::all_of(gid.raw, gid.raw + 16, [](uint8_t b) { return b == 0; }))
+    return Status(Code::kInvalidArgument, "GID index " + std::to_string(gi) + " of " + dev +
+                                              " is empty (RoCE needs a GID)");
   p->gid_index = static_cast<uint8_t>(gi);
   std::memcpy(p->gid, gid.raw, 16);
   // P_Key.
@@ -254,8 +252,8 @@ Status ReadBackParams(ibv_qp* qp, ConnParams* l, ConnParams* r) {
   ibv_qp_init_attr init{};
   int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_AV | IBV_QP_PATH_MTU |
              IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |
-             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | IBV_QP_TIMEOUT |
-             IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_QKEY;
+             IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+             IBV_QP_RNR_RETRY | IBV_QP_QKEY;
   if (int rc = ibv_query_qp(qp, &a, mask, &init); rc != 0) return ErrnoStatus("ibv_query_qp", rc);
   ibv_context* ctx = qp->context;
   // rdma_cm leaves port_num of the attr 0 on some providers: fall back to the AV's port.

@@ -8,10 +8,6 @@
 
 namespace rkv {
 
-Status ErrnoStatus(const std::string& call, int err) {
-  return Status(Code::kIoError, call + " failed: " + std::strerror(err));
-}
-
 void MoveQpToError(ibv_qp* qp) {
   ibv_qp_attr attr{};
   attr.qp_state = IBV_QPS_ERR;

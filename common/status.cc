@@ -1,5 +1,7 @@
 #include "rkv/status.h"
 
+#include <cstring>
+
 namespace rkv {
 
 const char* CodeName(Code code) {
@@ -32,6 +34,12 @@ const char* CodeName(Code code) {
       return "PARAM_MISMATCH";
   }
   return "UNKNOWN";
+}
+
+// Declared in common/rdma.h; defined here so that verbs-free code (the exchange methods) can
+// report system errors the same way.
+Status ErrnoStatus(const std::string& call, int err) {
+  return Status(Code::kIoError, call + " failed: " + std::strerror(err));
 }
 
 std::string Status::ToString() const {

@@ -47,7 +47,8 @@ Status TcpChannel::Connect(const std::string& host, uint16_t port, int timeout_m
   if (fd < 0) return ErrnoStatus("socket", errno);
   auto channel = std::make_unique<TcpChannel>(fd, Where(addr));
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno != EINPROGRESS) return ErrnoStatus("connect(tcp exchange " + Where(addr) + ")", errno);
+    if (errno != EINPROGRESS)
+      return ErrnoStatus("connect(tcp exchange " + Where(addr) + ")", errno);
     pollfd p{fd, POLLOUT, 0};
     int r = poll(&p, 1, timeout_ms);
     if (r == 0)
@@ -57,9 +58,9 @@ Status TcpChannel::Connect(const std::string& host, uint16_t port, int timeout_m
     socklen_t len = sizeof err;
     getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (r < 0 || err != 0)
-      return ErrnoStatus("connect(tcp exchange " + Where(addr) +
-                             ") (is kvserver running with --exchange=tcp?)",
-                         r < 0 ? errno : err);
+      return ErrnoStatus(
+          "connect(tcp exchange " + Where(addr) + ") (is kvserver running with --exchange=tcp?)",
+          r < 0 ? errno : err);
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -98,8 +99,8 @@ Status TcpChannel::ReadFull(uint8_t* buf, size_t len, int timeout_ms) {
   auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   size_t off = 0;
   while (off < len) {
-    int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())
-                       .count());
+    int left =
+        int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
     if (left <= 0)
       return Status(Code::kTimeout, "tcp exchange: no message from " + peer_ + " within " +
                                         std::to_string(timeout_ms) + " ms");

@@ -28,6 +28,7 @@ Server::Server(ServerOptions options) : opt_(std::move(options)) {}
 Server::~Server() {
   Stop();
   if (exchange_thread_.joinable()) exchange_thread_.join();
+  lingering_.clear();
   for (auto& w : workers_)
     if (w->thread.joinable()) w->thread.join();
   std::vector<std::shared_ptr<Conn>> all = manual_;
@@ -318,8 +319,8 @@ void Server::HandleConnectRequest(rdma_cm_event* ev) {
   // Outstanding READs a client may have at once on this QP (its max_dest_rd_atomic): what the
   // client asks for, at least 16, within the device's limit; or --max_dest_rd_atomic.
   int requested = std::max<int>(ev->param.conn.initiator_depth, ev->param.conn.responder_resources);
-  int responder = opt_.qp.max_dest_rd_atomic >= 0 ? opt_.qp.max_dest_rd_atomic
-                                                   : std::max(requested, 16);
+  int responder =
+      opt_.qp.max_dest_rd_atomic >= 0 ? opt_.qp.max_dest_rd_atomic : std::max(requested, 16);
   cp.responder_resources =
       static_cast<uint8_t>(std::max(1, std::min<int>(responder, dev.max_qp_rd_atom)));
   cp.initiator_depth = static_cast<uint8_t>(std::max(0, opt_.qp.max_rd_atomic));
@@ -398,6 +399,13 @@ void Server::ExchangeLoop() {
     if (Clock::now() - last_tick < std::chrono::seconds(1)) continue;
     last_tick = Clock::now();
     exchange_listener_->Tick();
+    auto linger_limit = std::chrono::milliseconds(opt_.exchange.timeout_ms);
+    for (size_t i = 0; i < lingering_.size();) {
+      if (lingering_[i].first->PeerGone() || Clock::now() - lingering_[i].second > linger_limit)
+        lingering_.erase(lingering_.begin() + long(i));
+      else
+        ++i;
+    }
     // Liveness: a manual connection ends when its control channel closes (TCP EOF, client's
     // file removed or stale, client's etcd key deleted or its lease expired).
     for (size_t i = 0; i < manual_.size();) {
@@ -419,6 +427,14 @@ void Server::ExchangeLoop() {
 
 void Server::HandleExchange(std::unique_ptr<ExchangeChannel> ch) {
   const std::string where = ch->Describe();
+  VLOG(1) << "parameter exchange from " << where;
+  struct Linger {  // unless the connection is established, keep the channel a while
+    Server* server;
+    std::unique_ptr<ExchangeChannel>* ch;
+    ~Linger() {
+      if (*ch) server->lingering_.emplace_back(std::move(*ch), std::chrono::steady_clock::now());
+    }
+  } linger{this, &ch};
   ExchangeMsg m;
   Status s = ch->Receive(&m, opt_.exchange.timeout_ms);
   if (!s.ok()) {

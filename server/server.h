@@ -17,6 +17,7 @@
 #define RKV_SERVER_SERVER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -125,6 +126,11 @@ class Server {
   std::unique_ptr<ExchangeListener> exchange_listener_;  // owned by the exchange thread
   std::thread exchange_thread_;
   std::vector<std::shared_ptr<Conn>> manual_;  // exchange thread only
+  // Channels of finished exchanges (refused, checked, failed) kept until the client has read
+  // the last reply and left, or the exchange timeout passed: a file or etcd entry removed at
+  // once could vanish before the client reads it. Exchange thread only.
+  std::vector<std::pair<std::unique_ptr<ExchangeChannel>, std::chrono::steady_clock::time_point>>
+      lingering_;
 
   Mutex conns_mu_;
   std::map<uint32_t, std::shared_ptr<Conn>> by_qpn_ GUARDED_BY(conns_mu_);

@@ -228,3 +228,55 @@ TEST(QpPlan, UcAndUdRules) {
   EXPECT_EQ(t.rts.mask, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 }  // namespace rkv
+
+namespace rkv {
+TEST(QpPlan, RdAtomicIsCheckedFromBothSides) {
+  ConnParams a = Roce(0x11, 0x100, 1), b = Roce(0x22, 0x200, 2);
+  a.max_dest_rd_atomic = 4;  // we accept 4 READs, the peer wants 16 in flight
+  QpPlan p = PlanQp(a, b, {}, IBV_ACCESS_REMOTE_READ);
+  std::vector<Violation> v = ValidatePlan(p, a, b);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].rule, "rd_atomic");
+  EXPECT_NE(v[0].message.find("peer max_rd_atomic 16 above local max_dest_rd_atomic 4"),
+            std::string::npos);
+}
+
+TEST(ConnParams, TableAndLineNameEveryParameter) {
+  ConnParams a = Roce(0x11, 0x100, 1), b = Roce(0x22, 0x200, 2);
+  b.rkey = 0x42;
+  std::string t = FormatParamTable(a, b);
+  for (const char* p : {"transport",
+                        "link_layer",
+                        "port",
+                        "lid",
+                        "gid ",
+                        "gid_index",
+                        "qp_num",
+                        "psn",
+                        "path_mtu",
+                        "active_mtu",
+                        "pkey_index",
+                        "pkey ",
+                        "qkey",
+                        "sl",
+                        "src_path_bits",
+                        "max_rd_atomic",
+                        "max_dest_rd_atomic",
+                        "min_rnr_timer",
+                        "timeout",
+                        "retry_cnt",
+                        "rnr_retry",
+                        "hop_limit",
+                        "traffic_class",
+                        "remote_addr",
+                        "rkey",
+                        "region_size"})
+    EXPECT_NE(t.find(std::string("\n") + p), std::string::npos) << p;
+  EXPECT_NE(t.find("0x42"), std::string::npos);
+  EXPECT_NE(FormatParamsLine(a, b).find("qp 0x11 -> peer qp 0x22"), std::string::npos);
+  Exchange e;
+  EXPECT_TRUE(ParseExchange("etcd", &e) && e == Exchange::kEtcd);
+  EXPECT_TRUE(ParseExchange("cm", &e) && e == Exchange::kRdmaCm);
+  EXPECT_FALSE(ParseExchange("udp", &e));
+}
+}  // namespace rkv

@@ -93,15 +93,14 @@ int main(int argc, char** argv) {
     return Report(s);
   }
   const rkv::ServerInfo& i = client->server_info();
-  std::cout << "exchange " << rkv::ExchangeName(i.exchange) << "\ndevice " << i.device
-            << "\nport " << int(i.port) << "\nlink_layer " << i.link_layer << "\ngid_index "
-            << i.gid_index << "\nqp_num " << i.qp_num << "\npath_mtu " << i.path_mtu
-            << "\nprotocol_version " << i.protocol_version << "\ninstance_id " << i.instance_id
-            << "\nregion_addr 0x" << std::hex << i.region_addr << std::dec << "\nrkey 0x"
-            << std::hex << i.rkey << std::dec << "\nregion_size " << i.region_size
-            << "\nnum_buckets " << i.num_buckets << "\noverflow_slots " << i.overflow_slots
-            << "\nmax_key_size " << i.max_key_size << "\nmax_value_size " << i.max_value_size
-            << "\n\n"
+  std::cout << "exchange " << rkv::ExchangeName(i.exchange) << "\ndevice " << i.device << "\nport "
+            << int(i.port) << "\nlink_layer " << i.link_layer << "\ngid_index " << i.gid_index
+            << "\nqp_num " << i.qp_num << "\npath_mtu " << i.path_mtu << "\nprotocol_version "
+            << i.protocol_version << "\ninstance_id " << i.instance_id << "\nregion_addr 0x"
+            << std::hex << i.region_addr << std::dec << "\nrkey 0x" << std::hex << i.rkey
+            << std::dec << "\nregion_size " << i.region_size << "\nnum_buckets " << i.num_buckets
+            << "\noverflow_slots " << i.overflow_slots << "\nmax_key_size " << i.max_key_size
+            << "\nmax_value_size " << i.max_value_size << "\n\n"
             << "# every connection parameter, read back from both QPs (local: this client, "
                "peer: the server)\n"
             << rkv::FormatParamTable(i.local, i.peer);

@@ -70,6 +70,9 @@ if [ $? -eq 1 ] && ! grep -q "^\[VERIFY\], Failures, 0$" "$logs/kvbench-neg.txt"
 else
   echo "kvbench --verify did not detect wrong values: FAILED"; rc=1
 fi
+# Connection layer: rdma_cm and manual mode over tcp, file and etcd; kvctl info/check; one
+# broken parameter per validator rule; clients that leave or are killed.
+"$src/tests/integration/connection.sh" "$build" "$addr" "$logs" || rc=1
 fds_end=$(ls /proc/$main/fd 2>/dev/null | wc -l)
 if [ "$fds_end" -gt $((fds_start + 4)) ]; then echo "kvserver file descriptors grew: $fds_start -> $fds_end"; rc=1
 else echo "kvserver file descriptors: $fds_start at start, $fds_end after all tests (no leak)"; fi

@@ -61,8 +61,8 @@ struct ServerInfo {
   std::string device;
   uint8_t port = 0;
   uint32_t qp_num = 0;
-  uint32_t path_mtu = 0;  // bytes
-  int gid_index = -1;     // source GID index of the QP's path (-1: no GRH, InfiniBand LID routing)
+  uint32_t path_mtu = 0;   // bytes
+  int gid_index = -1;      // source GID index of the QP's path (-1: no GRH, InfiniBand LID routing)
   std::string link_layer;  // "Ethernet" (RoCE) or "InfiniBand"
   Exchange exchange = Exchange::kRdmaCm;  // how the connection was set up
   // Every connection parameter as the two QPs really use it: `local` read back from this

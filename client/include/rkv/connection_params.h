@@ -62,36 +62,36 @@ bool ParseExchange(const std::string& name, Exchange* out);
 
 struct ExchangeOptions {
   Exchange method = Exchange::kRdmaCm;
-  std::string dir;                                   // kFile: directory both sides can read
+  std::string dir;                                      // kFile: directory both sides can read
   std::string etcd_endpoint = "http://127.0.0.1:2379";  // kEtcd: v3 JSON gateway
-  std::string etcd_prefix = "/rkv";                 // kEtcd: key prefix (one per server)
-  int timeout_ms = 10000;                            // waiting for the peer's record
+  std::string etcd_prefix = "/rkv";                     // kEtcd: key prefix (one per server)
+  int timeout_ms = 10000;                               // waiting for the peer's record
 };
 
 // Parameters a user may set. -1 / 0 means "derive" as documented per field. In rdma_cm mode
 // only device-independent ones apply (see docs/connection.md): rd_atomic depths, retry_cnt,
 // rnr_retry, timeout, traffic_class, min_rnr_timer; the rest is chosen by rdma_cm.
 struct QpSettings {
-  std::string device;          // manual mode: RDMA device name ("" = the first, or the one
-                               // holding the TCP connection's local address)
-  int port = 0;                // manual mode: port number (0 = 1)
-  int gid_index = -1;          // -1: RoCE: the IPv4-mapped RoCE v2 GID; IB: 0
-  uint32_t path_mtu = 0;       // bytes (256..4096); 0 = the smaller of both ports' active MTUs
-  int pkey_index = 0;          // index into the port's P_Key table
-  int pkey = -1;               // P_Key value to use; -1 = the value at pkey_index
-  int sl = 0;                  // service level 0..15 (InfiniBand)
-  int src_path_bits = 0;       // InfiniBand LMC path bits
-  int traffic_class = 0;       // GRH traffic class (RoCE: DSCP << 2)
-  int hop_limit = 64;          // GRH hop limit
-  int64_t psn = -1;            // this side's send PSN; -1 = random 24-bit, never 0
-  uint32_t qkey = 0x11111111;  // UD only
-  int max_rd_atomic = -1;      // READs in flight (initiator_depth); -1 = device max, <= 16
-  int max_dest_rd_atomic = -1; // READs accepted (responder_resources); -1 = device max, <= 16
+  std::string device;           // manual mode: RDMA device name ("" = the first, or the one
+                                // holding the TCP connection's local address)
+  int port = 0;                 // manual mode: port number (0 = 1)
+  int gid_index = -1;           // -1: RoCE: the IPv4-mapped RoCE v2 GID; IB: 0
+  uint32_t path_mtu = 0;        // bytes (256..4096); 0 = the smaller of both ports' active MTUs
+  int pkey_index = 0;           // index into the port's P_Key table
+  int pkey = -1;                // P_Key value to use; -1 = the value at pkey_index
+  int sl = 0;                   // service level 0..15 (InfiniBand)
+  int src_path_bits = 0;        // InfiniBand LMC path bits
+  int traffic_class = 0;        // GRH traffic class (RoCE: DSCP << 2)
+  int hop_limit = 64;           // GRH hop limit
+  int64_t psn = -1;             // this side's send PSN; -1 = random 24-bit, never 0
+  uint32_t qkey = 0x11111111;   // UD only
+  int max_rd_atomic = -1;       // READs in flight (initiator_depth); -1 = device max, <= 16
+  int max_dest_rd_atomic = -1;  // READs accepted (responder_resources); -1 = device max, <= 16
   int min_rnr_timer = 12;
-  int timeout = 14;            // 4.096 us * 2^timeout
+  int timeout = 14;  // 4.096 us * 2^timeout
   int retry_cnt = 7;
   int rnr_retry = 7;
-  bool grh = false;            // InfiniBand: route with a GRH
+  bool grh = false;  // InfiniBand: route with a GRH
   // Forced values that break the rules on purpose (to check the validator): the rq_psn and
   // dest_qp_num this side programs instead of the peer's PSN and QP number. -1 = unset.
   int64_t force_rq_psn = -1;

@@ -26,7 +26,7 @@ enum class Code : uint16_t {
   kIoError = 9,           // a verbs/rdma_cm/system call failed; message has the details
   kProtocolError = 10,    // the peer sent something that violates the wire format
   kTimeout = 11,
-  kParamMismatch = 12,    // connection parameters break an RDMA rule; the message names it
+  kParamMismatch = 12,  // connection parameters break an RDMA rule; the message names it
 };
 
 // Returns a stable name such as "NOT_FOUND".

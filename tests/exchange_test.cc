@@ -1,0 +1,167 @@
+// Unit tests of the parameter exchange: message encoding, and the tcp and file methods end to
+// end in one process (no RDMA needed). etcd runs in the integration tests (needs a server).
+#include "common/exchange.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "common/file_mailbox.h"
+#include "common/mailbox_channel.h"
+#include "common/tcp_exchange.h"
+
+namespace rkv {
+namespace {
+ExchangeMsg Params(uint32_t qpn, uint32_t psn) {
+  ExchangeMsg m;
+  m.type = MsgType::kParams;
+  m.params.qp_num = qpn;
+  m.params.psn = psn;
+  return m;
+}
+
+// The client/server handshake of the manual mode over any pair of channels.
+void Handshake(ExchangeChannel* client, ExchangeChannel* server) {
+  ASSERT_TRUE(client->Send(Params(0x11, 0x123456)).ok());
+  ExchangeMsg got;
+  ASSERT_TRUE(server->Receive(&got, 2000).ok());
+  EXPECT_EQ(got.type, MsgType::kParams);
+  EXPECT_EQ(got.params.qp_num, 0x11u);
+  EXPECT_EQ(got.params.psn, 0x123456u);
+  ExchangeMsg err;
+  err.type = MsgType::kError;
+  err.code = Code::kParamMismatch;
+  err.text = "path_mtu mismatch: local 4096, peer 1024 (RC requires equal path MTU)";
+  ASSERT_TRUE(server->Send(err).ok());
+  ASSERT_TRUE(client->Receive(&got, 2000).ok());
+  EXPECT_EQ(got.type, MsgType::kError);
+  EXPECT_EQ(got.code, Code::kParamMismatch);
+  EXPECT_EQ(got.text, err.text);
+  EXPECT_FALSE(server->PeerGone());
+}
+}  // namespace
+
+TEST(Exchange, MessagesRoundTripAndRejectDamage) {
+  ExchangeMsg m = Params(0x42, 7);
+  m.has_hello = true;
+  m.hello.magic = wire::kHelloMagic;
+  m.hello.version = wire::kProtocolVersion;
+  m.hello.num_buckets = 8;
+  m.hello.bucket_size = 1024;
+  m.hello.slot_size = 128;
+  m.hello.overflow_offset = 9 * 1024;
+  m.hello.region_size = 1 << 20;
+  m.hello.max_key_size = m.hello.max_value_size = m.hello.max_request_size = 1;
+  std::string b = EncodeExchangeMsg(m);
+  ASSERT_EQ(b.size(), kExchangeHeaderSize + kConnParamsSize + sizeof(wire::ServerHello));
+  ExchangeMsg d;
+  ASSERT_TRUE(DecodeExchangeMsg(reinterpret_cast<const uint8_t*>(b.data()), b.size(), &d).ok());
+  EXPECT_TRUE(d.has_hello);
+  EXPECT_EQ(d.params.qp_num, 0x42u);
+  EXPECT_EQ(d.hello.num_buckets, 8u);
+  auto decode = [&](std::string x) {
+    return DecodeExchangeMsg(reinterpret_cast<const uint8_t*>(x.data()), x.size(), &d);
+  };
+  EXPECT_NE(decode(b.substr(0, b.size() - 1)).message().find("length"), std::string::npos);
+  std::string bad = b;
+  bad[0] ^= 1;
+  EXPECT_NE(decode(bad).message().find("magic"), std::string::npos);
+  bad = b;
+  bad[4] = 9;  // version
+  EXPECT_NE(decode(bad).message().find("version"), std::string::npos);
+  bad = b;
+  bad[6] = 77;  // type
+  EXPECT_NE(decode(bad).message().find("type"), std::string::npos);
+  EXPECT_FALSE(decode(b.substr(0, 5)).ok());
+}
+
+TEST(Exchange, TcpHandshakeAndPeerGone) {
+  std::unique_ptr<ExchangeListener> listener;
+  ASSERT_TRUE(TcpListener::Listen("127.0.0.1", 0, &listener).ok() ||
+              TcpListener::Listen("127.0.0.1", 47913, &listener).ok());
+  // Port 0 lets the kernel choose; find it from the description.
+  std::string where = listener->Describe();
+  uint16_t port = uint16_t(std::atoi(where.substr(where.rfind(':') + 1).c_str()));
+  if (port == 0) {
+    ASSERT_TRUE(TcpListener::Listen("127.0.0.1", 47913, &listener).ok());
+    port = 47913;
+  }
+  std::unique_ptr<ExchangeChannel> client, server;
+  ASSERT_TRUE(TcpChannel::Connect("127.0.0.1", port, 2000, &client).ok());
+  ASSERT_TRUE(listener->Accept(&server, 2000).ok());
+  ASSERT_NE(server, nullptr);
+  Handshake(client.get(), server.get());
+  EXPECT_NE(client->LocalIpv4(), 0u);
+  client.reset();
+  for (int i = 0; i < 100 && !server->PeerGone(); ++i) usleep(10000);
+  EXPECT_TRUE(server->PeerGone());
+  ExchangeMsg m;
+  EXPECT_FALSE(server->Receive(&m, 100).ok());
+}
+
+TEST(Exchange, TcpConnectRefusedSaysSo) {
+  std::unique_ptr<ExchangeChannel> c;
+  Status s = TcpChannel::Connect("127.0.0.1", 1, 1000, &c);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("connect"), std::string::npos);
+}
+
+TEST(Exchange, FileHandshakeCleanupAndPeerGone) {
+  char tmpl[] = "/tmp/rkv-exchange-test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  std::unique_ptr<Mailbox> smb, cmb;
+  ASSERT_TRUE(FileMailbox::Open(dir, &smb).ok());
+  ASSERT_TRUE(FileMailbox::Open(dir, &cmb).ok());
+  std::unique_ptr<ExchangeListener> listener;
+  ASSERT_TRUE(MailboxListener::Create(std::move(smb), &listener).ok());
+  std::unique_ptr<ExchangeChannel> client, server;
+  ASSERT_TRUE(MailboxChannel::ConnectClient(std::move(cmb), &client).ok());
+  ASSERT_TRUE(listener->Accept(&server, 100).ok());
+  EXPECT_EQ(server, nullptr);  // nothing written yet
+  ASSERT_TRUE(client->Send(Params(0x11, 0x123456)).ok());
+  ASSERT_TRUE(listener->Accept(&server, 1000).ok());
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<ExchangeChannel> again;
+  ASSERT_TRUE(listener->Accept(&again, 50).ok());
+  EXPECT_EQ(again, nullptr);  // the same client is accepted once
+  // Handshake() sends the client's first message itself: use a second client for it.
+  std::unique_ptr<Mailbox> cmb2;
+  ASSERT_TRUE(FileMailbox::Open(dir, &cmb2).ok());
+  std::unique_ptr<ExchangeChannel> client2, server2;
+  ASSERT_TRUE(MailboxChannel::ConnectClient(std::move(cmb2), &client2).ok());
+  ASSERT_TRUE(client2->Send(Params(0x11, 0x123456)).ok());
+  ASSERT_TRUE(listener->Accept(&server2, 1000).ok());
+  ASSERT_NE(server2, nullptr);
+  ExchangeMsg got;
+  ASSERT_TRUE(server2->Receive(&got, 1000).ok());
+  ExchangeMsg err;
+  err.type = MsgType::kError;
+  err.text = "x";
+  ASSERT_TRUE(server2->Send(err).ok());
+  ASSERT_TRUE(client2->Receive(&got, 1000).ok());
+  EXPECT_EQ(got.type, MsgType::kError);
+  EXPECT_FALSE(server2->PeerGone());
+  client2.reset();  // removes its files
+  EXPECT_TRUE(server2->PeerGone());
+  ExchangeMsg none;
+  Status s = client->Receive(&none, 100);  // the server never answered the first client
+  EXPECT_EQ(s.code(), Code::kTimeout);
+  EXPECT_NE(s.message().find("file " + dir), std::string::npos);
+  client.reset();
+  server.reset();
+  server2.reset();
+  listener.reset();
+  EXPECT_EQ(rmdir(dir.c_str()), 0) << "exchange files left behind in " << dir;
+}
+
+TEST(Exchange, FileMethodNeedsAWritableDirectory) {
+  std::unique_ptr<Mailbox> mb;
+  Status s = FileMailbox::Open("/nonexistent/rkv", &mb);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("does not exist"), std::string::npos);
+}
+
+}  // namespace rkv

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Connection-layer integration checks, run inside the RDMA sandbox by run.sh:
+#   tests/integration/connection.sh BUILD_DIR ADDR LOG_DIR
+# Starts kvservers that also accept manual-mode connections over tcp, file and etcd (a real
+# etcd from Debian's etcd-server, started here), then checks that GET/PUT work over rdma_cm
+# and each exchange method, that kvctl info shows every parameter of both QPs, that kvctl
+# check validates without connecting, that each deliberately broken parameter (PSN, MTU,
+# P_Key, rd_atomic, QPN) stops the connection with the named rule (not a hang), and that the
+# server notices clients that leave or are killed. Prints one line per check; exit 1 if any failed.
+set -uo pipefail
+build=$1 addr=$2 logs=$3
+failed=0 passed=0
+pass() { echo "connection: $1: passed"; passed=$((passed + 1)); }
+fail() { echo "connection: $1: FAILED"; failed=$((failed + 1)); }
+ctl() { timeout 60 "$build/kvctl" --timeout_ms=8000 --exchange_timeout_ms=8000 "$@"; }
+
+exdir=$(mktemp -d /dev/shm/rkv-exchange.XXXXXX)
+etcd_dir=$(mktemp -d /dev/shm/rkv-etcd.XXXXXX)
+etcd --data-dir "$etcd_dir" --listen-client-urls http://127.0.0.1:2379 \
+  --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
+  > "$logs/etcd.log" 2>&1 &
+etcd_pid=$!
+for i in $(seq 60); do etcdctl --endpoints=127.0.0.1:2379 endpoint health >/dev/null 2>&1 && break; sleep 0.5; done
+srv() {  # name port flags...
+  local name=$1 port=$2; shift 2
+  "$build/kvserver" --listen="$addr:$port" --memory=32M --workers=1 "$@" > "$logs/kvserver-$name.log" 2>&1 &
+  echo $!
+}
+tcp_pid=$(srv tcp 7480 --exchange=tcp)
+file_pid=$(srv file 7481 --exchange=file --exchange_dir="$exdir")
+etcd_srv_pid=$(srv etcd 7482 --exchange=etcd --etcd=http://127.0.0.1:2379 --etcd_prefix=/rkv/it)
+mtu_pid=$(srv mtu 7483 --exchange=tcp --path_mtu=1024)
+for i in $(seq 50); do
+  ctl --server="$addr:7480" stats >/dev/null 2>&1 && ctl --server="$addr:7481" stats >/dev/null 2>&1 &&
+    ctl --server="$addr:7482" stats >/dev/null 2>&1 && ctl --server="$addr:7483" stats >/dev/null 2>&1 && break
+  sleep 0.2
+done
+
+declare -A port=([cm]=7480 [tcp]=7480 [file]=7481 [etcd]=7482)
+declare -A flags=([cm]="--exchange=cm" [tcp]="--exchange=tcp" [file]="--exchange=file --exchange_dir=$exdir"
+                  [etcd]="--exchange=etcd --etcd=http://127.0.0.1:2379 --etcd_prefix=/rkv/it")
+for m in cm tcp file etcd; do
+  # shellcheck disable=SC2086
+  c() { ctl --server="$addr:${port[$m]}" ${flags[$m]} "$@" 2>>"$logs/kvctl-$m.err"; }
+  if c put "key-$m" "value over $m" && [ "$(c get "key-$m")" = "value over $m" ] && c del "key-$m" &&
+     { c get "key-$m" >/dev/null; [ $? -eq 1 ]; }; then
+    pass "PUT/GET/DELETE over $m"
+  else
+    fail "PUT/GET/DELETE over $m"
+  fi
+  info=$(c info)
+  ok=1
+  for p in transport link_layer port lid gid gid_index qp_num "psn (sq_psn)" path_mtu active_mtu pkey_index \
+           pkey qkey sl src_path_bits max_rd_atomic max_dest_rd_atomic min_rnr_timer timeout retry_cnt \
+           rnr_retry hop_limit traffic_class remote_addr rkey region_size; do
+    grep -q "^$p  " <<< "$info" || { echo "  kvctl info over $m lacks '$p'"; ok=0; }
+  done
+  # Read back from both QPs: our dest QP is the server's QP and the PSNs pair up.
+  lq=$(awk '$1=="qp_num"{print $2}' <<< "$info"); pq=$(awk '$1=="qp_num"{print $3}' <<< "$info")
+  [ -n "$lq" ] && [ "$lq" != 0x0 ] && [ -n "$pq" ] && [ "$pq" != 0x0 ] || ok=0
+  grep -q "^exchange $( [ $m = cm ] && echo rdma_cm || echo $m)$" <<< "$info" || ok=0
+  [ $ok = 1 ] && pass "kvctl info over $m shows every parameter of both QPs" || { fail "kvctl info over $m"; echo "$info"; }
+  # shellcheck disable=SC2086
+  if "$build/kvbench" load --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --verify > "$logs/bench-$m.txt" 2>&1 &&
+     "$build/kvbench" run --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --operations=1500 --workload=a \
+       --verify >> "$logs/bench-$m.txt" 2>&1 && grep -q "^\[VERIFY\], Failures, 0$" "$logs/bench-$m.txt" &&
+     grep -q "^# exchange=" "$logs/bench-$m.txt" || grep -q "exchange=$( [ $m = cm ] && echo rdma_cm || echo $m)" "$logs/bench-$m.txt"; then
+    pass "kvbench load + run a --verify over $m (header shows the parameters)"
+  else
+    fail "kvbench over $m"; tail -5 "$logs/bench-$m.txt"
+  fi
+done
+
+# kvctl check: validates without connecting a data QP.
+for m in tcp file etcd; do
+  # shellcheck disable=SC2086
+  out=$(ctl --server="$addr:${port[$m]}" ${flags[$m]} check 2>&1); rc=$?
+  if [ $rc -eq 0 ] && grep -q "server-side validator: OK" <<< "$out" && grep -q "client-side validator: OK" <<< "$out"; then
+    pass "kvctl check over $m"
+  else
+    fail "kvctl check over $m"; echo "$out"
+  fi
+done
+out=$(ctl --server="$addr:7483" --exchange=tcp --path_mtu=256 check 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "path_mtu mismatch" <<< "$out" && pass "kvctl check reports a broken rule (exit 1)" ||
+  { fail "kvctl check with a broken rule"; echo "$out"; }
+out=$(ctl --server="$addr:7480" check 2>&1)
+[ $? -eq 0 ] && grep -q "exchange rdma_cm: route to" <<< "$out" && pass "kvctl check over rdma_cm (resolved path)" ||
+  { fail "kvctl check over rdma_cm"; echo "$out"; }
+
+# One deliberately broken parameter per rule: the named error, promptly (no hang, no timeout).
+broken() {  # name expected-text kvctl-flags...
+  local name=$1 want=$2; shift 2
+  local t0=$SECONDS out rc
+  out=$(ctl "$@" get anykey 2>&1); rc=$?
+  if [ $rc -eq 2 ] && grep -q "PARAM_MISMATCH" <<< "$out" && grep -q -- "$want" <<< "$out" && [ $((SECONDS - t0)) -lt 8 ]; then
+    pass "broken $name -> '$want'"
+    echo "  $(grep -o 'PARAM_MISMATCH.*' <<< "$out" | head -1)"
+  else
+    fail "broken $name (rc=$rc, $((SECONDS - t0)) s)"; echo "$out"
+  fi
+}
+broken PSN "rq_psn mismatch: local rq_psn 0x5, peer sq_psn" --server="$addr:7480" --exchange=tcp --force_rq_psn=5
+broken QPN "dest_qp_num mismatch: local 0x63, peer qp_num" --server="$addr:7480" --exchange=tcp --force_dest_qp_num=99
+broken MTU "path_mtu mismatch: local 1024, peer 256 (RC requires equal path MTU)" --server="$addr:7483" --exchange=tcp --path_mtu=256
+broken P_Key "pkey mismatch: local 0xffff, peer 0x1234" --server="$addr:7480" --exchange=tcp --pkey=0x1234
+broken rd_atomic "peer max_rd_atomic 32 above local max_dest_rd_atomic" --server="$addr:7480" --exchange=tcp --max_rd_atomic=32
+broken "P_Key over etcd" "pkey mismatch" --server="$addr:7482" ${flags[etcd]} --pkey=0x1234
+broken "PSN over file" "rq_psn mismatch" --server="$addr:7481" ${flags[file]} --force_rq_psn=7
+# The MTU is negotiated down when only one side fixes it, and the client says so.
+out=$(ctl --server="$addr:7480" --exchange=tcp --path_mtu=256 info 2>&1)
+grep -q "^path_mtu  *256  *256$" <<< "$out" && pass "one side fixes path_mtu 256: both QPs use 256" ||
+  { fail "path_mtu negotiation"; grep path_mtu <<< "$out"; }
+
+# The servers survive, refused connections leave nothing behind, and clients that leave or are
+# killed are noticed (tcp: socket closes; file: heartbeat stops; etcd: lease expires).
+for m in tcp file etcd; do
+  # shellcheck disable=SC2086
+  "$build/kvbench" run --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --duration=60 --workload=c > /dev/null 2>&1 &
+  victim=$!
+  sleep 4
+  kill -9 $victim 2>/dev/null; wait $victim 2>/dev/null
+done
+sleep 14  # file staleness and etcd lease TTL are 10 s; the server checks every second
+for m in tcp file etcd; do
+  active=$(ctl --server="$addr:${port[$m]}" stats 2>/dev/null | awk '$1=="connections_active"{print $2}')
+  # rdma_cm's own stats connection is the only one left (the tcp and cm ports are one server).
+  [ "$active" = 1 ] && pass "killed $m client noticed, its QP released" || fail "killed $m client: connections_active=$active"
+done
+for p in $tcp_pid $file_pid $etcd_srv_pid $mtu_pid; do kill -0 "$p" 2>/dev/null || { fail "a kvserver died"; }; done
+leftover=$(ls "$exdir" | wc -l)
+[ "$leftover" -eq 0 ] && pass "file exchange directory empty after all clients left" || { fail "file exchange leftovers"; ls -la "$exdir"; }
+kill $tcp_pid $file_pid $etcd_srv_pid $mtu_pid 2>/dev/null; wait $tcp_pid $file_pid $etcd_srv_pid $mtu_pid 2>/dev/null
+kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null
+rm -rf "$exdir" "$etcd_dir"
+echo "connection checks: $passed passed, $failed failed"
+[ $failed -eq 0 ]
