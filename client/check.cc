@@ -1,6 +1,5 @@
 // CheckConnection (rkv/client.h): the validator against a server, no data QP connected.
 #include <arpa/inet.h>
-#include <netdb.h>
 
 #include <cerrno>
 #include <cstring>
@@ -22,22 +21,9 @@ Status CheckCm(const std::string& host, uint16_t port, const Options& o, std::st
   if (rdma_create_id(channel.get(), &raw, nullptr, RDMA_PS_TCP) != 0)
     return ErrnoStatus("rdma_create_id", errno);
   CmIdPtr id(raw);
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0)
-    return Status(Code::kInvalidArgument, "cannot resolve '" + host + "'");
-  int rc = rdma_resolve_addr(raw, nullptr, res->ai_addr, o.connect_timeout_ms);
-  freeaddrinfo(res);
-  if (rc != 0) return ErrnoStatus("rdma_resolve_addr", errno);
-  rdma_cm_event* ev = nullptr;
-  Status s = WaitCmEvent(channel.get(), RDMA_CM_EVENT_ADDR_RESOLVED, o.connect_timeout_ms, &ev);
+  Status s = ResolveRoute(channel.get(), raw, host, port, o.connect_timeout_ms,
+                          static_cast<uint8_t>(o.qp.traffic_class));
   if (!s.ok()) return s;
-  rdma_ack_cm_event(ev);
-  if (rdma_resolve_route(raw, o.connect_timeout_ms) != 0)
-    return ErrnoStatus("rdma_resolve_route", errno);
-  s = WaitCmEvent(channel.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, o.connect_timeout_ms, &ev);
-  if (!s.ok()) return s;
-  rdma_ack_cm_event(ev);
   QpSettings qs = o.qp;
   qs.port = raw->port_num;
   ConnParams self;

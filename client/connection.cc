@@ -1,7 +1,6 @@
 #include "client/connection.h"
 
 #include <glog/logging.h>
-#include <netdb.h>
 #include <time.h>
 
 #include <cerrno>
@@ -82,30 +81,9 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
     return ErrnoStatus("rdma_create_id", errno);
   id_.reset(id);
 
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  int gai = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
-  if (gai != 0)
-    return Status(Code::kInvalidArgument,
-                  "cannot resolve '" + host + "': " + std::string(gai_strerror(gai)));
-  int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, timeout_ms);
-  int err = errno;
-  freeaddrinfo(res);
-  if (rc != 0) return ErrnoStatus("rdma_resolve_addr(" + host + ")", err);
-  rdma_cm_event* ev = nullptr;
-  Status s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &ev);
-  if (!s.ok()) return Status(s.code(), "resolving " + host + ": " + s.message());
-  rdma_ack_cm_event(ev);
-  if (qs.traffic_class != 0) {
-    uint8_t tos = static_cast<uint8_t>(qs.traffic_class);
-    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos) != 0)
-      return ErrnoStatus("rdma_set_option(TOS)", errno);
-  }
-  if (rdma_resolve_route(id, timeout_ms) != 0) return ErrnoStatus("rdma_resolve_route", errno);
-  s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, &ev);
+  Status s = ResolveRoute(channel_.get(), id, host, port, timeout_ms,
+                          static_cast<uint8_t>(qs.traffic_class));
   if (!s.ok()) return s;
-  rdma_ack_cm_event(ev);
   uint8_t ack_timeout = static_cast<uint8_t>(qs.timeout);
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
                       sizeof ack_timeout) != 0)
@@ -125,17 +103,14 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
   cp.private_data_len = sizeof(hello);
   // initiator_depth = this QP's max_rd_atomic; responder_resources = its max_dest_rd_atomic
   // (0 by default: the server never reads from a client).
-  int init_max = std::min(dev.max_qp_init_rd_atom, 16);
-  if (qs.max_rd_atomic > dev.max_qp_init_rd_atom || qs.max_dest_rd_atomic > dev.max_qp_rd_atom)
-    return Status(Code::kInvalidArgument,
-                  "rd_atomic depth above the device's limits (max_qp_init_rd_atom " +
-                      std::to_string(dev.max_qp_init_rd_atom) + ", max_qp_rd_atom " +
-                      std::to_string(dev.max_qp_rd_atom) + ")");
-  cp.initiator_depth = static_cast<uint8_t>(qs.max_rd_atomic < 0 ? init_max : qs.max_rd_atomic);
+  s = CheckRdAtomicLimits(dev, qs);
+  if (!s.ok()) return s;
+  cp.initiator_depth = RdAtomicDepth(qs.max_rd_atomic, dev.max_qp_init_rd_atom);
   cp.responder_resources = static_cast<uint8_t>(std::max(0, qs.max_dest_rd_atomic));
   cp.retry_count = static_cast<uint8_t>(qs.retry_cnt);
   cp.rnr_retry_count = static_cast<uint8_t>(qs.rnr_retry);
   if (rdma_connect(id, &cp) != 0) return ErrnoStatus("rdma_connect", errno);
+  rdma_cm_event* ev = nullptr;
   s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &ev);
   if (!s.ok())
     return Status(s.code(),

@@ -15,6 +15,11 @@ constexpr uint16_t kHasHello = 1;
 bool HasRecord(MsgType t) {
   return t == MsgType::kParams || t == MsgType::kCheck || t == MsgType::kCheckReply;
 }
+// The storage behind the file and etcd methods.
+Status OpenMailbox(const ExchangeOptions& o, std::unique_ptr<Mailbox>* mb) {
+  return o.method == Exchange::kFile ? FileMailbox::Open(o.dir, mb)
+                                     : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, mb);
+}
 }  // namespace
 
 std::string EncodeExchangeMsg(const ExchangeMsg& m) {
@@ -101,11 +106,8 @@ Status ConnectExchange(const ExchangeOptions& o, const std::string& host, uint16
     case Exchange::kFile:
     case Exchange::kEtcd: {
       std::unique_ptr<Mailbox> mb;
-      Status s = o.method == Exchange::kFile
-                     ? FileMailbox::Open(o.dir, &mb)
-                     : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, &mb);
-      if (!s.ok()) return s;
-      return MailboxChannel::ConnectClient(std::move(mb), out);
+      Status s = OpenMailbox(o, &mb);
+      return s.ok() ? MailboxChannel::ConnectClient(std::move(mb), out) : s;
     }
     case Exchange::kRdmaCm:
       break;
@@ -121,11 +123,8 @@ Status ListenExchange(const ExchangeOptions& o, const std::string& host, uint16_
     case Exchange::kFile:
     case Exchange::kEtcd: {
       std::unique_ptr<Mailbox> mb;
-      Status s = o.method == Exchange::kFile
-                     ? FileMailbox::Open(o.dir, &mb)
-                     : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, &mb);
-      if (!s.ok()) return s;
-      return MailboxListener::Create(std::move(mb), out);
+      Status s = OpenMailbox(o, &mb);
+      return s.ok() ? MailboxListener::Create(std::move(mb), out) : s;
     }
     case Exchange::kRdmaCm:
       break;

@@ -197,17 +197,9 @@ Status FillLocalParams(ibv_context* ctx, const QpSettings& s, ConnParams* p) {
   p->hop_limit = static_cast<uint8_t>(s.hop_limit);
   p->grh_required = s.grh ? 1 : 0;
   p->qkey = s.qkey;
-  auto depth = [](int want, int dev_max) {
-    int cap = std::min(dev_max, 16);
-    return static_cast<uint8_t>(want < 0 ? cap : std::min(want, 255));
-  };
-  p->max_rd_atomic = depth(s.max_rd_atomic, da.max_qp_init_rd_atom);
-  p->max_dest_rd_atomic = depth(s.max_dest_rd_atomic, da.max_qp_rd_atom);
-  if (s.max_rd_atomic > da.max_qp_init_rd_atom || s.max_dest_rd_atomic > da.max_qp_rd_atom)
-    return Status(Code::kInvalidArgument,
-                  "rd_atomic depth above the device's limits (max_qp_init_rd_atom " +
-                      std::to_string(da.max_qp_init_rd_atom) + ", max_qp_rd_atom " +
-                      std::to_string(da.max_qp_rd_atom) + ")");
+  p->max_rd_atomic = RdAtomicDepth(s.max_rd_atomic, da.max_qp_init_rd_atom);
+  p->max_dest_rd_atomic = RdAtomicDepth(s.max_dest_rd_atomic, da.max_qp_rd_atom);
+  if (Status rd = CheckRdAtomicLimits(da, s); !rd.ok()) return rd;
   if (s.min_rnr_timer < 0 || s.min_rnr_timer > 31 || s.timeout < 0 || s.timeout > 31 ||
       s.retry_cnt < 0 || s.retry_cnt > 7 || s.rnr_retry < 0 || s.rnr_retry > 7)
     return Status(Code::kInvalidArgument,
@@ -218,6 +210,19 @@ Status FillLocalParams(ibv_context* ctx, const QpSettings& s, ConnParams* p) {
   p->rnr_retry = static_cast<uint8_t>(s.rnr_retry);
   if (s.psn > 0xffffff) return Status(Code::kInvalidArgument, "psn must fit in 24 bits");
   p->psn = s.psn >= 0 ? static_cast<uint32_t>(s.psn) : RandomPsn();
+  return Status::Ok();
+}
+
+uint8_t RdAtomicDepth(int want, int dev_max) {
+  return static_cast<uint8_t>(want < 0 ? std::min(dev_max, 16) : std::min(want, 255));
+}
+
+Status CheckRdAtomicLimits(const ibv_device_attr& da, const QpSettings& s) {
+  if (s.max_rd_atomic > da.max_qp_init_rd_atom || s.max_dest_rd_atomic > da.max_qp_rd_atom)
+    return Status(Code::kInvalidArgument,
+                  "rd_atomic depth above the device's limits (max_qp_init_rd_atom " +
+                      std::to_string(da.max_qp_init_rd_atom) + ", max_qp_rd_atom " +
+                      std::to_string(da.max_qp_rd_atom) + ")");
   return Status::Ok();
 }
 

@@ -38,6 +38,11 @@ uint32_t RandomPsn();
 // at 16 when unset), timers, PSN. qp_num and the memory parameters are left to the caller.
 [[nodiscard]] Status FillLocalParams(ibv_context* ctx, const QpSettings& s, ConnParams* p);
 
+// rd_atomic depths: `want` if set (>= 0), else the device maximum capped at 16.
+uint8_t RdAtomicDepth(int want, int dev_max);
+// kInvalidArgument if the settings ask for more READs in flight than the device allows.
+[[nodiscard]] Status CheckRdAtomicLimits(const ibv_device_attr& da, const QpSettings& s);
+
 // RESET -> INIT with this side's port, P_Key index and access flags.
 [[nodiscard]] Status ModifyQpToInit(ibv_qp* qp, const ConnParams& self, int access_flags);
 

@@ -1,5 +1,6 @@
 #include "common/rdma.h"
 
+#include <netdb.h>
 #include <poll.h>
 
 #include <cerrno>
@@ -46,6 +47,32 @@ void QpOwner::Reset() {
     ibv_destroy_qp(qp_);
   id_ = nullptr;
   qp_ = nullptr;
+}
+
+Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id, const std::string& host,
+                    uint16_t port, int timeout_ms, uint8_t tos) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  int gai = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (gai != 0)
+    return Status(Code::kInvalidArgument,
+                  "cannot resolve '" + host + "': " + std::string(gai_strerror(gai)));
+  int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, timeout_ms);
+  int err = errno;
+  freeaddrinfo(res);
+  if (rc != 0) return ErrnoStatus("rdma_resolve_addr(" + host + ")", err);
+  rdma_cm_event* ev = nullptr;
+  Status s = WaitCmEvent(channel, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &ev);
+  if (!s.ok()) return Status(s.code(), "resolving " + host + ": " + s.message());
+  rdma_ack_cm_event(ev);
+  if (tos != 0 && rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos) != 0)
+    return ErrnoStatus("rdma_set_option(TOS)", errno);
+  if (rdma_resolve_route(id, timeout_ms) != 0) return ErrnoStatus("rdma_resolve_route", errno);
+  s = WaitCmEvent(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, &ev);
+  if (!s.ok()) return s;
+  rdma_ack_cm_event(ev);
+  return Status::Ok();
 }
 
 Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int timeout_ms,

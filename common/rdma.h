@@ -86,6 +86,12 @@ void MoveQpToError(ibv_qp* qp);
 Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int timeout_ms,
                    rdma_cm_event** event);
 
+// Resolves host:port to an address, then a route, on `id` (events on `channel`), applying the
+// type of service `tos` (GRH traffic class) when non-zero. Errors name the step and the host.
+[[nodiscard]] Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id,
+                                  const std::string& host, uint16_t port, int timeout_ms,
+                                  uint8_t tos);
+
 const char* MtuName(ibv_mtu mtu);
 uint32_t MtuBytes(ibv_mtu mtu);
 

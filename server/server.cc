@@ -268,6 +268,11 @@ bool Server::TakeSlot(int* index) {
   return true;
 }
 
+void Server::ReleaseSlot(int index) {
+  MutexLock l(&conns_mu_);
+  free_slots_.push_back(index);
+}
+
 std::string Server::ParamsLine(ibv_qp* qp) {
   ConnParams l, r;
   Status s = ReadBackParams(qp, &l, &r);
@@ -299,10 +304,7 @@ void Server::HandleConnectRequest(rdma_cm_event* ev) {
   c->id = id;
   ibv_qp_init_attr qa = QpAttr(c->worker);
   if (rdma_create_qp(id, pd_.get(), &qa) != 0) {
-    {
-      MutexLock l(&conns_mu_);
-      free_slots_.push_back(slot);
-    }
+    ReleaseSlot(slot);
     return reject(std::string("rdma_create_qp failed: ") + std::strerror(errno));
   }
   c->qp = id->qp;
@@ -381,8 +383,7 @@ void Server::DestroyConn(std::shared_ptr<Conn> c) {
   }
   c->qp = nullptr;
   c->control.reset();
-  MutexLock l(&conns_mu_);
-  free_slots_.push_back(c->index);
+  ReleaseSlot(c->index);
 }
 
 void Server::ExchangeLoop() {
@@ -480,10 +481,7 @@ void Server::HandleExchange(std::unique_ptr<ExchangeChannel> ch) {
   c->qp = ibv_create_qp(pd_.get(), &qa);
   if (c->qp == nullptr) {
     int err = errno;
-    {
-      MutexLock l(&conns_mu_);
-      free_slots_.push_back(slot);
-    }
+    ReleaseSlot(slot);
     return refuse(Code::kIoError, "server: ibv_create_qp failed: " + std::string(strerror(err)));
   }
   reply.params.qp_num = self.qp_num = c->qp->qp_num;

@@ -94,6 +94,7 @@ class Server {
   wire::ServerHello MakeHello() const;
   ibv_qp_init_attr QpAttr(int worker) const;
   bool TakeSlot(int* index);
+  void ReleaseSlot(int index);
   // One line with the parameters both QPs use, for the connection log.
   static std::string ParamsLine(ibv_qp* qp);
   void HandleRecv(const ibv_wc& wc);
