@@ -26,6 +26,7 @@ Status DecodeServerHello(const void* data, size_t len, ServerHello* out) {
     return Proto("server hello: table geometry exceeds the advertised region size");
   if (out->max_key_size == 0 || out->max_value_size == 0 || out->max_request_size == 0)
     return Proto("server hello: zero size limits");
+  if (out->credits == 0) return Proto("server hello: zero request credits");
   return Status::Ok();
 }
 

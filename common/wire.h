@@ -18,7 +18,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rkv wire format assume
 
 namespace rkv::wire {
 
-inline constexpr uint16_t kProtocolVersion = 3;
+inline constexpr uint16_t kProtocolVersion = 4;
 inline constexpr uint32_t kHelloMagic = 0x524b5648;    // "HVKR"
 inline constexpr uint32_t kRequestMagic = 0x524b5251;  // "QRKR"
 inline constexpr uint32_t kReplyMagic = 0x524b5250;    // "PRKR"
@@ -54,8 +54,12 @@ struct __attribute__((packed)) ServerHello {
   uint32_t max_key_size;
   uint32_t max_value_size;
   uint32_t max_request_size;
+  // Request credits: requests this client may have outstanding (sent, reply not yet received)
+  // at once. A client that exceeds them is dropped (docs/design.md, fairness).
+  uint32_t credits;
+  uint32_t reserved;
 };
-static_assert(sizeof(ServerHello) == 80);
+static_assert(sizeof(ServerHello) == 88);
 static_assert(sizeof(ServerHello) <= 196, "rdma_cm accept private data limit");
 
 // kParams: the reply payload is the server's connection parameter record (common/conn_params.h,

@@ -64,6 +64,7 @@ TEST(Wire, ServerHelloValidation) {
   h.max_key_size = 1024;
   h.max_value_size = 65536;
   h.max_request_size = kMaxRequestSize;
+  h.credits = 4;
   ServerHello out;
   EXPECT_TRUE(DecodeServerHello(&h, sizeof(h), &out).ok());
   EXPECT_EQ(DecodeServerHello(&h, 20, &out).code(), Code::kProtocolError);
@@ -77,6 +78,10 @@ TEST(Wire, ServerHelloValidation) {
   bad = h;
   bad.num_buckets = 1 << 20;  // beyond region
   EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  bad = h;
+  bad.credits = 0;
+  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("credits"),
+            std::string::npos);
   bad = h;
   bad.overflow_offset = 16 * 1024;  // overlaps bucket 16, the second candidate of bucket 15
   EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
