@@ -13,6 +13,7 @@
 namespace rkv {
 namespace {
 enum WrId : uint64_t { kRead = 1, kSend = 2, kRecv = 3 };
+constexpr int kKeepaliveAccess = IBV_ACCESS_REMOTE_WRITE;
 
 uint64_t NowNs() {
   timespec ts;
@@ -140,7 +141,10 @@ Status Connection::OpenManual(const std::string& host, uint16_t port) {
   s = FillLocalParams(ctx_.get(), qs, &self);
   if (!s.ok()) return s;
   self.qp_num = qp->qp_num;
-  s = ModifyQpToInit(qp, self, 0);
+  // Remote write is granted only so that the server's zero-length keepalive WRITEs are
+  // answered (docs/design.md); no MR of the client allows remote access, so no byte can be
+  // written.
+  s = ModifyQpToInit(qp, self, kKeepaliveAccess);
   if (!s.ok()) return s;
 
   ExchangeMsg m;
@@ -161,7 +165,7 @@ Status Connection::OpenManual(const std::string& host, uint16_t port) {
       peer.region_size != reply.hello.region_size)
     return Status(Code::kProtocolError,
                   where + ": the server's record and hello disagree on the memory parameters");
-  s = ConnectQp(qp, self, peer, qs, 0, &info_.mtu_note);
+  s = ConnectQp(qp, self, peer, qs, kKeepaliveAccess, &info_.mtu_note);
   if (!s.ok()) {
     ExchangeMsg e;
     e.type = MsgType::kError;

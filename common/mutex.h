@@ -17,6 +17,7 @@
 #define ACQUIRE(...) RKV_TSA(acquire_capability(__VA_ARGS__))
 #define RELEASE(...) RKV_TSA(release_capability(__VA_ARGS__))
 #define EXCLUDES(...) RKV_TSA(locks_excluded(__VA_ARGS__))
+#define REQUIRES(...) RKV_TSA(requires_capability(__VA_ARGS__))
 
 namespace rkv {
 

@@ -18,6 +18,7 @@
 namespace rkv {
 namespace {
 using Clock = std::chrono::steady_clock;
+constexpr int kSendTimeoutMs = 5000;
 
 std::string Where(const sockaddr_in& a) {
   char ip[INET_ADDRSTRLEN] = "?";
@@ -82,11 +83,18 @@ uint32_t TcpChannel::LocalIpv4() const {
 Status TcpChannel::Send(const ExchangeMsg& m) {
   std::string bytes = EncodeExchangeMsg(m);
   size_t off = 0;
+  // A peer that stops reading must not hold the sender: the whole message goes within this.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(kSendTimeoutMs);
   while (off < bytes.size()) {
     ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      int left = int(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+      if (left <= 0)
+        return Status(Code::kTimeout, "send(tcp exchange to " + peer_ + "): peer not reading for " +
+                                          std::to_string(kSendTimeoutMs) + " ms");
       pollfd p{fd_, POLLOUT, 0};
-      poll(&p, 1, 1000);
+      poll(&p, 1, left);
       continue;
     }
     if (n <= 0) return ErrnoStatus("send(tcp exchange to " + peer_ + ")", n < 0 ? errno : EPIPE);

@@ -15,7 +15,18 @@ DEFINE_uint32(buckets, 0, "number of index buckets (0: derived from --memory)");
 DEFINE_double(index_fraction, 0.25, "share of --memory used by the index when --buckets=0");
 DEFINE_int32(workers, 2, "worker threads executing PUT/DELETE");
 DEFINE_int32(max_connections, 1024, "maximum concurrent client connections");
-DEFINE_int32(srq_depth, 256, "receive buffers in the shared receive queue");
+DEFINE_int32(srq_depth, 256,
+             "receive buffers in the shared receive queue (plus half as many in reserve)");
+DEFINE_int32(max_pending, 64,
+             "connections in setup at once (rdma_cm accepted but not established, manual-mode "
+             "parameter exchanges); more are refused");
+DEFINE_int32(credits, 4, "requests a client may have outstanding at once (announced at connect)");
+DEFINE_double(peer_timeout, 30,
+              "seconds without a sign of life (requests, keepalive answers) before a client is "
+              "torn down; keepalives go out after a third of it");
+DEFINE_double(accept_timeout, 5,
+              "seconds a connection may take from connect request (or first exchange message) "
+              "to established");
 
 namespace {
 rkv::Server* g_server = nullptr;
@@ -46,6 +57,17 @@ int main(int argc, char** argv) {
   if (FLAGS_srq_depth < 4 || FLAGS_srq_depth > 16384) return Fail("--srq_depth must be 4..16384");
   if (!(FLAGS_index_fraction > 0.01 && FLAGS_index_fraction < 0.99))
     return Fail("--index_fraction must be between 0.01 and 0.99");
+  if (FLAGS_max_pending < 1 || FLAGS_max_pending > 4096)
+    return Fail("--max_pending must be 1..4096");
+  if (FLAGS_credits < 1 || FLAGS_credits > 64) return Fail("--credits must be 1..64");
+  if (!(FLAGS_peer_timeout >= 0.3 && FLAGS_peer_timeout <= 3600))
+    return Fail("--peer_timeout must be 0.3..3600 seconds");
+  if (!(FLAGS_accept_timeout >= 0.1 && FLAGS_accept_timeout <= 600))
+    return Fail("--accept_timeout must be 0.1..600 seconds");
+  o.max_pending = FLAGS_max_pending;
+  o.credits = FLAGS_credits;
+  o.peer_timeout_ms = int(FLAGS_peer_timeout * 1000);
+  o.accept_timeout_ms = int(FLAGS_accept_timeout * 1000);
   o.buckets = FLAGS_buckets;
   o.index_fraction = FLAGS_index_fraction;
   o.workers = FLAGS_workers;

@@ -1,0 +1,51 @@
+#include "server/accept_env.h"
+
+#include "common/conn_params.h"
+#include "common/qp_setup.h"
+
+namespace rkv {
+
+std::string QpParamsLine(ibv_qp* qp) {
+  ConnParams l, r;
+  Status s = ReadBackParams(qp, &l, &r);
+  if (!s.ok()) return "qp " + std::to_string(qp->qp_num) + " (" + s.message() + ")";
+  return FormatParamsLine(l, r);
+}
+
+ibv_qp_init_attr AcceptEnv::QpAttr(int w) const {
+  ibv_qp_init_attr qa{};
+  qa.send_cq = workers[size_t(w)]->cq();
+  qa.recv_cq = workers[size_t(w)]->cq();
+  qa.srq = srq->srq();
+  qa.qp_type = IBV_QPT_RC;
+  qa.cap.max_send_wr = uint32_t(Worker::SendQueueDepth(*opt));
+  qa.cap.max_send_sge = 1;
+  qa.sq_sig_all = 0;
+  return qa;
+}
+
+std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
+                              rdma_cm_id* id, ibv_qp* qp) {
+  int w = env.WorkerFor(slot);
+  auto c = std::make_shared<Conn>(kind, env.next_serial->fetch_add(1) + 1, slot, w,
+                                  env.workers[size_t(w)], owner, id, qp);
+  env.workers[size_t(w)]->Adopt(c);  // first: a Close that follows must find it adopted
+  env.registry->Add(c);
+  env.counters->connections_total.fetch_add(1, std::memory_order_relaxed);
+  env.counters->connections_active.fetch_add(1, std::memory_order_relaxed);
+  env.counters->connections_pending.fetch_add(1, std::memory_order_relaxed);
+  return c;
+}
+
+void DestroyDrained(const AcceptEnv& env, Conn* c) {
+  c->DestroyVerbs(c->w.leak_qp);
+  c->control.reset();
+  env.registry->ReleaseSlot(c->slot);
+  env.counters->connections_active.fetch_sub(1, std::memory_order_relaxed);
+  if (c->owner_pending) {
+    c->owner_pending = false;
+    env.counters->connections_pending.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace rkv

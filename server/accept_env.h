@@ -1,0 +1,56 @@
+// AcceptEnv: what both acceptors (rdma_cm and manual mode) need to turn a new client into a
+// served connection, and NewConn, the one place where a Conn is created, handed to its worker
+// and registered.
+// Thread safety: AcceptEnv is immutable after construction; everything it points to is
+// thread-safe or immutable and outlives the acceptors' threads.
+#ifndef RKV_SERVER_ACCEPT_ENV_H_
+#define RKV_SERVER_ACCEPT_ENV_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/wire.h"
+#include "server/conn.h"
+#include "server/conn_registry.h"
+#include "server/counters.h"
+#include "server/rpc_executor.h"
+#include "server/server_options.h"
+#include "server/srq_pool.h"
+#include "server/worker.h"
+
+namespace rkv {
+
+struct AcceptEnv {
+  const ServerOptions* opt = nullptr;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  SrqPool* srq = nullptr;
+  std::vector<Worker*> workers;
+  ConnRegistry* registry = nullptr;
+  ServerCounters* counters = nullptr;
+  std::function<wire::ServerHello()> hello;
+  RegionInfo region;
+  std::atomic<uint64_t>* next_serial = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+
+  int WorkerFor(int slot) const { return slot % int(workers.size()); }
+  // Creation attributes of a client QP served by worker `w`.
+  ibv_qp_init_attr QpAttr(int w) const;
+};
+
+// Wraps a freshly created QP (and rdma_cm id) in a Conn owned by `owner`, hands it to its
+// worker (before the QP can receive) and registers it; counts it as total, active, pending.
+std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
+                              rdma_cm_id* id, ibv_qp* qp);
+
+// One line with the parameters both sides of `qp` use (read back), for the connection log.
+std::string QpParamsLine(ibv_qp* qp);
+
+// The owner's side of a drained Conn: destroys its verbs objects, frees its slot, uncounts it.
+void DestroyDrained(const AcceptEnv& env, Conn* c);
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_ACCEPT_ENV_H_

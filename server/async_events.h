@@ -1,0 +1,51 @@
+// AsyncEvents: the thread that reads the device's asynchronous events (ibv_get_async_event)
+// and acts on them:
+//   QP fatal / request / access / path-migration errors -> close that connection;
+//   QP Last WQE Reached (a QP on the SRQ in ERR will consume no more receives) -> tell its
+//     worker, which then drains the QP (server/conn.h);
+//   SRQ limit reached -> post the SRQ's reserve buffers (server/srq_pool.h);
+//   port, device and SRQ errors -> logged (device fatal also stops the server).
+// The connection is looked up by QP number in the registry before the event is acknowledged:
+// until then the QP cannot be destroyed (ibv_destroy_qp waits for its events' acks), so the
+// lookup can never find a newer connection that reuses the number.
+// Threads: owns one thread (Start/Join). Ownership: borrows the context, registry, SRQ pool
+// and counters, which outlive it.
+#ifndef RKV_SERVER_ASYNC_EVENTS_H_
+#define RKV_SERVER_ASYNC_EVENTS_H_
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <thread>
+
+#include "server/conn_registry.h"
+#include "server/counters.h"
+#include "server/srq_pool.h"
+
+namespace rkv {
+
+class AsyncEvents {
+ public:
+  AsyncEvents(ibv_context* ctx, ConnRegistry* registry, SrqPool* srq, ServerCounters* counters,
+              std::atomic<bool>* stop)
+      : ctx_(ctx), registry_(registry), srq_(srq), counters_(counters), stop_(stop) {}
+  ~AsyncEvents() { Join(); }
+  // Makes the async fd non-blocking and starts the thread.
+  [[nodiscard]] Status Start();
+  void Join();
+
+ private:
+  void Loop();
+  void Handle(const ibv_async_event& ev);
+
+  ibv_context* const ctx_;
+  ConnRegistry* const registry_;
+  SrqPool* const srq_;
+  ServerCounters* const counters_;
+  std::atomic<bool>* const stop_;
+  std::thread thread_;
+};
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_ASYNC_EVENTS_H_

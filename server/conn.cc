@@ -1,0 +1,95 @@
+#include "server/conn.h"
+
+#include <glog/logging.h>
+
+#include <cstring>
+
+#include "common/rdma.h"
+#include "server/worker.h"
+
+namespace rkv {
+
+Conn::Conn(Kind k, uint64_t serial_no, int slot_index, int worker_idx, Worker* worker,
+           ConnOwner* owner, rdma_cm_id* id, ibv_qp* qp)
+    : kind(k),
+      serial(serial_no),
+      slot(slot_index),
+      worker_index(worker_idx),
+      qpn(qp->qp_num),
+      created(Clock::now()),
+      worker_(worker),
+      owner_(owner),
+      id_(id),
+      qp_(qp) {}
+
+Conn::~Conn() {
+  if (qp_ != nullptr) {
+    MoveQpToError(qp_);
+    DestroyVerbs(false);
+  } else if (id_ != nullptr) {
+    DestroyVerbs(false);
+  }
+}
+
+bool Conn::MarkEstablished() {
+  State expected = State::kSetup;
+  return state_.compare_exchange_strong(expected, State::kEstablished);
+}
+
+bool Conn::RequestClose(const std::string& reason) {
+  State s = state_.load();
+  while (s == State::kSetup || s == State::kEstablished) {
+    if (state_.compare_exchange_weak(s, State::kClosing)) {
+      {
+        MutexLock l(&mu_);
+        close_reason_ = reason;
+      }
+      worker_->Close(shared_from_this());
+      return true;
+    }
+  }
+  return false;
+}
+
+void Conn::NotifyLastWqe() { worker_->LastWqe(shared_from_this()); }
+
+std::string Conn::close_reason() const {
+  MutexLock l(&mu_);
+  return close_reason_;
+}
+
+void Conn::DestroyVerbs(bool leak_qp) {
+  if (id_ != nullptr) rdma_disconnect(id_);  // DREQ (or DREP); fails harmlessly if gone
+  if (qp_ != nullptr && !leak_qp) {
+    if (id_ != nullptr) {
+      rdma_destroy_qp(id_);
+    } else if (int rc = ibv_destroy_qp(qp_); rc != 0) {
+      LOG(ERROR) << "ibv_destroy_qp(qp " << qpn << ") failed: " << std::strerror(rc);
+    }
+  } else if (qp_ != nullptr) {
+    LOG(ERROR) << "qp " << qpn << " did not drain; leaking it (its number stays allocated)";
+    if (id_ != nullptr) id_->qp = nullptr;  // rdma_destroy_id must not see it
+  }
+  qp_ = nullptr;
+  if (id_ != nullptr) {
+    if (rdma_destroy_id(id_) != 0)
+      LOG(ERROR) << "rdma_destroy_id(qp " << qpn << ") failed: " << std::strerror(errno);
+    id_ = nullptr;
+  }
+}
+
+const char* Conn::StateName(State s) {
+  switch (s) {
+    case State::kSetup:
+      return "setup";
+    case State::kEstablished:
+      return "established";
+    case State::kClosing:
+      return "closing";
+    case State::kDrained:
+      return "drained";
+  }
+  return "?";
+}
+
+}  // namespace rkv

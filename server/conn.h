@@ -1,0 +1,144 @@
+// Conn: one client connection of kvserver: its QP (and rdma_cm id), its slot, the worker that
+// serves it, and the state that says who may touch the QP.
+//
+// Lifecycle (State). Every transition has one thread that may make it:
+//
+//   kSetup ──(owner: rdma_cm ESTABLISHED / manual READY)──> kEstablished
+//     │                                                        │
+//     └──────────(any thread: RequestClose)────────────────────┴──> kClosing
+//   kClosing ──(worker: QP in ERR, every posted WR flushed)──> kDrained
+//   kDrained ──(owner: DestroyVerbs: QP, then id)──> destroyed (slot released by the owner)
+//
+//   kSetup        The owner (rdma_cm thread, or a manual handshake thread) created the QP and
+//                 handed the Conn to its worker (Worker::Adopt) before the QP can receive: the
+//                 worker serves requests that arrive before the owner sees the connection
+//                 established, but sends no keepalives. The owner closes it at its deadline.
+//   kEstablished  Serving. The worker posts replies and keepalives on the QP; the owner may
+//                 only query it (ibv_query_qp is safe alongside posting).
+//   kClosing      RequestClose won the race (a compare-and-swap: exactly one close per
+//                 connection) and queued the Conn to its worker. The worker moves the QP to ERR,
+//                 waits for the SRQ's Last WQE Reached event (or a grace period), posts a
+//                 marker WR and waits for it and every earlier WR to complete. Nothing new is
+//                 posted; completions of the QP are consumed and ignored.
+//   kDrained      No work request of the QP can complete any more and the worker has removed
+//                 the Conn from its table and the registry: only the owner touches the QP now.
+//                 The worker tells the owner (ConnOwner::OnDrained), which destroys QP and id on
+//                 its own thread (rdma_cm ids belong to the rdma_cm thread) and frees the slot.
+//                 A QP number is reused only after that destruction, so a completion can never
+//                 be taken for a newer connection with the same QP number; send work requests
+//                 carry the Conn's serial as well, and the worker drops any that do not match.
+//
+// Ownership and lifetime: Conns are shared_ptr-owned. The owner keeps a reference until it has
+// destroyed the verbs objects; the worker keeps one while the Conn is in its table; a thread
+// that handles an event of the Conn (async event, command queue) holds one until it is done.
+// The Worker and ConnOwner a Conn points to outlive every thread that can reach the Conn
+// (kvserver joins all of its threads before it destroys workers and owners).
+// Thread safety: state_ is atomic; close_reason_ is guarded by mu_; `w` is touched by the
+// worker thread only; `control` by the owner thread only; the rest is immutable.
+#ifndef RKV_SERVER_CONN_H_
+#define RKV_SERVER_CONN_H_
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/exchange.h"
+#include "common/mutex.h"
+
+namespace rkv {
+
+class Conn;
+class Worker;
+
+// The thread that created a Conn and destroys its verbs objects.
+class ConnOwner {
+ public:
+  virtual ~ConnOwner() = default;
+  // Called by the worker once the Conn is kDrained; must only queue the Conn for the owner's
+  // thread (never destroy here: this runs on the worker).
+  virtual void OnDrained(std::shared_ptr<Conn> c) = 0;
+};
+
+class Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  enum class State : int { kSetup, kEstablished, kClosing, kDrained };
+  enum class Kind : int { kRdmaCm, kManual };
+  using Clock = std::chrono::steady_clock;
+
+  // Takes ownership of `qp` (and of `id` when non-null: rdma_cm mode, id->qp == qp).
+  Conn(Kind kind, uint64_t serial, int slot, int worker_index, Worker* worker, ConnOwner* owner,
+       rdma_cm_id* id, ibv_qp* qp);
+  // Destroys what DestroyVerbs did not (only at shutdown, when no thread runs).
+  ~Conn();
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  // Owner: kSetup -> kEstablished. False if the connection is already closing.
+  bool MarkEstablished();
+  // Any thread: starts the close (kSetup/kEstablished -> kClosing) and queues the Conn to its
+  // worker. Returns false if another close came first (then this call does nothing).
+  bool RequestClose(const std::string& reason);
+  // Async-event thread: the SRQ will hand this QP no more receives; tells the worker.
+  void NotifyLastWqe();
+  // Worker: kClosing -> kDrained.
+  void MarkDrained() { state_.store(State::kDrained); }
+  // Owner, after kDrained (or on a Conn its worker never saw): rdma_disconnect (rdma_cm),
+  // destroys the QP, then the id. `leak_qp`: the QP did not drain in time; keep it (and its QP
+  // number) allocated forever rather than risk a late completion.
+  void DestroyVerbs(bool leak_qp);
+
+  State state() const { return state_.load(); }
+  std::string close_reason() const;
+  static const char* StateName(State s);
+
+  const Kind kind;
+  const uint64_t serial;  // unique per server run; carried in send work request ids
+  const int slot;         // send-buffer slot, returned to the pool by the owner
+  const int worker_index;
+  const uint32_t qpn;
+  const Clock::time_point created;
+  rdma_cm_id* id() const { return id_; }
+  ibv_qp* qp() const { return qp_; }
+  ConnOwner* owner() const { return owner_; }
+
+  // Worker-only state.
+  struct WorkerState {
+    int unacked = 0;          // requests received whose reply has not completed
+    uint32_t next_send = 0;   // reply slot ring
+    int sends_in_flight = 0;  // replies + keepalives + marker posted, not yet completed
+    int bad_requests = 0;
+    Clock::time_point last_heard{};  // last request or successful completion
+    bool keepalive_in_flight = false;
+    Clock::time_point keepalive_posted{};
+    bool adopted = false;
+    Clock::time_point close_started{};
+    bool error_state = false;  // QP moved to ERR by the worker
+    bool last_wqe = false;     // IBV_EVENT_QP_LAST_WQE_REACHED seen
+    bool marker_posted = false;
+    bool marker_done = false;
+    bool leak_qp = false;  // did not drain by the deadline: the owner must not destroy the QP
+  } w;
+
+  // Owner-only: the manual-mode control channel (its closing means the client left), and
+  // whether the Conn is still counted in connections_pending (set until established).
+  std::unique_ptr<ExchangeChannel> control;
+  bool owner_pending = true;
+
+ private:
+  std::atomic<State> state_{State::kSetup};
+  Worker* const worker_;
+  ConnOwner* const owner_;
+  rdma_cm_id* id_;
+  ibv_qp* qp_;
+  mutable Mutex mu_;
+  std::string close_reason_ GUARDED_BY(mu_);
+};
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_CONN_H_

@@ -1,0 +1,43 @@
+// ServerCounters: what kvserver counts, and the `kvctl stats` text that shows it with the
+// table's figures.
+// Thread safety: every counter is a relaxed atomic, bumped by any thread; FormatStats reads
+// each once (the text is not a consistent snapshot across counters).
+#ifndef RKV_SERVER_COUNTERS_H_
+#define RKV_SERVER_COUNTERS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "server/table.h"
+
+namespace rkv {
+
+struct ServerCounters {
+  using C = std::atomic<uint64_t>;
+  // Connections.
+  C connections_total{0};     // accepted (a slot and a QP given)
+  C connections_active{0};    // from accept until the QP is destroyed
+  C connections_rejected{0};  // refused before a slot was taken (bad hello, full, busy)
+  C connections_pending{0};   // in setup (accepted, not yet established)
+  C setup_timeouts{0};        // closed because setup did not finish before its deadline
+  C peers_dead{0};            // closed by keepalive failure or silence past --peer_timeout
+  C qp_async_errors{0};       // closed by a QP async error event
+  C qps_leaked{0};            // QPs that did not drain in time (kept, never reused)
+  // Requests.
+  C rpc_put{0}, rpc_delete{0}, rpc_stats{0}, rpc_params{0}, rpc_bad{0};
+  C rpc_errors{0};       // requests answered with an error other than NOT_FOUND
+  C clients_dropped{0};  // closed for malformed requests
+  C credit_drops{0};     // closed for exceeding their request credits
+  C keepalives_sent{0};
+  C srq_limit_events{0};        // the SRQ ran low; its reserve buffers were posted
+  C exchanges_refused_busy{0};  // manual handshakes refused: too many in progress
+};
+
+// `kvctl stats` text: "name value" lines.
+std::string FormatStats(const ServerCounters& c, const Table& table, uint64_t instance_id,
+                        int workers, uint32_t credits);
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_COUNTERS_H_

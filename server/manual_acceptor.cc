@@ -1,0 +1,222 @@
+#include "server/manual_acceptor.h"
+
+#include <glog/logging.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/conn_params.h"
+#include "common/qp_setup.h"
+
+namespace rkv {
+
+ManualAcceptor::~ManualAcceptor() {
+  Join();
+  Shutdown();
+}
+
+void ManualAcceptor::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void ManualAcceptor::Join() {
+  if (thread_.joinable()) thread_.join();
+  for (Handshake& h : handshakes_)
+    if (h.thread.joinable()) h.thread.join();
+  handshakes_.clear();
+}
+
+void ManualAcceptor::Shutdown() {
+  events_.TakeAll();
+  drained_early_.clear();
+  owned_.clear();
+  lingering_.clear();
+}
+
+void ManualAcceptor::Loop() {
+  auto last_tick = Clock::now();
+  while (!env_.stop->load()) {
+    std::unique_ptr<ExchangeChannel> ch;
+    Status s = listener_->Accept(&ch, 100);
+    if (!s.ok()) {
+      LOG_EVERY_N(WARNING, 50) << "exchange listener: " << s.ToString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (ch) {
+      if (int(handshakes_.size()) >= env_.opt->max_pending) {
+        env_.counters->exchanges_refused_busy.fetch_add(1, std::memory_order_relaxed);
+        Refuse(ch.get(), Code::kTimeout,
+               "server busy: " + std::to_string(handshakes_.size()) +
+                   " parameter exchanges in progress (--max_pending); try again");
+        lingering_.emplace_back(std::move(ch), Clock::now());
+      } else {
+        handshakes_.emplace_back();
+        Handshake* h = &handshakes_.back();
+        ExchangeChannel* raw = ch.release();
+        h->thread = std::thread([this, h, raw] {
+          std::unique_ptr<ExchangeChannel> owned(raw);
+          bool established = false;
+          std::shared_ptr<Conn> c = RunHandshake(owned.get(), &established);
+          if (c && established) {
+            c->control = std::move(owned);
+            events_.Push({std::move(c), nullptr, true});
+          } else {
+            events_.Push({std::move(c), std::move(owned), true});
+          }
+          h->done.store(true);
+        });
+      }
+    }
+    for (Event& e : events_.TakeAll()) {
+      if (!e.handed_over) {  // drained
+        if (std::find(owned_.begin(), owned_.end(), e.conn) != owned_.end())
+          Destroy(e.conn);
+        else
+          drained_early_.insert(e.conn);
+        continue;
+      }
+      if (e.ch) lingering_.emplace_back(std::move(e.ch), Clock::now());
+      if (!e.conn) continue;
+      owned_.push_back(e.conn);
+      auto it = drained_early_.find(e.conn);
+      if (it != drained_early_.end()) {
+        drained_early_.erase(it);
+        Destroy(e.conn);
+      }
+    }
+    for (auto it = handshakes_.begin(); it != handshakes_.end();) {
+      if (it->done.load()) {
+        it->thread.join();
+        it = handshakes_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (Clock::now() - last_tick >= std::chrono::seconds(1)) {
+      last_tick = Clock::now();
+      Tick();
+    }
+  }
+}
+
+void ManualAcceptor::Tick() {
+  listener_->Tick();
+  auto linger_limit = std::chrono::milliseconds(env_.opt->exchange.timeout_ms);
+  for (size_t i = 0; i < lingering_.size();) {
+    if (lingering_[i].first->PeerGone() || Clock::now() - lingering_[i].second > linger_limit)
+      lingering_.erase(lingering_.begin() + long(i));
+    else
+      ++i;
+  }
+  // Liveness: a manual connection ends when its control channel closes (TCP EOF, client's
+  // file removed or stale, client's etcd key deleted or its lease expired).
+  for (auto& c : owned_) {
+    if (c->state() != Conn::State::kEstablished || !c->control) continue;
+    if (c->control->PeerGone()) c->RequestClose("client left (" + c->control->Describe() + ")");
+  }
+}
+
+void ManualAcceptor::Destroy(const std::shared_ptr<Conn>& c) {
+  owned_.erase(std::remove(owned_.begin(), owned_.end(), c), owned_.end());
+  DestroyDrained(env_, c.get());
+}
+
+void ManualAcceptor::Refuse(ExchangeChannel* ch, Code code, const std::string& why) {
+  LOG(WARNING) << "refusing manual connection (" << ch->Describe() << "): " << why;
+  env_.counters->connections_rejected.fetch_add(1, std::memory_order_relaxed);
+  ExchangeMsg e;
+  e.type = MsgType::kError;
+  e.code = code;
+  e.text = why;
+  (void)ch->Send(e);
+}
+
+std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, bool* established) {
+  const ServerOptions& o = *env_.opt;
+  const std::string where = ch->Describe();
+  const auto deadline = Clock::now() + std::chrono::milliseconds(o.accept_timeout_ms);
+  auto left_ms = [&deadline] {
+    return int(std::max<int64_t>(
+        1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  };
+  VLOG(1) << "parameter exchange from " << where;
+  ExchangeMsg m;
+  Status s = ch->Receive(&m, left_ms());
+  if (!s.ok()) {
+    LOG(WARNING) << "parameter exchange " << where << ": " << s.ToString();
+    if (s.code() == Code::kTimeout)
+      env_.counters->setup_timeouts.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  ConnParams self;
+  s = FillLocalParams(env_.ctx, o.qp, &self);
+  if (!s.ok()) {
+    Refuse(ch, s.code(), "server: " + s.message());
+    return nullptr;
+  }
+  self.remote_addr = env_.region.addr;
+  self.rkey = env_.region.rkey;
+  self.region_size = env_.region.size;
+  ExchangeMsg reply;
+  reply.params = self;
+  reply.has_hello = true;
+  reply.hello = env_.hello();
+  if (m.type == MsgType::kCheck) {  // kvctl check: validate only, connect nothing
+    reply.type = MsgType::kCheckReply;
+    reply.text = CheckParams(self, m.params, o.qp);
+    LOG(INFO) << "check from " << where << ": " << (reply.text.empty() ? "OK" : reply.text);
+    (void)ch->Send(reply);
+    return nullptr;
+  }
+  if (m.type != MsgType::kParams) {
+    Refuse(ch, Code::kProtocolError, "expected the client's parameters first");
+    return nullptr;
+  }
+  int slot = 0;
+  if (!env_.registry->TakeSlot(&slot)) {
+    Refuse(ch, Code::kTableFull,
+           "server is at --max_connections=" + std::to_string(o.max_connections));
+    return nullptr;
+  }
+  ibv_qp_init_attr qa = env_.QpAttr(env_.WorkerFor(slot));
+  ibv_qp* qp = ibv_create_qp(env_.pd, &qa);
+  if (qp == nullptr) {
+    int err = errno;
+    env_.registry->ReleaseSlot(slot);
+    Refuse(ch, Code::kIoError, "server: ibv_create_qp failed: " + std::string(strerror(err)));
+    return nullptr;
+  }
+  std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kManual, slot, this, nullptr, qp);
+  reply.params.qp_num = self.qp_num = qp->qp_num;
+  std::string note;
+  s = ModifyQpToInit(qp, self, IBV_ACCESS_REMOTE_READ);
+  if (s.ok()) s = ConnectQp(qp, self, m.params, o.qp, IBV_ACCESS_REMOTE_READ, &note);
+  if (!s.ok()) {
+    Refuse(ch, s.code(), "server: " + s.message());
+    c->RequestClose("parameters refused: " + s.message());
+    return c;
+  }
+  if (!note.empty()) LOG(INFO) << note;
+  s = ch->Send(reply);
+  ExchangeMsg ready;
+  if (s.ok()) s = ch->Receive(&ready, left_ms());
+  if (s.ok() && ready.type == MsgType::kError) s = Status(ready.code, ready.text);
+  if (s.ok() && ready.type != MsgType::kReady)
+    s = Status(Code::kProtocolError, "expected READY from the client");
+  if (!s.ok()) {
+    LOG(WARNING) << "manual connection (" << where << ") failed: " << s.ToString();
+    if (s.code() == Code::kTimeout)
+      env_.counters->setup_timeouts.fetch_add(1, std::memory_order_relaxed);
+    c->RequestClose("handshake failed: " + s.message());
+    return c;
+  }
+  if (!c->MarkEstablished()) return c;  // closed meanwhile (bad requests, async error)
+  c->owner_pending = false;
+  env_.counters->connections_pending.fetch_sub(1, std::memory_order_relaxed);
+  LOG(INFO) << "connection established via " << where << ": " << QpParamsLine(qp);
+  *established = true;
+  return c;
+}
+
+}  // namespace rkv

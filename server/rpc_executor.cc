@@ -1,0 +1,61 @@
+#include "server/rpc_executor.h"
+
+#include <glog/logging.h>
+
+#include <cstring>
+
+#include "common/conn_params.h"
+#include "common/qp_setup.h"
+#include "common/wire.h"
+
+namespace rkv {
+
+size_t RpcExecutor::Execute(ibv_qp* qp, const uint8_t* msg, size_t len, uint8_t* out, size_t cap,
+                            bool* malformed) {
+  *malformed = false;
+  wire::Request req{};
+  Status s = wire::DecodeRequest(msg, len, &req);
+  std::string payload;
+  Code code = Code::kOk;
+  wire::Op op = req.op;
+  if (!s.ok()) {
+    *malformed = true;
+    counters_->rpc_bad.fetch_add(1, std::memory_order_relaxed);
+    LOG_EVERY_N(WARNING, 100) << "bad request from qp " << qp->qp_num << ": " << s.message();
+    code = Code::kBadRequest;
+    payload = s.message();
+    op = static_cast<wire::Op>(0);
+    wire::RequestHeader h{};
+    if (len >= sizeof(h)) {
+      std::memcpy(&h, msg, sizeof(h));
+      req.request_id = h.request_id;
+    }
+  } else if (req.op == wire::Op::kPut) {
+    counters_->rpc_put.fetch_add(1, std::memory_order_relaxed);
+    s = table_->Put(req.key, req.value);
+  } else if (req.op == wire::Op::kDelete) {
+    counters_->rpc_delete.fetch_add(1, std::memory_order_relaxed);
+    s = table_->Delete(req.key);
+  } else if (req.op == wire::Op::kParams) {
+    counters_->rpc_params.fetch_add(1, std::memory_order_relaxed);
+    ConnParams local, peer;
+    s = ReadBackParams(qp, &local, &peer);
+    local.remote_addr = region_.addr;
+    local.rkey = region_.rkey;
+    local.region_size = region_.size;
+    uint8_t rec[kConnParamsSize];
+    EncodeConnParams(local, rec);
+    if (s.ok()) payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
+  } else {
+    counters_->rpc_stats.fetch_add(1, std::memory_order_relaxed);
+    payload = stats_text_();
+  }
+  if (code == Code::kOk && !s.ok()) {
+    code = s.code();
+    payload = s.message();
+    if (code != Code::kNotFound) counters_->rpc_errors.fetch_add(1, std::memory_order_relaxed);
+  }
+  return wire::EncodeReply(op, req.request_id, code, payload, out, cap);
+}
+
+}  // namespace rkv

@@ -1,0 +1,50 @@
+// RpcExecutor: executes one request a client sent (PUT, DELETE, STATS, PARAMS) and encodes the
+// reply. It knows nothing of queues or completions: the worker hands it the received bytes
+// and a send buffer.
+// Thread safety: Execute may run on every worker at once (the table has its own locks;
+// counters are atomics). The QP passed for PARAMS must stay alive during the call (the worker
+// that serves the connection guarantees it: it alone drains the QP before its destruction).
+#ifndef RKV_SERVER_RPC_EXECUTOR_H_
+#define RKV_SERVER_RPC_EXECUTOR_H_
+
+#include <infiniband/verbs.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "server/counters.h"
+#include "server/table.h"
+
+namespace rkv {
+
+// What PARAMS reports about the region.
+struct RegionInfo {
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+  uint64_t size = 0;
+};
+
+class RpcExecutor {
+ public:
+  RpcExecutor(Table* table, ServerCounters* counters, RegionInfo region,
+              std::function<std::string()> stats_text)
+      : table_(table), counters_(counters), region_(region), stats_text_(std::move(stats_text)) {}
+
+  // Decodes `len` bytes at `msg` (peer-controlled: every length is checked), executes the
+  // request and writes the reply into out[0, cap). Returns the reply length. *malformed is set
+  // when the request could not be decoded (the reply then says BAD_REQUEST).
+  size_t Execute(ibv_qp* qp, const uint8_t* msg, size_t len, uint8_t* out, size_t cap,
+                 bool* malformed);
+
+ private:
+  Table* const table_;
+  ServerCounters* const counters_;
+  const RegionInfo region_;
+  const std::function<std::string()> stats_text_;
+};
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_RPC_EXECUTOR_H_

@@ -1,0 +1,45 @@
+// ServerOptions: everything kvserver is configured with (flags in server/main.cc).
+// Thread safety: plain data, immutable once the Server is constructed.
+#ifndef RKV_SERVER_SERVER_OPTIONS_H_
+#define RKV_SERVER_SERVER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/conn_params.h"
+#include "rkv/connection_params.h"
+
+namespace rkv {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";
+  uint16_t port = 7470;
+  uint64_t memory = 256ull << 20;
+  uint32_t buckets = 0;  // 0: derived from memory and index_fraction
+  double index_fraction = 0.25;
+  int workers = 2;
+  int max_connections = 1024;
+  // Connections in setup at once (rdma_cm accepted but not established, manual handshakes in
+  // progress); more are refused.
+  int max_pending = 64;
+  int srq_depth = 256;
+  int max_bad_requests = 16;  // a client that sends more malformed requests is disconnected
+  // Requests a client may have outstanding (announced in the hello); a client with more than
+  // credits + kCreditSlack unacknowledged requests is dropped.
+  int credits = 4;
+  // A connection that shows no sign of life (requests, completions, keepalive answers) for
+  // this long is torn down; keepalives go out after a third of it without traffic.
+  int peer_timeout_ms = 30000;
+  // rdma_cm: accept -> ESTABLISHED, and a manual handshake, must finish within this.
+  int accept_timeout_ms = 5000;
+  ExchangeOptions exchange;  // kRdmaCm: rdma_cm only; else also manual mode over this method
+  QpSettings qp;             // connection parameters (docs/connection.md)
+};
+
+// Unacknowledged requests tolerated beyond the announced credits: a reply the client has
+// received may not have completed at the server yet (acknowledgements can be coalesced).
+inline constexpr int kCreditSlack = 2;
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_SERVER_OPTIONS_H_

@@ -1,0 +1,274 @@
+#include "server/worker.h"
+
+#include <glog/logging.h>
+#include <poll.h>
+
+#include <cstring>
+
+namespace rkv {
+namespace {
+// After moving a QP to ERR, how long to wait for IBV_EVENT_QP_LAST_WQE_REACHED (not every
+// device raises it) before posting the drain marker.
+constexpr auto kLastWqeGrace = std::chrono::milliseconds(300);
+// A QP whose marker has not completed by then is leaked (kept, never reused), not destroyed.
+constexpr auto kDrainDeadline = std::chrono::seconds(10);
+constexpr auto kTickPeriod = std::chrono::milliseconds(50);
+
+uint64_t SendId(uint64_t serial, uint64_t kind) { return (serial << 3) | (kind << 1); }
+uint64_t SerialOf(uint64_t wr_id) { return wr_id >> 3; }
+uint64_t KindOf(uint64_t wr_id) { return (wr_id >> 1) & 3; }
+int64_t Ms(Conn::Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+}  // namespace
+
+Worker::~Worker() { Join(); }
+
+Status Worker::Init(ibv_context* ctx, int cqe) {
+  Status s = queue_.status();
+  if (!s.ok()) return s;
+  channel_.reset(ibv_create_comp_channel(ctx));
+  if (!channel_) return ErrnoStatus("ibv_create_comp_channel", errno);
+  cq_.reset(ibv_create_cq(ctx, cqe, nullptr, channel_.get(), 0));
+  if (!cq_) return ErrnoStatus("ibv_create_cq(" + std::to_string(cqe) + ")", errno);
+  if (int rc = ibv_req_notify_cq(cq_.get(), 0); rc != 0)
+    return ErrnoStatus("ibv_req_notify_cq", rc);
+  return Status::Ok();
+}
+
+void Worker::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Worker::Join() {
+  if (thread_.joinable()) thread_.join();
+  // The Conns are destroyed by their owners (or at shutdown by the Server), not here.
+  conns_.clear();
+  closing_.clear();
+}
+
+void Worker::Loop() {
+  ibv_wc wc[32];
+  while (!env_.stop->load()) {
+    pollfd pfd[2] = {{channel_->fd, POLLIN, 0}, {queue_.fd(), POLLIN, 0}};
+    int r = poll(pfd, 2, int(kTickPeriod.count()));
+    if (r < 0 && errno != EINTR) {
+      PLOG_EVERY_N(ERROR, 100) << "poll(worker " << index_ << ")";
+      continue;
+    }
+    if (r > 0 && (pfd[1].revents & POLLIN)) DrainCommands();
+    if (r > 0 && (pfd[0].revents & POLLIN)) {
+      ibv_cq* cq = nullptr;
+      void* ctx = nullptr;
+      if (ibv_get_cq_event(channel_.get(), &cq, &ctx) == 0) {
+        ibv_ack_cq_events(cq, 1);
+        if (int rc = ibv_req_notify_cq(cq, 0); rc != 0) {
+          LOG_EVERY_N(ERROR, 100) << "ibv_req_notify_cq failed: " << std::strerror(rc);
+        }
+      }
+    }
+    // Poll even without an event: cheap, and nothing is missed if an event was lost.
+    int n;
+    while ((n = ibv_poll_cq(cq_.get(), 32, wc)) > 0)
+      for (int i = 0; i < n; ++i) HandleCompletion(wc[i]);
+    if (n < 0) {
+      LOG_EVERY_N(ERROR, 100) << "ibv_poll_cq(worker " << index_ << ") failed";
+    }
+    if (Clock::now() - last_tick_ >= kTickPeriod) Tick();
+  }
+}
+
+void Worker::DrainCommands() {
+  for (auto& [cmd, c] : queue_.TakeAll()) {
+    if (!c->w.adopted) {  // a Close may arrive before the Adopt it raced with
+      c->w.adopted = true;
+      c->w.last_heard = Clock::now();
+      conns_[c->qpn] = c;
+    }
+    switch (cmd) {
+      case Cmd::kAdopt:
+        break;
+      case Cmd::kClose:
+        if (!c->w.error_state) {
+          MoveQpToError(c->qp());
+          c->w.error_state = true;
+          c->w.close_started = Clock::now();
+          closing_.push_back(c);
+        }
+        AdvanceClose(c);
+        break;
+      case Cmd::kLastWqe:
+        c->w.last_wqe = true;
+        if (c->state() == Conn::State::kClosing) AdvanceClose(c);
+        break;
+    }
+  }
+}
+
+std::shared_ptr<Conn> Worker::Find(uint32_t qpn) {
+  auto it = conns_.find(qpn);
+  if (it != conns_.end()) return it->second;
+  DrainCommands();  // the Adopt may still be queued
+  it = conns_.find(qpn);
+  return it == conns_.end() ? nullptr : it->second;
+}
+
+void Worker::HandleCompletion(const ibv_wc& wc) {
+  if (SrqPool::IsRecv(wc.wr_id)) {
+    env_.srq->Consumed();
+    uint32_t buf = SrqPool::Index(wc.wr_id);
+    std::shared_ptr<Conn> c = Find(wc.qp_num);
+    if (c) {
+      Conn::State st = c->state();
+      if (wc.status == IBV_WC_SUCCESS && st < Conn::State::kClosing) {
+        HandleRequest(c, buf, wc.byte_len);
+      } else if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR) {
+        c->RequestClose(std::string("receive completed with error: ") +
+                        ibv_wc_status_str(wc.status));
+      }
+    }
+    env_.srq->Return(buf);
+    return;
+  }
+  std::shared_ptr<Conn> c = Find(wc.qp_num);
+  if (!c || c->serial != SerialOf(wc.wr_id)) {
+    VLOG(1) << "stale send completion for qp " << wc.qp_num;
+    return;
+  }
+  Conn::WorkerState& w = c->w;
+  --w.sends_in_flight;
+  uint64_t kind = KindOf(wc.wr_id);
+  if (kind == kReply) --w.unacked;
+  if (kind == kKeepalive) w.keepalive_in_flight = false;
+  if (kind == kMarker) w.marker_done = true;
+  if (wc.status == IBV_WC_SUCCESS) {
+    w.last_heard = Clock::now();
+  } else if (wc.status != IBV_WC_WR_FLUSH_ERR && c->state() < Conn::State::kClosing) {
+    if (kind == kKeepalive) env_.counters->peers_dead.fetch_add(1, std::memory_order_relaxed);
+    c->RequestClose(std::string(kind == kKeepalive ? "keepalive" : "reply send") +
+                    " failed: " + ibv_wc_status_str(wc.status) +
+                    (wc.status == IBV_WC_RETRY_EXC_ERR ? " (peer unreachable)" : ""));
+  }
+  if (c->state() == Conn::State::kClosing && w.error_state) AdvanceClose(c);
+}
+
+bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
+  ibv_sge sge{reinterpret_cast<uint64_t>(data), len, env_.send_lkey};
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = SendId(c.serial, kind);
+  wr.sg_list = len > 0 ? &sge : nullptr;
+  wr.num_sge = len > 0 ? 1 : 0;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (kind == kReply) {
+    wr.opcode = IBV_WR_SEND;
+  } else {
+    // Zero-length RDMA WRITE: needs no memory at the peer (its rkey is not checked), only an
+    // answer from its HCA.
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.wr.rdma.remote_addr = 0;
+    wr.wr.rdma.rkey = 0;
+  }
+  int rc = ibv_post_send(c.qp(), &wr, &bad);
+  if (rc != 0) {
+    if (c.state() < Conn::State::kClosing)
+      c.RequestClose(std::string("ibv_post_send failed: ") + std::strerror(rc));
+    return false;
+  }
+  ++c.w.sends_in_flight;
+  return true;
+}
+
+void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len) {
+  const ServerOptions& o = *env_.opt;
+  Conn::WorkerState& w = c->w;
+  w.last_heard = Clock::now();
+  const int slots = SendSlots(o);
+  if (w.unacked >= slots) {
+    env_.counters->credit_drops.fetch_add(1, std::memory_order_relaxed);
+    c->RequestClose("sent more than " + std::to_string(slots) +
+                    " requests without waiting for replies (request credits: " +
+                    std::to_string(o.credits) + ")");
+    return;
+  }
+  uint8_t* out = env_.send_base +
+                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  bool malformed = false;
+  size_t n =
+      env_.exec->Execute(c->qp(), env_.srq->Buffer(buf), len, out, kSendSlotSize, &malformed);
+  if (malformed && ++w.bad_requests > o.max_bad_requests) {
+    env_.counters->clients_dropped.fetch_add(1, std::memory_order_relaxed);
+    c->RequestClose("more than " + std::to_string(o.max_bad_requests) + " malformed requests");
+    return;
+  }
+  if (n == 0) {
+    LOG(ERROR) << "reply does not fit a send slot";
+    return;
+  }
+  if (PostSend(*c, kReply, out, uint32_t(n))) {
+    ++w.next_send;
+    ++w.unacked;
+  }
+}
+
+void Worker::Tick() {
+  const ServerOptions& o = *env_.opt;
+  auto now = Clock::now();
+  last_tick_ = now;
+  const auto timeout = std::chrono::milliseconds(o.peer_timeout_ms);
+  const auto interval = timeout / 3;
+  for (auto& [qpn, c] : conns_) {
+    if (c->state() != Conn::State::kEstablished) continue;
+    Conn::WorkerState& w = c->w;
+    if (now - w.last_heard > timeout) {
+      env_.counters->peers_dead.fetch_add(1, std::memory_order_relaxed);
+      c->RequestClose("no sign of life for " + std::to_string(Ms(now - w.last_heard)) +
+                      " ms (--peer_timeout " + std::to_string(o.peer_timeout_ms / 1000.0) + " s)");
+      continue;
+    }
+    if (!w.keepalive_in_flight && now - w.last_heard >= interval &&
+        w.sends_in_flight < SendQueueDepth(o) - 2) {
+      if (PostSend(*c, kKeepalive, nullptr, 0)) {
+        w.keepalive_in_flight = true;
+        w.keepalive_posted = now;
+        env_.counters->keepalives_sent.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  std::vector<std::shared_ptr<Conn>> closing = closing_;  // AdvanceClose edits closing_
+  for (auto& c : closing) AdvanceClose(c);
+}
+
+void Worker::AdvanceClose(const std::shared_ptr<Conn>& c) {
+  Conn::WorkerState& w = c->w;
+  if (c->state() != Conn::State::kClosing || !w.error_state) return;
+  auto now = Clock::now();
+  if (!w.marker_posted && (w.last_wqe || now - w.close_started >= kLastWqeGrace)) {
+    w.marker_posted = true;
+    // Flushed behind every earlier WR of the QP: once it completes, the CQ holds nothing more
+    // of this QP. A device that refuses posts in ERR leaves only the grace period to rely on.
+    if (!PostSend(*c, kMarker, nullptr, 0)) w.marker_done = true;
+  }
+  if (w.marker_done && w.sends_in_flight <= 0)
+    FinishDrain(c, false);
+  else if (now - w.close_started > kDrainDeadline)
+    FinishDrain(c, true);
+}
+
+void Worker::FinishDrain(const std::shared_ptr<Conn>& c, bool leak) {
+  std::shared_ptr<Conn> keep = c;  // c may refer to an element of closing_
+  for (size_t i = 0; i < closing_.size(); ++i) {
+    if (closing_[i] == keep) {
+      closing_.erase(closing_.begin() + long(i));
+      break;
+    }
+  }
+  conns_.erase(keep->qpn);
+  env_.registry->Remove(*keep);
+  if (leak) env_.counters->qps_leaked.fetch_add(1, std::memory_order_relaxed);
+  keep->w.leak_qp = leak;  // read by the owner after OnDrained
+  keep->MarkDrained();
+  LOG(INFO) << "connection qp " << keep->qpn << " closed: " << keep->close_reason();
+  keep->owner()->OnDrained(std::move(keep));
+}
+
+}  // namespace rkv

@@ -1,0 +1,109 @@
+// Worker: one thread, one completion channel + CQ, and the connections whose QPs use that CQ.
+//
+// The worker is the only thread that polls its CQ and the only one that posts on its
+// connections' QPs (replies, keepalives, drain markers), so everything about a connection
+// between adoption and kDrained happens on one thread: request execution, credit accounting,
+// keepalives, and the close/drain sequence of server/conn.h. Other threads talk to it through
+// its command queue (Adopt, Close, LastWqe), which wakes it through an eventfd.
+//
+// Send work request ids: (Conn::serial << 3) | (kind << 1), even (receive ids are odd, see
+// server/srq_pool.h); a send completion whose serial does not match the Conn now holding its
+// QP number is stale and ignored.
+// Keepalive: when a kEstablished connection has been silent for peer_timeout/3 the worker
+// posts a zero-length RDMA WRITE (no memory is touched at the client, whose HCA alone answers),
+// so a client that only does one-sided GETs stays known to be alive. A keepalive that fails
+// (retries exhausted: the peer's host or link is gone) or silence past peer_timeout closes the
+// connection.
+// Thread safety: Adopt/Close/LastWqe from any thread; everything else on the worker thread.
+// Ownership: owns the completion channel, the CQ (destroyed after every QP using it: the
+// Server destroys connections before workers) and the eventfd; holds a reference to each
+// adopted Conn until it is drained.
+#ifndef RKV_SERVER_WORKER_H_
+#define RKV_SERVER_WORKER_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/rdma.h"
+#include "server/conn.h"
+#include "server/conn_registry.h"
+#include "server/counters.h"
+#include "server/rpc_executor.h"
+#include "server/server_options.h"
+#include "server/srq_pool.h"
+#include "server/wake_queue.h"
+
+namespace rkv {
+
+// What every worker shares; all of it outlives the workers.
+struct WorkerEnv {
+  const ServerOptions* opt = nullptr;
+  SrqPool* srq = nullptr;
+  RpcExecutor* exec = nullptr;
+  ConnRegistry* registry = nullptr;
+  ServerCounters* counters = nullptr;
+  uint8_t* send_base = nullptr;  // registered: max_connections * SendSlots() * kSendSlotSize
+  uint32_t send_lkey = 0;
+  const std::atomic<bool>* stop = nullptr;
+};
+
+class Worker {
+ public:
+  static constexpr size_t kSendSlotSize = 4096;
+  // Reply buffers per connection: one per request it may have unacknowledged.
+  static int SendSlots(const ServerOptions& o) { return o.credits + kCreditSlack; }
+  // Send queue depth of a connection's QP: replies + a keepalive + the drain marker + slack.
+  static int SendQueueDepth(const ServerOptions& o) { return SendSlots(o) + 4; }
+
+  Worker(int index, WorkerEnv env) : index_(index), env_(env) {}
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Creates the completion channel and a CQ of `cqe` entries on ctx.
+  [[nodiscard]] Status Init(ibv_context* ctx, int cqe);
+  void Start();
+  void Join();
+  ibv_cq* cq() const { return cq_.get(); }
+
+  // Any thread. Adopt before the QP can receive (before rdma_accept / RTR).
+  void Adopt(std::shared_ptr<Conn> c) { Push(Cmd::kAdopt, std::move(c)); }
+  // Called by Conn::RequestClose only.
+  void Close(std::shared_ptr<Conn> c) { Push(Cmd::kClose, std::move(c)); }
+  void LastWqe(std::shared_ptr<Conn> c) { Push(Cmd::kLastWqe, std::move(c)); }
+
+ private:
+  enum class Cmd { kAdopt, kClose, kLastWqe };
+  enum SendKind : uint64_t { kReply = 0, kKeepalive = 1, kMarker = 2 };
+  using Clock = Conn::Clock;
+
+  void Push(Cmd cmd, std::shared_ptr<Conn> c) { queue_.Push({cmd, std::move(c)}); }
+  void Loop();
+  void DrainCommands();
+  void HandleCompletion(const ibv_wc& wc);
+  void HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len);
+  std::shared_ptr<Conn> Find(uint32_t qpn);
+  bool PostSend(Conn& c, SendKind kind, const void* data, uint32_t len);
+  void Tick();
+  void AdvanceClose(const std::shared_ptr<Conn>& c);
+  void FinishDrain(const std::shared_ptr<Conn>& c, bool leak);
+
+  const int index_;
+  const WorkerEnv env_;
+  CompChannelPtr channel_;
+  CqPtr cq_;  // declared after channel_: destroyed first
+  WakeQueue<std::pair<Cmd, std::shared_ptr<Conn>>> queue_;
+  std::thread thread_;
+  // Worker thread only.
+  std::unordered_map<uint32_t, std::shared_ptr<Conn>> conns_;
+  std::vector<std::shared_ptr<Conn>> closing_;
+  Clock::time_point last_tick_{};
+};
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_WORKER_H_
