@@ -54,6 +54,7 @@ TEST(Exchange, MessagesRoundTripAndRejectDamage) {
   m.hello.overflow_offset = 9 * 1024;
   m.hello.region_size = 1 << 20;
   m.hello.max_key_size = m.hello.max_value_size = m.hello.max_request_size = 1;
+  m.hello.credits = 4;
   std::string b = EncodeExchangeMsg(m);
   ASSERT_EQ(b.size(), kExchangeHeaderSize + kConnParamsSize + sizeof(wire::ServerHello));
   ExchangeMsg d;
