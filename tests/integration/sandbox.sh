@@ -99,7 +99,7 @@ fi
 
 repo=$(cd "${1:-$(dirname "$0")/../..}" && pwd) || exit 2
 [ -x "$repo/tools/rdma-sandbox" ] || { echo "usage: tests/integration/sandbox.sh [REPO]" >&2; exit 2; }
-cd "$repo"
+cd "$repo" || exit 2
 sb="$repo/tools/rdma-sandbox"
 tmp=$(mktemp -d /tmp/rkv-sandbox-test.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
