@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include <atomic>
+#include <iostream>
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -381,6 +382,26 @@ TEST_F(Integration, ClientKilledMidOperation) {
   std::string v;
   ASSERT_TRUE(c->Put("after-kill", "x").ok());
   ASSERT_TRUE(c->Get("after-kill", &v).ok());
+}
+
+// run.sh starts the main server with a short --peer_timeout: a client that only idles (as a
+// GET-only client does, as far as the server's CPU can tell) is kept alive by keepalives.
+TEST_F(Integration, IdleClientIsKeptAliveByKeepalives) {
+  int timeout_s = std::atoi(Env("RKV_PEER_TIMEOUT").empty() ? "0" : Env("RKV_PEER_TIMEOUT").c_str());
+  if (timeout_s == 0) GTEST_SKIP() << "RKV_PEER_TIMEOUT (the main server's --peer_timeout) not set";
+  auto idle = MustConnect(addr_);
+  auto observer = MustConnect(addr_);
+  std::string v;
+  ASSERT_TRUE(idle->Put("idle-key", "v").ok());
+  double sent_before = StatsOf(observer.get())["keepalives_sent"];
+  std::this_thread::sleep_for(std::chrono::seconds(3 * timeout_s));
+  Status s = idle->Get("idle-key", &v);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(idle->Put("idle-key", "w").ok());
+  double sent_after = StatsOf(observer.get())["keepalives_sent"];
+  EXPECT_GE(sent_after - sent_before, 2) << "keepalives sent while the client idled";
+  std::cout << "[ measure ] idle " << 3 * timeout_s << " s with --peer_timeout=" << timeout_s
+            << ": client alive, " << sent_after - sent_before << " keepalives sent\n";
 }
 
 TEST_F(Integration, ConnectDisconnectChurnLeaksNothing) {

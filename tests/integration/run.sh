@@ -13,7 +13,9 @@ if [ -z "${RKV_IN_SANDBOX:-}" ]; then
 fi
 addr=${RKV_SANDBOX_ADDR:?not in the sandbox}
 logs=${RKV_LOG_DIR:-$(mktemp -d /tmp/rkv-it.XXXXXX)}
-"$build/kvserver" --listen="$addr:7470" --memory=128M --workers=2 > "$logs/kvserver-main.log" 2>&1 &
+# A short --peer_timeout: every test runs with keepalives going on (IdleClientIsKeptAlive...).
+export RKV_PEER_TIMEOUT=3
+"$build/kvserver" --listen="$addr:7470" --memory=128M --workers=2 --peer_timeout=$RKV_PEER_TIMEOUT > "$logs/kvserver-main.log" 2>&1 &
 main=$!
 "$build/kvserver" --listen="$addr:7471" --memory=16M --buckets=1024 > "$logs/kvserver-small.log" 2>&1 &
 small=$!
