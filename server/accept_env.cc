@@ -37,6 +37,13 @@ std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, C
   return c;
 }
 
+bool MarkEstablished(const AcceptEnv& env, Conn* c) {
+  env.counters->connections_established.fetch_add(1, std::memory_order_relaxed);
+  if (c->MarkEstablished()) return true;
+  env.counters->connections_established.fetch_sub(1, std::memory_order_relaxed);
+  return false;
+}
+
 void DestroyDrained(const AcceptEnv& env, Conn* c) {
   c->DestroyVerbs(c->w.leak_qp);
   c->control.reset();

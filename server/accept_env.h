@@ -45,6 +45,10 @@ struct AcceptEnv {
 std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
                               rdma_cm_id* id, ibv_qp* qp);
 
+// Owner: kSetup -> kEstablished, counted in connections_established (counted first, so the
+// worker's uncount at close never runs ahead of it). False if the Conn is already closing.
+bool MarkEstablished(const AcceptEnv& env, Conn* c);
+
 // One line with the parameters both sides of `qp` use (read back), for the connection log.
 std::string QpParamsLine(ibv_qp* qp);
 

@@ -69,7 +69,7 @@ Status CmAcceptor::Run() {
     std::shared_ptr<Conn> c = it->second;
     switch (type) {
       case RDMA_CM_EVENT_ESTABLISHED:
-        if (c->MarkEstablished()) {
+        if (MarkEstablished(env_, c.get())) {
           NoLongerPending(c.get());
           LOG(INFO) << "connection established via rdma_cm: " << QpParamsLine(c->qp());
         }

@@ -39,7 +39,9 @@ bool Conn::MarkEstablished() {
 bool Conn::RequestClose(const std::string& reason) {
   State s = state_.load();
   while (s == State::kSetup || s == State::kEstablished) {
+    State was = s;
     if (state_.compare_exchange_weak(s, State::kClosing)) {
+      closed_established_.store(was == State::kEstablished);
       {
         MutexLock l(&mu_);
         close_reason_ = reason;

@@ -83,6 +83,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
   // Any thread: starts the close (kSetup/kEstablished -> kClosing) and queues the Conn to its
   // worker. Returns false if another close came first (then this call does nothing).
   bool RequestClose(const std::string& reason);
+  // True if the close started from kEstablished (valid once state() >= kClosing).
+  bool closed_established() const { return closed_established_.load(); }
   // Async-event thread: the SRQ will hand this QP no more receives; tells the worker.
   void NotifyLastWqe();
   // Worker: kClosing -> kDrained.
@@ -131,6 +133,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
  private:
   std::atomic<State> state_{State::kSetup};
+  std::atomic<bool> closed_established_{false};
   Worker* const worker_;
   ConnOwner* const owner_;
   rdma_cm_id* id_;

@@ -17,6 +17,7 @@ std::string FormatStats(const ServerCounters& c, const Table& table, uint64_t in
   line("connections_active", c.connections_active);
   line("connections_rejected", c.connections_rejected);
   line("connections_pending", c.connections_pending);
+  line("connections_established", c.connections_established);
   line("setup_timeouts", c.setup_timeouts);
   line("peers_dead", c.peers_dead);
   line("qp_async_errors", c.qp_async_errors);

@@ -16,14 +16,15 @@ namespace rkv {
 struct ServerCounters {
   using C = std::atomic<uint64_t>;
   // Connections.
-  C connections_total{0};     // accepted (a slot and a QP given)
-  C connections_active{0};    // from accept until the QP is destroyed
-  C connections_rejected{0};  // refused before a slot was taken (bad hello, full, busy)
-  C connections_pending{0};   // in setup (accepted, not yet established)
-  C setup_timeouts{0};        // closed because setup did not finish before its deadline
-  C peers_dead{0};            // closed by keepalive failure or silence past --peer_timeout
-  C qp_async_errors{0};       // closed by a QP async error event
-  C qps_leaked{0};            // QPs that did not drain in time (kept, never reused)
+  C connections_total{0};        // accepted (a slot and a QP given)
+  C connections_active{0};       // from accept until the QP is destroyed
+  C connections_rejected{0};     // refused before a slot was taken (bad hello, full, busy)
+  C connections_pending{0};      // in setup (accepted, not yet established)
+  C connections_established{0};  // established and not closing
+  C setup_timeouts{0};           // closed because setup did not finish before its deadline
+  C peers_dead{0};               // closed by keepalive failure or silence past --peer_timeout
+  C qp_async_errors{0};          // closed by a QP async error event
+  C qps_leaked{0};               // QPs that did not drain in time (kept, never reused)
   // Requests.
   C rpc_put{0}, rpc_delete{0}, rpc_stats{0}, rpc_params{0}, rpc_bad{0};
   C rpc_errors{0};       // requests answered with an error other than NOT_FOUND

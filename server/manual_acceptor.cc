@@ -211,7 +211,7 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, bool* es
     c->RequestClose("handshake failed: " + s.message());
     return c;
   }
-  if (!c->MarkEstablished()) return c;  // closed meanwhile (bad requests, async error)
+  if (!MarkEstablished(env_, c.get())) return c;  // closed meanwhile (bad requests, async error)
   c->owner_pending = false;
   env_.counters->connections_pending.fetch_sub(1, std::memory_order_relaxed);
   LOG(INFO) << "connection established via " << where << ": " << QpParamsLine(qp);

@@ -90,6 +90,8 @@ void Worker::DrainCommands() {
         break;
       case Cmd::kClose:
         if (!c->w.error_state) {
+          if (c->closed_established())
+            env_.counters->connections_established.fetch_sub(1, std::memory_order_relaxed);
           MoveQpToError(c->qp());
           c->w.error_state = true;
           c->w.close_started = Clock::now();
