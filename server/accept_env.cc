@@ -47,8 +47,11 @@ bool MarkEstablished(const AcceptEnv& env, Conn* c) {
 void DestroyDrained(const AcceptEnv& env, Conn* c) {
   c->DestroyVerbs(c->w.leak_qp);
   c->control.reset();
-  env.registry->ReleaseSlot(c->slot);
-  env.counters->connections_active.fetch_sub(1, std::memory_order_relaxed);
+  // A leaked QP keeps its slot (its send buffers, its share of the CQ) and stays counted.
+  if (!c->w.leak_qp) {
+    env.registry->ReleaseSlot(c->slot);
+    env.counters->connections_active.fetch_sub(1, std::memory_order_relaxed);
+  }
   if (c->owner_pending) {
     c->owner_pending = false;
     env.counters->connections_pending.fetch_sub(1, std::memory_order_relaxed);

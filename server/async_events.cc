@@ -41,14 +41,14 @@ void AsyncEvents::Handle(const ibv_async_event& ev) {
     case IBV_EVENT_QP_ACCESS_ERR:
     case IBV_EVENT_PATH_MIG_ERR: {
       std::shared_ptr<Conn> c = registry_->Find(ev.element.qp->qp_num);
-      if (!c) return;
+      if (!c || c->qp_handle != ev.element.qp) return;
       if (c->RequestClose(std::string("QP async event: ") + ibv_event_type_str(ev.event_type)))
         counters_->qp_async_errors.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     case IBV_EVENT_QP_LAST_WQE_REACHED: {
       std::shared_ptr<Conn> c = registry_->Find(ev.element.qp->qp_num);
-      if (c) c->NotifyLastWqe();
+      if (c && c->qp_handle == ev.element.qp) c->NotifyLastWqe();
       return;
     }
     case IBV_EVENT_COMM_EST:

@@ -5,9 +5,10 @@
 //     worker, which then drains the QP (server/conn.h);
 //   SRQ limit reached -> post the SRQ's reserve buffers (server/srq_pool.h);
 //   port, device and SRQ errors -> logged (device fatal also stops the server).
-// The connection is looked up by QP number in the registry before the event is acknowledged:
-// until then the QP cannot be destroyed (ibv_destroy_qp waits for its events' acks), so the
-// lookup can never find a newer connection that reuses the number.
+// The connection is looked up by QP number in the registry and must also hold the event's
+// ibv_qp handle: a QP's number may be reused as soon as the kernel QP is destroyed, but its
+// ibv_qp struct is freed only after its events are acknowledged, so a late event of a destroyed
+// QP never matches a newer connection that got the same number.
 // Threads: owns one thread (Start/Join). Ownership: borrows the context, registry, SRQ pool
 // and counters, which outlive it.
 #ifndef RKV_SERVER_ASYNC_EVENTS_H_

@@ -1,6 +1,7 @@
 #include "server/cm_acceptor.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <glog/logging.h>
 #include <netdb.h>
 #include <poll.h>
@@ -12,6 +13,11 @@ namespace rkv {
 Status CmAcceptor::Listen(const std::string& host, uint16_t port, ibv_context** ctx) {
   channel_.reset(rdma_create_event_channel());
   if (!channel_) return ErrnoStatus("rdma_create_event_channel", errno);
+  // Non-blocking: rdma_get_cm_event may retry internally (a connect request it could not
+  // process) and must never block this thread, which also runs deadlines and destruction.
+  int flags = fcntl(channel_->fd, F_GETFL);
+  if (flags < 0 || fcntl(channel_->fd, F_SETFL, flags | O_NONBLOCK) != 0)
+    return ErrnoStatus("fcntl(rdma_cm channel, O_NONBLOCK)", errno);
   rdma_cm_id* id = nullptr;
   if (rdma_create_id(channel_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
     return ErrnoStatus("rdma_create_id", errno);
@@ -56,7 +62,10 @@ Status CmAcceptor::Run() {
     }
     if (r <= 0 || !(pfd[0].revents & POLLIN)) continue;
     rdma_cm_event* ev = nullptr;
-    if (rdma_get_cm_event(channel_.get(), &ev) != 0) return ErrnoStatus("rdma_get_cm_event", errno);
+    if (rdma_get_cm_event(channel_.get(), &ev) != 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;  // non-blocking channel
+      return ErrnoStatus("rdma_get_cm_event", errno);
+    }
     rdma_cm_id* eid = ev->id;
     rdma_cm_event_type type = ev->event;
     if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {

@@ -16,6 +16,7 @@ Conn::Conn(Kind k, uint64_t serial_no, int slot_index, int worker_idx, Worker* w
       slot(slot_index),
       worker_index(worker_idx),
       qpn(qp->qp_num),
+      qp_handle(qp),
       created(Clock::now()),
       worker_(worker),
       owner_(owner),

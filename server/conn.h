@@ -103,6 +103,9 @@ class Conn : public std::enable_shared_from_this<Conn> {
   const int slot;         // send-buffer slot, returned to the pool by the owner
   const int worker_index;
   const uint32_t qpn;
+  // The QP's handle, for identity checks only (never dereferenced after kDrained): the struct
+  // stays allocated until its async events are acknowledged, unlike its number.
+  const ibv_qp* const qp_handle;
   const Clock::time_point created;
   rdma_cm_id* id() const { return id_; }
   ibv_qp* qp() const { return qp_; }
@@ -118,6 +121,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     bool keepalive_in_flight = false;
     Clock::time_point keepalive_posted{};
     bool adopted = false;
+    bool seen_established = false;
     Clock::time_point close_started{};
     bool error_state = false;  // QP moved to ERR by the worker
     bool last_wqe = false;     // IBV_EVENT_QP_LAST_WQE_REACHED seen

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <system_error>
 
 #include "common/conn_params.h"
 #include "common/qp_setup.h"
@@ -49,23 +50,31 @@ void ManualAcceptor::Loop() {
         Refuse(ch.get(), Code::kTimeout,
                "server busy: " + std::to_string(handshakes_.size()) +
                    " parameter exchanges in progress (--max_pending); try again");
-        lingering_.emplace_back(std::move(ch), Clock::now());
+        Linger(std::move(ch));
       } else {
         handshakes_.emplace_back();
         Handshake* h = &handshakes_.back();
-        ExchangeChannel* raw = ch.release();
-        h->thread = std::thread([this, h, raw] {
-          std::unique_ptr<ExchangeChannel> owned(raw);
-          bool established = false;
-          std::shared_ptr<Conn> c = RunHandshake(owned.get(), &established);
-          if (c && established) {
-            c->control = std::move(owned);
-            events_.Push({std::move(c), nullptr, true});
-          } else {
-            events_.Push({std::move(c), std::move(owned), true});
-          }
-          h->done.store(true);
-        });
+        auto shared = std::make_shared<std::unique_ptr<ExchangeChannel>>(std::move(ch));
+        try {
+          h->thread = std::thread([this, h, shared] {
+            std::unique_ptr<ExchangeChannel> owned = std::move(*shared);
+            bool established = false;
+            std::shared_ptr<Conn> c = RunHandshake(owned.get(), &established);
+            if (c && established) {
+              c->control = std::move(owned);
+              events_.Push({std::move(c), nullptr, true});
+            } else {
+              events_.Push({std::move(c), std::move(owned), true});
+            }
+            h->done.store(true);
+          });
+        } catch (const std::system_error& e) {  // no thread (EAGAIN): refuse, do not die
+          handshakes_.pop_back();
+          env_.counters->exchanges_refused_busy.fetch_add(1, std::memory_order_relaxed);
+          Refuse(shared->get(), Code::kTimeout,
+                 std::string("server busy: cannot start a handshake thread (") + e.what() + ")");
+          Linger(std::move(*shared));
+        }
       }
     }
     for (Event& e : events_.TakeAll()) {
@@ -76,7 +85,7 @@ void ManualAcceptor::Loop() {
           drained_early_.insert(e.conn);
         continue;
       }
-      if (e.ch) lingering_.emplace_back(std::move(e.ch), Clock::now());
+      if (e.ch) Linger(std::move(e.ch));
       if (!e.conn) continue;
       owned_.push_back(e.conn);
       auto it = drained_early_.find(e.conn);
@@ -100,9 +109,14 @@ void ManualAcceptor::Loop() {
   }
 }
 
+void ManualAcceptor::Linger(std::unique_ptr<ExchangeChannel> ch) {
+  if (lingering_.size() >= kMaxLingering) lingering_.erase(lingering_.begin());  // oldest goes
+  lingering_.emplace_back(std::move(ch), Clock::now());
+}
+
 void ManualAcceptor::Tick() {
   listener_->Tick();
-  auto linger_limit = std::chrono::milliseconds(env_.opt->exchange.timeout_ms);
+  auto linger_limit = std::chrono::milliseconds(std::min(env_.opt->exchange.timeout_ms, kLingerMs));
   for (size_t i = 0; i < lingering_.size();) {
     if (lingering_[i].first->PeerGone() || Clock::now() - lingering_[i].second > linger_limit)
       lingering_.erase(lingering_.begin() + long(i));

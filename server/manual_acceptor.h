@@ -67,6 +67,11 @@ class ManualAcceptor : public ConnOwner {
   void Refuse(ExchangeChannel* ch, Code code, const std::string& why);
   void Destroy(const std::shared_ptr<Conn>& c);
   void Tick();
+  // Keeps a finished exchange's channel open a while (bounded: kMaxLingering, oldest dropped;
+  // at most kLingerMs or until the peer closes it) so the client can read the last reply.
+  void Linger(std::unique_ptr<ExchangeChannel> ch);
+  static constexpr size_t kMaxLingering = 64;
+  static constexpr int kLingerMs = 3000;
 
   const AcceptEnv env_;
   std::unique_ptr<ExchangeListener> listener_;  // exchange thread only

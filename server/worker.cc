@@ -13,6 +13,7 @@ constexpr auto kLastWqeGrace = std::chrono::milliseconds(300);
 // A QP whose marker has not completed by then is leaked (kept, never reused), not destroyed.
 constexpr auto kDrainDeadline = std::chrono::seconds(10);
 constexpr auto kTickPeriod = std::chrono::milliseconds(50);
+constexpr int kMaxBatches = 4;  // CQ batches of 32 per loop round
 
 uint64_t SendId(uint64_t serial, uint64_t kind) { return (serial << 3) | (kind << 1); }
 uint64_t SerialOf(uint64_t wr_id) { return wr_id >> 3; }
@@ -45,18 +46,20 @@ void Worker::Join() {
   // The Conns are destroyed by their owners (or at shutdown by the Server), not here.
   conns_.clear();
   closing_.clear();
+  queue_.TakeAll();
 }
 
 void Worker::Loop() {
   ibv_wc wc[32];
+  bool busy = false;
   while (!env_.stop->load()) {
     pollfd pfd[2] = {{channel_->fd, POLLIN, 0}, {queue_.fd(), POLLIN, 0}};
-    int r = poll(pfd, 2, int(kTickPeriod.count()));
+    int r = poll(pfd, 2, busy ? 0 : int(kTickPeriod.count()));
     if (r < 0 && errno != EINTR) {
       PLOG_EVERY_N(ERROR, 100) << "poll(worker " << index_ << ")";
       continue;
     }
-    if (r > 0 && (pfd[1].revents & POLLIN)) DrainCommands();
+    DrainCommands();
     if (r > 0 && (pfd[0].revents & POLLIN)) {
       ibv_cq* cq = nullptr;
       void* ctx = nullptr;
@@ -67,13 +70,20 @@ void Worker::Loop() {
         }
       }
     }
-    // Poll even without an event: cheap, and nothing is missed if an event was lost.
-    int n;
-    while ((n = ibv_poll_cq(cq_.get(), 32, wc)) > 0)
+    // Poll even without an event: cheap, and nothing is missed if an event was lost. At most
+    // kMaxBatches batches per round, so that commands, keepalives and Stop() are served even
+    // while clients keep the CQ busy (what is left wakes poll() again at once: the CQ was
+    // re-armed before polling).
+    int n = 0;
+    for (int batch = 0; batch < kMaxBatches; ++batch) {
+      n = ibv_poll_cq(cq_.get(), 32, wc);
+      if (n <= 0) break;
       for (int i = 0; i < n; ++i) HandleCompletion(wc[i]);
+    }
     if (n < 0) {
       LOG_EVERY_N(ERROR, 100) << "ibv_poll_cq(worker " << index_ << ") failed";
     }
+    busy = n == 32;  // more may be waiting: come back without sleeping
     if (Clock::now() - last_tick_ >= kTickPeriod) Tick();
   }
 }
@@ -146,7 +156,8 @@ void Worker::HandleCompletion(const ibv_wc& wc) {
   if (wc.status == IBV_WC_SUCCESS) {
     w.last_heard = Clock::now();
   } else if (wc.status != IBV_WC_WR_FLUSH_ERR && c->state() < Conn::State::kClosing) {
-    if (kind == kKeepalive) env_.counters->peers_dead.fetch_add(1, std::memory_order_relaxed);
+    if (kind == kKeepalive && wc.status == IBV_WC_RETRY_EXC_ERR)
+      env_.counters->peers_dead.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose(std::string(kind == kKeepalive ? "keepalive" : "reply send") +
                     " failed: " + ibv_wc_status_str(wc.status) +
                     (wc.status == IBV_WC_RETRY_EXC_ERR ? " (peer unreachable)" : ""));
@@ -221,6 +232,10 @@ void Worker::Tick() {
   for (auto& [qpn, c] : conns_) {
     if (c->state() != Conn::State::kEstablished) continue;
     Conn::WorkerState& w = c->w;
+    if (!w.seen_established) {  // setup time is not silence
+      w.seen_established = true;
+      w.last_heard = now;
+    }
     if (now - w.last_heard > timeout) {
       env_.counters->peers_dead.fetch_add(1, std::memory_order_relaxed);
       c->RequestClose("no sign of life for " + std::to_string(Ms(now - w.last_heard)) +
