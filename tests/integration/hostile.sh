@@ -1,0 +1,401 @@
+#!/usr/bin/env bash
+# Hostile-client checks: kvserver against clients that vanish with requests in flight, ignore
+# their request credits, flood it, leave rdma_cm connects half-open, stall the tcp parameter
+# exchange, or stay connected without traffic. Uses tests/integration/raw_client.cc. Run INSIDE
+# the RDMA sandbox, like connection.sh:
+#   RKV_SANDBOX_ACCEL=tcg tools/rdma-sandbox -- tests/integration/hostile.sh build 10.77.0.1 /tmp/hostile-logs
+#   tests/integration/hostile.sh BUILD_DIR ADDR LOGDIR
+# Starts its own kvservers (ports from HOSTILE_PORT_BASE, default 7490) and prints one
+# `hostile <case>: passed|FAILED ...` line per case (plus indented figures); exit 1 if any failed.
+# Environment (tools/rdma-sandbox passes only RKV_* variables into the VM, so each HOSTILE_X
+# may also be given as RKV_HOSTILE_X, or set inside: `tools/rdma-sandbox -- env HOSTILE_X=...`):
+#   RKV_HOSTILE_SERVER  kvserver binary (default BUILD_DIR/kvserver; e.g. an ASan or TSan build)
+#   HOSTILE_ROUNDS      vanish rounds per stream (default 200; 3 streams)
+#   HOSTILE_CASES       cases to run (default: vanish credits flood halfopen slow-exchange get-only)
+#   HOSTILE_PORT_BASE, HOSTILE_ACCEPT_TIMEOUT, HOSTILE_VICTIM_OPS, HOSTILE_FLOOD_MAX_P99_RATIO,
+#   HOSTILE_CREDITS_OVER_BY
+# The server flags of each case, the new server's deadlines and the thresholds are the variables
+# below; each case is one function, so its assertions are easy to adjust.
+set -uo pipefail
+build=$(cd "${1:?usage: hostile.sh BUILD_DIR ADDR LOGDIR}" && pwd) || exit 2
+addr=${2:?usage: hostile.sh BUILD_DIR ADDR LOGDIR}
+logs=${3:?usage: hostile.sh BUILD_DIR ADDR LOGDIR}
+mkdir -p "$logs" || exit 2
+
+knob() {  # NAME DEFAULT -> $HOSTILE_NAME, else $RKV_HOSTILE_NAME, else DEFAULT
+  local a="HOSTILE_$1" b="RKV_HOSTILE_$1"
+  echo "${!a:-${!b:-$2}}"
+}
+KVSERVER=${RKV_HOSTILE_SERVER:-$build/kvserver}
+RAW=$build/raw_client
+KVCTL=$build/kvctl
+KVBENCH=$build/kvbench
+ROUNDS=$(knob ROUNDS 200)
+CASES=$(knob CASES "vanish credits flood halfopen slow-exchange get-only")
+PORT_BASE=$(knob PORT_BASE 7490)
+# Sanitizer builds: report, keep running; leaks are judged by the RSS check, not LeakSanitizer.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+# ThreadSanitizer: glibc's tzset_internal runs under glibc's own lock (tzset_lock), which TSan
+# cannot see, so concurrent glog lines (LogMessageTime::CalcGmtOffset -> localtime_r) are
+# reported as a race in every kvserver log. Suppressed by that frame only; a caller's
+# TSAN_OPTIONS come last and win.
+printf 'race:tzset_internal\n' > "$logs/tsan.supp"
+export TSAN_OPTIONS="suppressions=$logs/tsan.supp${TSAN_OPTIONS:+ $TSAN_OPTIONS}"
+
+# --- server flags per case (arrays) and the server's deadlines -----------------------------
+COMMON_FLAGS=(--memory=64M --workers=2)
+VANISH_FLAGS=("${COMMON_FLAGS[@]}")
+CREDITS_FLAGS=("${COMMON_FLAGS[@]}")
+# Requests beyond the announced credits in the second batch. docs/design.md lets a client have
+# credits + 2 unacknowledged before it is dropped (coalesced acknowledgements), so with 1 the
+# server may legitimately keep the client; 3 is the first excess it must always punish.
+CREDITS_OVER_BY=$(knob CREDITS_OVER_BY 1)
+FLOOD_FLAGS=("${COMMON_FLAGS[@]}")
+ACCEPT_TIMEOUT_S=$(knob ACCEPT_TIMEOUT 5)  # the server's --accept_timeout: connect-to-established deadline
+HALFOPEN_MAX_CONNECTIONS=8
+HALFOPEN_FLAGS=("${COMMON_FLAGS[@]}" "--max_connections=$HALFOPEN_MAX_CONNECTIONS"
+                "--accept_timeout=$ACCEPT_TIMEOUT_S")
+EXCHANGE_TIMEOUT_MS=10000  # the server's --exchange_timeout_ms (its default)
+SLOW_FLAGS=("${COMMON_FLAGS[@]}" --exchange=tcp "--exchange_timeout_ms=$EXCHANGE_TIMEOUT_MS")
+PEER_TIMEOUT_S=3           # the server's --peer_timeout (seconds without a sign of life)
+GETONLY_FLAGS=("${COMMON_FLAGS[@]}" "--peer_timeout=$PEER_TIMEOUT_S")
+
+# --- workloads and thresholds --------------------------------------------------------------
+VANISH_PARALLEL=3
+VANISH_PUTS=4
+VANISH_VALUE=65536
+SETTLE_S=20              # how long the server may take to release what vanished clients left
+RSS_SLACK_KIB=$((32 * 1024))
+# Under ThreadSanitizer the RSS bound is not applied (reported only): its shadow and history
+# memory grow with every new address the server touches (+140 MiB over 600 connections).
+RSS_BOUND=1
+grep -q -a -m1 __tsan_init "$KVSERVER" 2>/dev/null && RSS_BOUND=0
+FLOOD_SECONDS=20
+FLOOD_DEPTH=16
+FLOOD_VALUE=65536
+VICTIM_RECORDS=500
+VICTIM_OPS=$(knob VICTIM_OPS 2000)
+FLOOD_MAX_P99_RATIO=$(knob FLOOD_MAX_P99_RATIO "")  # empty: the ratio is reported only
+HALFOPEN_COUNT=$HALFOPEN_MAX_CONNECTIONS
+HALFOPEN_HOLD=30
+SLOW_HOLD=30
+SLOW_LIMIT_S=4           # kvctl --exchange=tcp put must finish within this, stalled peers or not
+GETONLY_SECONDS=20
+
+failed=0 passed=0
+pass() { echo "hostile $1: passed${2:+ ($2)}"; passed=$((passed + 1)); }
+fail() { echo "hostile $1: FAILED${2:+ ($2)}"; failed=$((failed + 1)); }
+note() { echo "  $*"; }
+verdict() {  # case why [what passed] -> pass if why is empty; on failure the crash report
+  if [ -z "$2" ]; then pass "$1" "${3:-}"; return; fi
+  fail "$1" "$2"
+  if grep -q -E "$CRASH_PATTERN" "$srv_log" 2>/dev/null; then
+    grep -v -E "^[IW][0-9]{8} " "$srv_log" | grep -m1 -A12 -E "$CRASH_PATTERN" | sed 's/^/  log: /'
+  fi
+}
+CRASH_PATTERN="ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error:|SUMMARY: (Address|Thread|UndefinedBehavior)Sanitizer|Segmentation fault|terminate called"
+
+now_ms() { date +%s%3N; }
+
+ctl() {  # port args...
+  local port=$1; shift
+  timeout 60 "$KVCTL" --server="$addr:$port" --timeout_ms=8000 "$@"
+}
+stat_of() {  # port field -> value or "?"
+  local v
+  v=$(ctl "$1" stats 2>/dev/null | awk -v f="$2" '$1==f{print $2}')
+  echo "${v:-?}"
+}
+fds_of() { find /proc/"$1"/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+rss_of() { awk '/^VmRSS:/{print $2}' /proc/"$1"/status 2>/dev/null || echo "?"; }
+
+# start_server NAME PORT FLAGS...: sets srv_pid and srv_log; waits (30 s) until kvctl stats
+# answers. Returns 1 if the server died or never listened. A server that listens but that
+# kvctl refuses (e.g. a protocol mismatch) counts as started; srv_note says so.
+srv_pid="" srv_log="" srv_note=""
+start_server() {
+  local name=$1 port=$2; shift 2
+  srv_log="$logs/kvserver-$name.log" srv_note=""
+  "$KVSERVER" --listen="$addr:$port" "$@" > "$srv_log" 2>&1 &
+  srv_pid=$!
+  local out end=$((SECONDS + 30))
+  while [ $SECONDS -lt $end ]; do
+    if ! kill -0 "$srv_pid" 2>/dev/null; then
+      wait "$srv_pid" 2>/dev/null
+      srv_note="kvserver exited at start (flags: $*): $(tail -2 "$srv_log" | tr '\n' ' ')"
+      srv_pid=""
+      return 1
+    fi
+    if out=$(ctl "$port" stats 2>&1 >/dev/null); then return 0; fi
+    if grep -q "PROTOCOL_ERROR" <<< "$out"; then
+      srv_note="kvserver listens but kvctl refuses it: $(tr '\n' ' ' <<< "$out")"
+      return 0
+    fi
+    sleep 0.3
+  done
+  srv_note="kvserver never answered kvctl stats within 30 s: $(tr '\n' ' ' <<< "$out")"
+  return 0
+}
+# stop_server: SIGTERM, then SIGKILL after 10 s. Returns 1 if it had died before.
+stop_server() {
+  local pid=$1 alive=0
+  [ -n "$pid" ] || return 1
+  kill -0 "$pid" 2>/dev/null && alive=1
+  kill "$pid" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  [ $alive = 1 ]
+}
+# Sanitizer or crash reports in a server log ("" if none).
+crash_report() { grep -m1 -E "$CRASH_PATTERN" "$1" 2>/dev/null; }
+# Common end of a case: the server must still be alive and its log free of sanitizer reports.
+server_ok() {  # -> 0 if fine, else prints why not
+  local why=""
+  kill -0 "$srv_pid" 2>/dev/null || why="kvserver died"
+  local rep; rep=$(crash_report "$srv_log")
+  [ -n "$rep" ] && why="${why:+$why; }$rep"
+  [ -z "$why" ] && return 0
+  echo "$why"
+  return 1
+}
+kv_roundtrip() {  # port [kvctl flags...] -> 0 if put+get work
+  local port=$1; shift
+  local v="hostile-$RANDOM"
+  ctl "$port" "$@" put hostile-key "$v" 2>>"$logs/kvctl.err" &&
+    [ "$(ctl "$port" "$@" get hostile-key 2>>"$logs/kvctl.err")" = "$v" ]
+}
+
+# (a) Vanish storm: 3 streams x ROUNDS rounds of connect, post PUTs + PARAMS, vanish. The
+# server must survive, serve a put/get, and return to its baseline fds, connections and RSS.
+case_vanish() {
+  local c=vanish port=$((PORT_BASE + 0))
+  if ! start_server $c $port "${VANISH_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
+  [ -n "$srv_note" ] && note "$srv_note"
+  local pid=$srv_pid
+  local fds0 act0 rss0
+  act0=$(stat_of $port connections_active)
+  fds0=$(fds_of $pid) rss0=$(rss_of $pid)
+  note "baseline: fds $fds0, connections_active $act0 (kvctl's own connection included), VmRSS $rss0 KiB"
+  local t0=$SECONDS
+  timeout 900 "$RAW" vanish --server="$addr:$port" --rounds="$ROUNDS" --parallel=$VANISH_PARALLEL \
+    --puts=$VANISH_PUTS --value_size=$VANISH_VALUE > "$logs/raw-vanish.txt" 2> "$logs/raw-vanish.err"
+  local rrc=$?
+  note "storm ($((SECONDS - t0)) s, raw_client exit $rrc): $(cat "$logs/raw-vanish.txt")"
+  local fds1="?" act1="?" rss1="?" i
+  for i in $(seq "$SETTLE_S"); do
+    kill -0 "$pid" 2>/dev/null || break
+    act1=$(stat_of $port connections_active) fds1=$(fds_of "$pid")
+    [ "$fds1" = "$fds0" ] && [ "$act1" = "$act0" ] && [ "$act1" != "?" ] && break
+    sleep 1
+  done
+  rss1=$(rss_of "$pid")
+  note "after: fds $fds1, connections_active $act1, VmRSS $rss1 KiB (settled within ${i} s)"
+  local why="" bad
+  bad=$(server_ok) || why="$bad"
+  if [ -z "$why" ]; then
+    kv_roundtrip $port || why="put/get via kvctl failed: $(tail -1 "$logs/kvctl.err")"
+    [ "$fds1" = "$fds0" ] || why="${why:+$why; }fds $fds0 -> $fds1"
+    [ "$act1" = "$act0" ] && [ "$act1" != "?" ] || why="${why:+$why; }connections_active $act0 -> $act1"
+    if [ $RSS_BOUND = 0 ]; then
+      note "VmRSS not bounded: kvserver is a ThreadSanitizer build"
+    elif [[ "$rss0" =~ ^[0-9]+$ && "$rss1" =~ ^[0-9]+$ ]]; then
+      [ "$rss1" -le $((rss0 + RSS_SLACK_KIB)) ] || why="${why:+$why; }VmRSS grew $rss0 -> $rss1 KiB"
+    else
+      why="${why:+$why; }VmRSS unreadable"
+    fi
+  fi
+  stop_server "$pid"
+  verdict $c "$why" "$VANISH_PARALLEL x $ROUNDS rounds"
+}
+
+# (b) Credits: exactly `credits` requests at once are all answered; credits + CREDITS_OVER_BY
+# at once get the client dropped.
+case_credits() {
+  local c=credits port=$((PORT_BASE + 1))
+  if ! start_server $c $port "${CREDITS_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
+  [ -n "$srv_note" ] && note "$srv_note"
+  local out why="" bad
+  out=$(timeout 120 "$RAW" credits --server="$addr:$port" --over_by="$CREDITS_OVER_BY" 2> "$logs/raw-credits.err")
+  note "$out"
+  grep -q " within=ok" <<< "$out" || why="within-credits requests not all answered OK"
+  grep -q " over=dropped" <<< "$out" || why="${why:+$why; }a client exceeding its credits was not dropped"
+  bad=$(server_ok) || why="${why:+$why; }$bad"
+  [ -z "$why" ] && { kv_roundtrip $port || why="put/get after the test failed"; }
+  stop_server "$srv_pid"
+  verdict $c "$why"
+}
+
+p99_of() {  # kvbench-stdout [op] -> p99 (us) of op, or of READ and UPDATE the larger; "?" if none
+  awk -F', ' -v op="${2:-}" '$2=="99thPercentileLatency(us)" &&
+      ((op == "" && ($1=="[READ]" || $1=="[UPDATE]")) || $1=="[" op "]") {
+        if ($3 + 0 > m) m = $3 + 0; n++ } END { if (n) print m; else print "?" }' "$1"
+}
+errors_of() {  # kvbench-stdout -> sum of Return=ERROR
+  awk -F', ' '$2=="Return=ERROR"{e += $3} END {print e + 0}' "$1"
+}
+ratio_of() {  # a b -> b/a with one decimal, or "?"
+  if [[ "$1" =~ ^[0-9]+$ && "$2" =~ ^[0-9]+$ && "$1" -gt 0 ]]; then
+    awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b / a}'
+  else
+    echo "?"
+  fi
+}
+# The flooder for FLOOD_SECONDS: raw_client flood, started again whenever the server drops it,
+# so that the pressure lasts the whole time. One summary line per connection.
+flood_for() {  # port out-file
+  local end=$((SECONDS + FLOOD_SECONDS)) left
+  while left=$((end - SECONDS)); [ "$left" -gt 0 ]; do
+    timeout $((left + 60)) "$RAW" flood --server="$addr:$1" --seconds="$left" \
+      --value_size=$FLOOD_VALUE --depth=$FLOOD_DEPTH >> "$2" 2>> "$logs/raw-flood.err" || sleep 0.5
+  done
+}
+
+# (c) Flood: a client pipelines 64 KiB PUTs past its credits for FLOOD_SECONDS (reconnecting
+# when dropped) while a kvbench victim runs a 50/50 mix; the victim must not fail any
+# operation. p99 alone and under flood are reported (bounded if FLOOD_MAX_P99_RATIO is set).
+case_flood() {
+  local c=flood port=$((PORT_BASE + 2))
+  if ! start_server $c $port "${FLOOD_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
+  [ -n "$srv_note" ] && note "$srv_note"
+  local bench=(--server="$addr:$port" "--records=$VICTIM_RECORDS")
+  local run=(run "${bench[@]}" --operations="$VICTIM_OPS" --read-proportion=0.5 --update-proportion=0.5)
+  local why="" bad
+  timeout 300 "$KVBENCH" load "${bench[@]}" > "$logs/flood-load.txt" 2>&1 || why="kvbench load failed"
+  timeout 300 "$KVBENCH" "${run[@]}" --json="$logs/flood-alone.json" > "$logs/flood-alone.txt" 2> "$logs/flood-alone.err" ||
+    why="${why:+$why; }victim alone: kvbench exit $?"
+  : > "$logs/raw-flood.txt"
+  flood_for $port "$logs/raw-flood.txt" &
+  local flooder=$! t0=$SECONDS
+  sleep 1
+  timeout 300 "$KVBENCH" "${run[@]}" --json="$logs/flood-under.json" > "$logs/flood-under.txt" 2> "$logs/flood-under.err"
+  local vrc=$? vtime=$((SECONDS - t0))
+  wait $flooder
+  local p0 p1 e0 e1 ratio op
+  p0=$(p99_of "$logs/flood-alone.txt") p1=$(p99_of "$logs/flood-under.txt")
+  e0=$(errors_of "$logs/flood-alone.txt") e1=$(errors_of "$logs/flood-under.txt")
+  ratio=$(ratio_of "$p0" "$p1")
+  for op in READ UPDATE; do
+    note "victim $op p99: alone $(p99_of "$logs/flood-alone.txt" $op) us, under flood $(p99_of "$logs/flood-under.txt" $op) us"
+  done
+  note "victim p99 (larger of READ, UPDATE): alone ${p0} us, under flood ${p1} us, ratio ${ratio}x; failed operations alone $e0, under flood $e1 (victim exit $vrc, finished ${vtime} s after the flood began)"
+  local conns drops
+  conns=$(grep -c "^raw_client flood:" "$logs/raw-flood.txt") drops=$(grep -c "fate=\"dropped" "$logs/raw-flood.txt")
+  note "flooder: $conns connection(s) in ${FLOOD_SECONDS} s, $drops dropped by the server; first: $(head -1 "$logs/raw-flood.txt")"
+  [ "$vrc" -eq 0 ] || why="${why:+$why; }victim under flood: kvbench exit $vrc"
+  [ "$e1" = 0 ] && [ "$e0" = 0 ] || why="${why:+$why; }victim had failed operations"
+  [ "$p1" != "?" ] || why="${why:+$why; }no victim p99 under flood"
+  [ "$conns" -gt 0 ] || why="${why:+$why; }the flooder never ran"
+  if [ -n "$FLOOD_MAX_P99_RATIO" ] && [ "$ratio" != "?" ] &&
+     awk -v r="$ratio" -v m="$FLOOD_MAX_P99_RATIO" 'BEGIN{exit !(r > m)}'; then
+    why="${why:+$why; }p99 ratio $ratio above $FLOOD_MAX_P99_RATIO"
+  fi
+  bad=$(server_ok) || why="${why:+$why; }$bad"
+  stop_server "$srv_pid"
+  verdict $c "$why" "p99 ${p0} -> ${p1} us"
+}
+
+# (d) Half-open connects: HALFOPEN_COUNT rdma_cm connects that never complete, against a server
+# with --max_connections=HALFOPEN_MAX_CONNECTIONS. After the accept deadline a real client
+# connects, and connections_active returns to its idle value.
+case_halfopen() {
+  local c=halfopen port=$((PORT_BASE + 3))
+  if ! start_server $c $port "${HALFOPEN_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
+  [ -n "$srv_note" ] && note "$srv_note"
+  local act0; act0=$(stat_of $port connections_active)
+  timeout $((HALFOPEN_HOLD + 60)) "$RAW" halfopen --server="$addr:$port" --count=$HALFOPEN_COUNT \
+    --hold=$HALFOPEN_HOLD > "$logs/raw-halfopen.txt" 2> "$logs/raw-halfopen.err" &
+  local holder=$! t0=$SECONDS
+  sleep 2
+  local act_held; act_held=$(stat_of $port connections_active)
+  note "connections_active idle $act0, with $HALFOPEN_COUNT half-open connects $act_held (kvctl's own included when it got in)"
+  sleep "$(awk -v t="$ACCEPT_TIMEOUT_S" 'BEGIN{print t + 3}')"
+  local why="" bad t1 rt
+  t1=$(now_ms)
+  if kv_roundtrip $port; then
+    rt=ok
+  else
+    rt=failed why="kvctl put/get after the accept deadline failed: $(tail -1 "$logs/kvctl.err")"
+  fi
+  note "$((SECONDS - t0)) s after the connects (--accept_timeout=$ACCEPT_TIMEOUT_S): kvctl put/get $rt in $(( $(now_ms) - t1 )) ms"
+  local act1="?" i
+  for i in $(seq 10); do
+    act1=$(stat_of $port connections_active)
+    [ "$act1" = "$act0" ] && [ "$act1" != "?" ] && break
+    sleep 1
+  done
+  note "connections_active after the deadline: $act1 (idle $act0)"
+  [ "$act1" = "$act0" ] && [ "$act1" != "?" ] || why="${why:+$why; }connections_active $act0 -> $act1"
+  wait $holder
+  note "holder: $(cat "$logs/raw-halfopen.txt")"
+  bad=$(server_ok) || why="${why:+$why; }$bad"
+  stop_server "$srv_pid"
+  verdict $c "$why"
+}
+
+# (e) Slow exchange peers: with a half header, a PARAMS without READY and a finished handshake
+# whose socket is then silent all stalled on the tcp exchange, a real manual-mode client
+# still connects promptly.
+case_slow_exchange() {
+  local c=slow-exchange port=$((PORT_BASE + 4))
+  if ! start_server $c $port "${SLOW_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
+  [ -n "$srv_note" ] && note "$srv_note"
+  local t1 alone stalled why="" bad
+  t1=$(now_ms)
+  ctl $port --exchange=tcp put slow-alone v 2>>"$logs/kvctl.err"
+  alone=$(( $(now_ms) - t1 ))
+  # tcp-hold first (its handshake completes), then tcp-noready (answered, never READY), then
+  # tcp-half (half a header): each stalls a later stage of the exchange.
+  local pids=() m
+  for m in tcp-hold tcp-noready tcp-half; do
+    timeout $((SLOW_HOLD + 60)) "$RAW" $m --server="$addr:$port" --hold=$SLOW_HOLD \
+      --timeout_ms=$EXCHANGE_TIMEOUT_MS > "$logs/raw-$m.txt" 2> "$logs/raw-$m.err" &
+    pids+=($!)
+    sleep 2
+  done
+  t1=$(now_ms)
+  local rc=0
+  ctl $port --exchange=tcp --exchange_timeout_ms=$((SLOW_LIMIT_S * 4000)) put slow-key slow-value 2>>"$logs/kvctl.err" || rc=$?
+  stalled=$(( $(now_ms) - t1 ))
+  note "kvctl --exchange=tcp put: alone $alone ms; with 3 stalled peers $stalled ms (exit $rc, limit ${SLOW_LIMIT_S} s, exchange timeout $EXCHANGE_TIMEOUT_MS ms)"
+  [ $rc -eq 0 ] || why="kvctl --exchange=tcp put failed: $(tail -1 "$logs/kvctl.err")"
+  [ "$stalled" -le $((SLOW_LIMIT_S * 1000)) ] || why="${why:+$why; }took $stalled ms"
+  wait "${pids[@]}"
+  for m in tcp-hold tcp-noready tcp-half; do note "$(cat "$logs/raw-$m.txt")"; done
+  bad=$(server_ok) || why="${why:+$why; }$bad"
+  stop_server "$srv_pid"
+  verdict $c "$why" "${stalled} ms"
+}
+
+# (f) A GET-only client (no RPC, no traffic at all) outlives the server's --peer_timeout.
+case_get_only() {
+  local c=get-only port=$((PORT_BASE + 5))
+  if ! start_server $c $port "${GETONLY_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
+  [ -n "$srv_note" ] && note "$srv_note"
+  local out why="" bad
+  out=$(timeout $((GETONLY_SECONDS + 60)) "$RAW" hold --server="$addr:$port" --seconds=$GETONLY_SECONDS \
+    --get_every_ms=0 2> "$logs/raw-hold.err")
+  note "$out (server "--peer_timeout=$PEER_TIMEOUT_S")"
+  grep -q " alive=1" <<< "$out" || why="the idle client was dropped: $(tail -1 "$logs/raw-hold.err")"
+  bad=$(server_ok) || why="${why:+$why; }$bad"
+  stop_server "$srv_pid"
+  verdict $c "$why"
+}
+
+for t in "$KVSERVER" "$RAW" "$KVCTL" "$KVBENCH"; do
+  [ -x "$t" ] || { echo "hostile: $t is missing (build raw_client kvserver kvctl kvbench)"; exit 2; }
+done
+echo "hostile: kvserver $KVSERVER, logs in $logs, cases: $CASES"
+for case_name in $CASES; do
+  case $case_name in
+    vanish) case_vanish ;;
+    credits) case_credits ;;
+    flood) case_flood ;;
+    halfopen) case_halfopen ;;
+    slow-exchange) case_slow_exchange ;;
+    get-only) case_get_only ;;
+    *) fail "$case_name" "unknown case" ;;
+  esac
+done
+echo "hostile checks: $passed passed, $failed failed"
+[ $failed -eq 0 ]
