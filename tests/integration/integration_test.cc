@@ -8,9 +8,9 @@
 #include <xxhash.h>
 
 #include <atomic>
-#include <iostream>
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -387,7 +387,8 @@ TEST_F(Integration, ClientKilledMidOperation) {
 // run.sh starts the main server with a short --peer_timeout: a client that only idles (as a
 // GET-only client does, as far as the server's CPU can tell) is kept alive by keepalives.
 TEST_F(Integration, IdleClientIsKeptAliveByKeepalives) {
-  int timeout_s = std::atoi(Env("RKV_PEER_TIMEOUT").empty() ? "0" : Env("RKV_PEER_TIMEOUT").c_str());
+  int timeout_s =
+      std::atoi(Env("RKV_PEER_TIMEOUT").empty() ? "0" : Env("RKV_PEER_TIMEOUT").c_str());
   if (timeout_s == 0) GTEST_SKIP() << "RKV_PEER_TIMEOUT (the main server's --peer_timeout) not set";
   auto idle = MustConnect(addr_);
   auto observer = MustConnect(addr_);
