@@ -556,6 +556,21 @@ int RunVanish(const std::string& host, uint16_t port) {
 // ---------------------------------------------------------------------------------------------
 // flood
 
+// Connects *c over rdma_cm with `sends`/`recvs` work requests on `buf`; on failure adds the
+// error (and the server's reject reason) to *sum, prints it and returns false.
+bool ConnectOrReport(CmConn* c, const std::string& host, uint16_t port, const Buffer& buf,
+                     int sends, int recvs, Summary* sum) {
+  std::string reject;
+  Status s = c->Resolve(host, port, FLAGS_timeout_ms);
+  if (s.ok()) s = c->CreateResources(buf.data, buf.size, sends, recvs);
+  if (s.ok()) s = c->Connect(FLAGS_timeout_ms, &reject);
+  if (s.ok()) return true;
+  sum->Add("connected", 0).Add("error", s.message());
+  if (!reject.empty()) sum->Add("reject_reason", reject);
+  sum->Print();
+  return false;
+}
+
 int RunFlood(const std::string& host, uint16_t port) {
   const int value_size = FLAGS_value_size < 0 ? 65536 : FLAGS_value_size;
   const int depth = FLAGS_depth;
@@ -573,16 +588,7 @@ int RunFlood(const std::string& host, uint16_t port) {
     return 1;
   }
   CmConn c;
-  std::string reject;
-  Status s = c.Resolve(host, port, FLAGS_timeout_ms);
-  if (s.ok()) s = c.CreateResources(buf.data, buf.size, depth, recvs);
-  if (s.ok()) s = c.Connect(FLAGS_timeout_ms, &reject);
-  if (!s.ok()) {
-    sum.Add("connected", 0).Add("error", s.message());
-    if (!reject.empty()) sum.Add("reject_reason", reject);
-    sum.Print();
-    return 1;
-  }
+  if (!ConnectOrReport(&c, host, port, buf, depth, recvs, &sum)) return 1;
   const std::string value(size_t(value_size), 'f');
   const std::string key_prefix = "flood-" + std::to_string(getpid()) + "-";
   uint64_t next_rid = 1;
@@ -594,7 +600,7 @@ int RunFlood(const std::string& host, uint16_t port) {
   };
   uint64_t posted = 0, sent = 0, replies = 0, bad_replies = 0;
   std::map<std::string, uint64_t> by_status;
-  s = PostRecvs(c, buf.data + recv_off, recvs, 0);
+  Status s = PostRecvs(c, buf.data + recv_off, recvs, 0);
   std::vector<std::pair<size_t, size_t>> first;
   for (int i = 0; i < depth; ++i) first.push_back(encode(i));
   if (s.ok()) s = PostSends(c, buf.data, first, 0);
@@ -1063,16 +1069,7 @@ int RunCredits(const std::string& host, uint16_t port) {
     return 1;
   }
   CmConn c;
-  std::string reject;
-  Status s = c.Resolve(host, port, FLAGS_timeout_ms);
-  if (s.ok()) s = c.CreateResources(buf.data, buf.size, slots, slots);
-  if (s.ok()) s = c.Connect(FLAGS_timeout_ms, &reject);
-  if (!s.ok()) {
-    sum.Add("connected", 0).Add("error", s.message());
-    if (!reject.empty()) sum.Add("reject_reason", reject);
-    sum.Print();
-    return 1;
-  }
+  if (!ConnectOrReport(&c, host, port, buf, slots, slots, &sum)) return 1;
   const uint32_t credits = c.hello().credits;
   sum.Add("credits", credits);
   if (credits == 0 || credits > kMaxCredits) {
@@ -1105,7 +1102,7 @@ int RunCredits(const std::string& host, uint16_t port) {
   };
   // Within: exactly `credits` requests back to back, receives posted for every reply.
   const int n_in = int(credits);
-  s = PostRecvs(c, buf.data + recv_off, n_in, 0);
+  Status s = PostRecvs(c, buf.data + recv_off, n_in, 0);
   if (s.ok()) s = PostSends(c, buf.data, requests(n_in), 0);
   Batch in = s.ok() ? Collect(c, buf.data + recv_off, n_in, n_in, FLAGS_timeout_ms) : Batch{};
   std::string within_detail;
