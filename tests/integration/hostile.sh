@@ -114,6 +114,18 @@ stat_of() {  # port field -> value or "?"
   v=$(ctl "$1" stats 2>/dev/null | awk -v f="$2" '$1==f{print $2}')
   echo "${v:-?}"
 }
+# connections_active once earlier connections (the readiness probe's kvctl, say) have drained:
+# waits up to 10 s for the idle value 1 (the asking kvctl's own connection) and prints the last
+# value seen. Sampling at once could catch a connection still draining and take it as the idle count.
+idle_active() {  # port -> value
+  local v="?" i
+  for i in $(seq 10); do
+    v=$(stat_of "$1" connections_active)
+    [ "$v" = 1 ] && break
+    sleep 1
+  done
+  echo "$v"
+}
 fds_of() { find /proc/"$1"/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss_of() { awk '/^VmRSS:/{print $2}' /proc/"$1"/status 2>/dev/null || echo "?"; }
 
@@ -182,7 +194,7 @@ case_vanish() {
   [ -n "$srv_note" ] && note "$srv_note"
   local pid=$srv_pid
   local fds0 act0 rss0
-  act0=$(stat_of $port connections_active)
+  act0=$(idle_active $port)
   fds0=$(fds_of $pid) rss0=$(rss_of $pid)
   note "baseline: fds $fds0, connections_active $act0 (kvctl's own connection included), VmRSS $rss0 KiB"
   local t0=$SECONDS
@@ -310,7 +322,7 @@ case_halfopen() {
   local c=halfopen port=$((PORT_BASE + 3))
   if ! start_server $c $port "${HALFOPEN_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
   [ -n "$srv_note" ] && note "$srv_note"
-  local act0; act0=$(stat_of $port connections_active)
+  local act0; act0=$(idle_active $port)
   timeout $((HALFOPEN_HOLD + 60)) "$RAW" halfopen --server="$addr:$port" --count=$HALFOPEN_COUNT \
     --hold=$HALFOPEN_HOLD > "$logs/raw-halfopen.txt" 2> "$logs/raw-halfopen.err" &
   local holder=$! t0=$SECONDS
