@@ -3,7 +3,6 @@
 #ifndef RKV_CLIENT_CLIENT_IMPL_H_
 #define RKV_CLIENT_CLIENT_IMPL_H_
 
-#include <chrono>
 #include <memory>
 #include <string>
 
@@ -34,15 +33,13 @@ class ClientImpl {
   Status ReadKey(std::string_view key, std::string* value);
   Status Usable() const;
   Status CheckKey(std::string_view key) const;
-  // Finishes a GET whose candidate buckets have been probed. May read blocks/overflow slots.
-  Step Resolve(const layout::Probe& probe, std::string_view key, const layout::KeyHash& kh,
-               std::string* value, Status* result);
-  Step ReadIndirect(const layout::SlotView& slot, std::string_view key, std::string* value,
-                    Status* result);
-  // Reads what the probe's overflow refs point at (one round trip for all of them, unless
-  // several are heap blocks, which only a 32-bit fingerprint collision produces).
-  Step ReadRefs(const layout::Probe& probe, std::string_view key, const layout::KeyHash& kh,
-                std::string* value, Status* result);
+  // Finishes a GET whose candidate buckets have been probed: reads its targets if any.
+  Step Resolve(const layout::Probe& probe, std::string_view key, std::string* value,
+               Status* result);
+  // Reads every target of the probe (one round trip for as many as the buffer areas hold) and
+  // decides: found, absent, or kRetry when a slot or target that may hold the key was changing.
+  Step ReadTargets(const layout::Probe& probe, std::string_view key, std::string* value,
+                   Status* result);
   Status RoundTrip(const Connection::ReadOp* ops, int n);
   Status RpcStatus(wire::Op op, std::string_view key, std::string_view value, std::string* payload);
 
@@ -52,8 +49,6 @@ class ClientImpl {
   std::unique_ptr<Connection> conn_;
   ClientCounters counters_;
   ServerInfo info_;
-  // When the current GET attempt posted its bucket READs (see ReadRefs).
-  std::chrono::steady_clock::time_point attempt_start_;
 };
 
 }  // namespace rkv

@@ -189,6 +189,7 @@ Status Connection::FinishOpen(const std::string& host, uint16_t port) {
   i.region_size = h.region_size;
   i.num_buckets = h.num_buckets;
   i.overflow_slots = h.overflow_slots;
+  i.hash_seed = h.hash_seed;
   i.max_key_size = h.max_key_size;
   i.max_value_size = h.max_value_size;
   i.protocol_version = h.version;
@@ -227,8 +228,8 @@ Status Connection::FinishOpen(const std::string& host, uint16_t port) {
 
 Status Connection::PostReads(const ReadOp* ops, int n) {
   if (state_ != State::kConnected) return Status(Code::kConnectionLost, "connection is broken");
-  ibv_sge sge[2 * kMaxBatch * 2];
-  ibv_send_wr wr[2 * kMaxBatch * 2];
+  ibv_sge sge[kMaxReads];
+  ibv_send_wr wr[kMaxReads];
   if (n <= 0 || n > int(sizeof(wr) / sizeof(wr[0])))
     return Status(Code::kInvalidArgument, "bad READ batch size");
   for (int k = 0; k < n; ++k) {

@@ -38,6 +38,9 @@ class Connection {
   static constexpr uint64_t kSendArea = kBlockArea + 72 * 1024;
   static constexpr uint64_t kRecvArea = kSendArea + 72 * 1024;
   static constexpr uint64_t kBufferSize = kRecvArea + 8 * 1024;
+  static constexpr uint64_t kOverflowAreaSize = kBlockArea - kOverflowArea;  // 8 KiB
+  static constexpr uint64_t kBlockAreaSize = kSendArea - kBlockArea;         // 72 KiB
+  static constexpr int kMaxReads = 2 * kMaxBatch * 2;  // READs in one PostReads
 
   struct ReadOp {
     uint64_t local_offset;   // into buf()

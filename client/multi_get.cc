@@ -2,145 +2,125 @@
 // single-key path in get_path.cc (no locks, no system calls beyond posting and polling; the
 // only allocation is in the caller's vectors). Per batch of up to kMaxBatch keys:
 //   round 1: both candidate buckets of every key (one READ per key);
-//   round 2: every heap block and overflow target those buckets point at, together, as many as
-//            fit the buffer's block and overflow areas;
-// then whatever is left (an entry torn or changed between the rounds, a target that did not
-// fit) finishes through the single-key attempt loop.
+//   round 2: every target (heap block, overflow slot or block) of every key whose buckets named
+//            any, together, as many keys as fit the buffer's block and overflow areas;
+// then whatever is left (an entry torn or changed between the rounds, targets that did not fit)
+// finishes through the single-key attempt loop.
+// Every key's status says what happened to it: OK, NOT_FOUND, an error of its own (bad key,
+// retries exhausted), or, when the connection fails, that failure for every key not yet decided.
 #include "client/client_impl.h"
+#include "client/read_plan.h"
 
 namespace rkv {
 
 using layout::kBucketSize;
-using layout::kSlotSize;
 using layout::Probe;
-
-namespace {
-constexpr int kMaxOps = 4 * Connection::kMaxBatch;  // READs in one post (PostReads' limit)
-constexpr uint64_t kBlockAreaSize = Connection::kSendArea - Connection::kBlockArea;
-constexpr uint64_t kOverflowAreaSize = Connection::kBlockArea - Connection::kOverflowArea;
-}  // namespace
 
 Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
                             std::vector<std::string>* values, std::vector<Status>* statuses) {
   values->resize(keys.size());
-  statuses->assign(keys.size(), Status::Ok());
   Status s = Usable();
+  // Until a key is decided its status is the reason it was not: set to the failure if any.
+  statuses->assign(keys.size(),
+                   s.ok() ? Status(Code::kConnectionLost, "not read: MultiGet stopped early") : s);
   if (!s.ok()) return s;
   const wire::ServerHello& h = conn_->hello();
+  auto fail_rest = [&](size_t from, const Status& why) {
+    for (size_t i = from; i < keys.size(); ++i)
+      if ((*statuses)[i].code() == Code::kConnectionLost) (*statuses)[i] = why;
+    return why;
+  };
+  ReadPlan plan(h.region_size);
   for (size_t start = 0; start < keys.size(); start += Connection::kMaxBatch) {
     const size_t n = std::min<size_t>(Connection::kMaxBatch, keys.size() - start);
-    Connection::ReadOp ops[kMaxOps];
     layout::KeyHash kh[Connection::kMaxBatch];
-    int nops = 0;
-    for (size_t i = 0; i < n; ++i) {
-      kh[i] = layout::HashKey(keys[start + i], h.hash_seed, h.num_buckets);
-      ops[nops++] = {Connection::kBucketArea + i * 2 * kBucketSize,
-                     uint64_t(kh[i].bucket[0]) * h.bucket_size, 2 * kBucketSize};
-    }
-    attempt_start_ = std::chrono::steady_clock::now();
-    s = RoundTrip(ops, nops);
-    if (!s.ok()) return s;
-
-    // Decide from the buckets; plan the second round for heap and overflow entries.
     enum Next : uint8_t { kDone, kSecond, kSingle };
     Next next[Connection::kMaxBatch];
-    Probe probe[Connection::kMaxBatch];
-    int first_op[Connection::kMaxBatch] = {}, op_count[Connection::kMaxBatch] = {};
-    nops = 0;
-    uint64_t block_used = 0, overflow_used = 0;
+    plan.Clear();
     for (size_t i = 0; i < n; ++i) {
-      std::string_view key = keys[start + i];
       Status& st = (*statuses)[start + i];
       next[i] = kDone;
-      st = CheckKey(key);
-      if (!st.ok()) continue;
+      Status check = CheckKey(keys[start + i]);
+      if (!check.ok()) {
+        st = check;
+        continue;
+      }
       ++counters_.gets;
+      kh[i] = layout::HashKey(keys[start + i], h.hash_seed, h.num_buckets);
+      next[i] = kSecond;
+      if (plan.AddBuckets(int(i), uint64_t(kh[i].bucket[0]) * h.bucket_size) !=
+          ReadPlan::Result::kAdded)
+        next[i] = kSingle;  // cannot happen (ReadPlan checks the geometry): read it alone
+    }
+    if (plan.size() > 0) {
+      s = RoundTrip(plan.ops(), plan.size());
+      if (!s.ok()) return fail_rest(start, s);
+    }
+
+    // Decide from the buckets; plan the second round for keys with targets.
+    Probe probe[Connection::kMaxBatch];
+    int first_op[Connection::kMaxBatch] = {};
+    plan.Clear();
+    for (size_t i = 0; i < n; ++i) {
+      if (next[i] != kSecond) continue;
+      std::string_view key = keys[start + i];
+      Status& st = (*statuses)[start + i];
       const uint8_t* b = conn_->buf() + Connection::kBucketArea + 2 * i * kBucketSize;
       Probe& p = probe[i];
       p = layout::ProbeBuckets(b, b + kBucketSize, key, kh[i], h.hash_seed);
       if (p.outcome == Probe::kFound) {
         (*values)[start + i].assign(p.value);
+        st = Status::Ok();
+        next[i] = kDone;
         continue;
       }
       if (p.outcome == Probe::kAbsent) {
         st = Status(Code::kNotFound, "");
+        next[i] = kDone;
         continue;
       }
       next[i] = kSingle;
       if (p.outcome == Probe::kTorn) continue;
-      // kIndirect: the block; kOverflow: every matching ref's target.
-      const int saved_ops = nops;
-      const uint64_t saved_block = block_used, saved_overflow = overflow_used;
+      // All of this key's targets in round 2, or none (the single-key loop reads them, and
+      // reports a target outside the region).
+      const ReadPlan::Mark mark = plan.mark();
       bool planned = true;
-      auto plan = [&](bool block, uint64_t remote, uint32_t len) {
-        uint64_t& used = block ? block_used : overflow_used;
-        uint64_t area = block ? kBlockAreaSize : kOverflowAreaSize;
-        if (nops == kMaxOps || used + len > area || remote + len > h.region_size) {
-          planned = false;
-          return;
-        }
-        ops[nops++] = {(block ? Connection::kBlockArea : Connection::kOverflowArea) + used, remote,
-                       len};
-        used += (len + 7) & ~uint64_t{7};
-      };
-      if (p.outcome == Probe::kIndirect) {
-        plan(true, p.slot.block_offset, layout::BlockBytes(p.slot.key_size, p.slot.value_size));
-      } else {
-        for (int r = 0; r < p.ref_count && planned; ++r) {
-          const layout::Ref& ref = p.refs[r];
-          bool block = ref.type == layout::Ref::kBlock;
-          plan(block, ref.offset, block ? ref.length : kSlotSize);
-        }
-      }
-      if (!planned) {  // the single-key loop reads it (and reports what is wrong, if anything)
-        nops = saved_ops;
-        block_used = saved_block;
-        overflow_used = saved_overflow;
+      for (int t = 0; t < p.target_count && planned; ++t)
+        planned = plan.AddTarget(p.targets[t]) == ReadPlan::Result::kAdded;
+      if (!planned) {
+        plan.Rewind(mark);
         continue;
       }
       next[i] = kSecond;
-      first_op[i] = saved_ops;
-      op_count[i] = nops - saved_ops;
+      first_op[i] = mark.n;
     }
 
-    if (nops > 0) {
-      s = RoundTrip(ops, nops);
-      if (!s.ok()) return s;
-      // Refs carry 32-bit versions: see ReadRefs in get_path.cc.
-      const bool refs_fresh =
-          std::chrono::steady_clock::now() - attempt_start_ <= std::chrono::seconds(1);
+    if (plan.size() > 0) {
+      s = RoundTrip(plan.ops(), plan.size());
+      if (!s.ok()) return fail_rest(start, s);
       for (size_t i = 0; i < n; ++i) {
         if (next[i] != kSecond) continue;
-        std::string_view key = keys[start + i];
         const Probe& p = probe[i];
-        bool found = false, retry = false;
-        if (p.outcome == Probe::kIndirect) {
-          const Connection::ReadOp& op = ops[first_op[i]];
-          std::string_view k, v;
-          if (!layout::DecodeBlock(conn_->buf() + op.local_offset, op.length, h.hash_seed, p.slot,
-                                   &k, &v)) {
-            retry = true;  // block rewritten or reused since round 1
-          } else if (k == key) {
-            (*values)[start + i].assign(v);
-            found = true;
-          }
-        } else if (!refs_fresh) {
-          retry = true;
-        } else {
-          for (int r = 0; r < op_count[i] && !found; ++r) {
-            const Connection::ReadOp& op = ops[first_op[i] + r];
-            Probe t = layout::ProbeRef(conn_->buf() + op.local_offset, p.refs[r], key, kh[i],
-                                       h.hash_seed);
-            if (t.outcome == Probe::kFound) {
-              (*values)[start + i].assign(t.value);
+        bool found = false, changed = p.torn;
+        for (int t = 0; t < p.target_count && !found; ++t) {
+          std::string_view v;
+          switch (layout::ProbeTarget(conn_->buf() + plan.op(first_op[i] + t).local_offset,
+                                      p.targets[t], keys[start + i], h.hash_seed, &v)) {
+            case layout::TargetOutcome::kFound:
+              (*values)[start + i].assign(v);
               found = true;
-            }
-            retry |= t.outcome == Probe::kTorn || t.outcome == Probe::kIndirect;
+              break;
+            case layout::TargetOutcome::kChanged:
+              changed = true;
+              break;
+            case layout::TargetOutcome::kNotThis:
+              break;
           }
         }
         if (found) {
+          (*statuses)[start + i] = Status::Ok();
           next[i] = kDone;
-        } else if (retry) {
+        } else if (changed) {
           ++counters_.checksum_retries;
           next[i] = kSingle;
         } else {
@@ -153,7 +133,8 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
       if (next[i] != kSingle) continue;
       Status& st = (*statuses)[start + i];
       st = ReadKey(keys[start + i], &(*values)[start + i]);
-      if (st.code() == Code::kConnectionLost || st.code() == Code::kTimeout) return st;
+      if (st.code() == Code::kConnectionLost || st.code() == Code::kTimeout)
+        return fail_rest(start + i + 1, st);
     }
   }
   return Status::Ok();

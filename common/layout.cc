@@ -30,7 +30,7 @@ KeyHash HashKey(std::string_view key, uint64_t seed, uint32_t num_buckets) {
   // The two candidates are adjacent (the home bucket and the next), so one READ covers both.
   k.bucket[0] = FastRange(k.hash, num_buckets);
   k.bucket[1] = k.bucket[0] + 1;
-  k.fingerprint = static_cast<uint32_t>(k.hash);
+  k.tag = KeyTag(k.hash);
   return k;
 }
 
@@ -144,39 +144,42 @@ bool VerifyBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t* vers
 }
 }  // namespace
 
-bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, const SlotView& slot,
-                 std::string_view* key, std::string_view* value) {
-  uint64_t version;
-  return VerifyBlock(block, std::min<size_t>(len, BlockBytes(slot.key_size, slot.value_size)), seed,
-                     &version, key, value) &&
-         version == slot.version && key->size() == slot.key_size &&
-         value->size() == slot.value_size;
+bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
+                 uint32_t key_size, uint32_t value_size, std::string_view* key,
+                 std::string_view* value) {
+  uint64_t v;
+  return VerifyBlock(block, std::min<size_t>(len, BlockBytes(key_size, value_size)), seed, &v, key,
+                     value) &&
+         v == version && key->size() == key_size && value->size() == value_size;
 }
 
-bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint32_t version32,
+bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
                     std::string_view* key, std::string_view* value) {
-  uint64_t version;
-  return VerifyBlock(block, len, seed, &version, key, value) &&
-         static_cast<uint32_t>(version) == version32 &&
-         BlockBytes(key->size(), value->size()) == len;
+  uint64_t v;
+  return VerifyBlock(block, len, seed, &v, key, value) && v == version &&
+         RoundBlock(BlockBytes(key->size(), value->size())) == len;
 }
+
+namespace {
+constexpr uint64_t kOffsetMask = (uint64_t{1} << 40) - 1;
+constexpr uint64_t kLengthMask = (uint64_t{1} << 14) - 1;
+}  // namespace
 
 uint64_t RefWord0(const Ref& r) {
-  return (uint64_t{r.type} << 62) | (uint64_t{r.length & kMaxRefLength} << 45) |
-         ((r.offset >> 7) & ((uint64_t{1} << 36) - 1));
+  return (uint64_t{r.type} << 62) | (uint64_t{r.tag} << 54) |
+         ((uint64_t{r.length} / kRefUnit & kLengthMask) << 40) |
+         ((r.offset / kRefUnit) & kOffsetMask);
 }
-
-uint64_t RefWord1(const Ref& r) { return (uint64_t{r.fingerprint} << 32) | r.version; }
 
 Ref DecodeRef(const uint8_t* p) {
   uint64_t w0 = __atomic_load_n(reinterpret_cast<const uint64_t*>(p), __ATOMIC_ACQUIRE);
   uint64_t w1 = __atomic_load_n(reinterpret_cast<const uint64_t*>(p + 8), __ATOMIC_ACQUIRE);
   Ref r;
   r.type = static_cast<uint8_t>(w0 >> 62);
-  r.length = static_cast<uint32_t>(w0 >> 45) & kMaxRefLength;
-  r.offset = (w0 & ((uint64_t{1} << 36) - 1)) << 7;
-  r.fingerprint = static_cast<uint32_t>(w1 >> 32);
-  r.version = static_cast<uint32_t>(w1);
+  r.tag = static_cast<uint8_t>(w0 >> 54);
+  r.length = static_cast<uint32_t>((w0 >> 40) & kLengthMask) * kRefUnit;
+  r.offset = (w0 & kOffsetMask) * kRefUnit;
+  r.version = w1;
   return r;
 }
 

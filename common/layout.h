@@ -1,27 +1,32 @@
 // The hash table's memory layout, shared by the server (writer) and clients (one-sided readers).
-// See docs/design.md for the argument why a reader never returns a torn or wrong entry.
+// See docs/design.md for the argument why a reader never returns a torn or wrong entry, and
+// docs/wire-format.md ("Table") for the byte-level format.
 //
 // Region: [buckets: (num_buckets + 1) x 1024 B][overflow slots: overflow_slots x 128 B][value heap]
 // A key's candidates are its home bucket h (< num_buckets) and h + 1: a GET reads both, 2 KiB,
 // with ONE READ.
+// Key hash: XXH3-64 of the key with the table's seed. The home bucket comes from the high bits
+// (FastRange), the 8-bit key tag from the low byte (KeyTag), the insert tie-break from bit 8:
+// independent bits, so keys of one bucket pair spread over all 256 tags.
 // Bucket: slot 0 is the header (8 overflow refs of 16 bytes), slots 1..7 hold entries.
 // Slot (128 B, little-endian):
 //   0 u64 checksum   XXH3-64(bytes 8..127, seed)
-//   8 u64 version    server-wide write sequence, never 0 in a used slot
+//   8 u64 version    server-wide write sequence, never 0 in a used slot, never reused
 //  16 u8  kind       0 empty, 1 inline (key and value in the slot), 2 indirect (value in heap)
-//  17 u8  key tag    top byte of the key's hash (KeyTag)         } same bytes for both kinds:
+//  17 u8  key tag    low byte of the key's hash (KeyTag)         } same bytes for both kinds:
 //  18 u16 key_size                                               } a reader skips a slot whose
 //                                                                  tag or size differ, unverified
 //  20 u32 value_size (inline only)
 //  24 .. 127         inline: key bytes then value bytes (up to 104 bytes together)
 //                    indirect: u64 key_hash, u32 key_size, u32 value_size, u64 block_offset,
 //                              u32 block_size, u32 reserved
-// Heap block: u64 checksum XXH3-64(bytes 8..end), u64 version (= the slot's), u32 key_size,
-//   u32 value_size, key, value.
+// Heap block (8-byte aligned): u64 checksum XXH3-64(bytes 8..end), u64 version (= the entry's),
+//   u32 key_size, u32 value_size, key, value. The server may move a live block (heap
+//   compaction); the copy keeps its bytes, so a block is identified by its version wherever it is.
 // Overflow ref (16 B in a bucket header), two little-endian u64 words, each written atomically:
-//   word0: [63..62] type (0 unused, 1 overflow slot, 2 heap block), [61..45] length in bytes of
-//          the target, [44..36] zero, [35..0] region offset of the target / 128
-//   word1: [63..32] key fingerprint, [31..0] low 32 bits of the entry's version
+//   word0: [63..62] type (0 unused, 1 overflow slot, 2 heap block), [61..54] key tag,
+//          [53..40] length of the target in 8-byte units, [39..0] region offset of the target / 8
+//   word1: the entry's full 64-bit version
 //   An inline entry that found both buckets full lives in an overflow slot; a larger entry needs
 //   no slot: its ref points straight at its heap block, so either is one READ away.
 // Thread safety: all functions are pure; they read the bytes given.
@@ -40,8 +45,9 @@ inline constexpr uint32_t kSlotsPerBucket = 8;  // slot 0 is the header
 inline constexpr uint32_t kBucketSize = kSlotSize * kSlotsPerBucket;
 inline constexpr uint32_t kRefSize = 16;
 inline constexpr uint32_t kRefsPerBucket = kSlotSize / kRefSize;  // 8
-inline constexpr uint32_t kMaxRefLength = (1u << 17) - 1;
-inline constexpr uint64_t kMaxRegionSize = uint64_t{1} << 43;  // 2^36 units of 128 B
+inline constexpr uint32_t kRefUnit = 8;                          // ref lengths and offsets
+inline constexpr uint32_t kMaxRefLength = ((1u << 14) - 1) * kRefUnit;  // 131064
+inline constexpr uint64_t kMaxRegionSize = uint64_t{1} << 43;       // 2^40 units of 8 B
 inline constexpr uint32_t kSlotHeaderSize = 24;
 inline constexpr uint32_t kInlineCapacity = kSlotSize - kSlotHeaderSize;  // 104
 inline constexpr uint32_t kBlockHeaderSize = 24;
@@ -51,7 +57,7 @@ enum SlotKind : uint8_t { kEmpty = 0, kInline = 1, kIndirect = 2 };
 struct KeyHash {
   uint64_t hash;
   uint32_t bucket[2];
-  uint32_t fingerprint;
+  uint8_t tag;  // KeyTag(hash): the slot filter and the refs' tag
 };
 KeyHash HashKey(std::string_view key, uint64_t seed, uint32_t num_buckets);
 
@@ -100,11 +106,15 @@ void EncodeInlineSlot(uint8_t* slot, uint64_t seed, uint64_t version, std::strin
 void EncodeIndirectSlot(uint8_t* slot, uint64_t seed, uint64_t version, uint64_t key_hash,
                         uint32_t key_size, uint32_t value_size, uint64_t block_offset,
                         uint32_t block_size);
-// The 8-bit tag stored at byte 17 of a slot. An update of a key in place rewrites its slot
-// with the same tag and key size, so a reader that sees other bytes there is looking at a slot
-// that does not hold the key (or is being inserted or deleted): it may skip the slot without
-// computing its checksum. Only slots that pass this filter are verified.
-inline uint8_t KeyTag(uint64_t key_hash) { return static_cast<uint8_t>(key_hash >> 56); }
+// The 8-bit tag stored at byte 17 of a slot and in a ref. The low byte of the hash: the bucket
+// comes from the high bits, so the tags of the keys of one bucket pair are uniform over 256
+// values. An update of a key in place rewrites its slot with the same tag and key size, so a
+// reader that sees other bytes there is looking at a slot that does not hold the key (or is
+// being inserted or deleted): it may skip the slot without computing its checksum. Only slots
+// that pass this filter are verified.
+inline uint8_t KeyTag(uint64_t key_hash) { return static_cast<uint8_t>(key_hash); }
+// The bit of the hash that breaks an insert's tie between the two candidate buckets.
+inline bool TieBit(uint64_t key_hash) { return (key_hash >> 8) & 1; }
 inline bool FitsInline(size_t key_size, size_t value_size) {
   return key_size + value_size <= kInlineCapacity;
 }
@@ -112,11 +122,15 @@ inline bool FitsInline(size_t key_size, size_t value_size) {
 inline uint32_t BlockBytes(size_t key_size, size_t value_size) {
   return static_cast<uint32_t>(kBlockHeaderSize + key_size + value_size);
 }
+// A block's length rounded to the heap's (and the refs') 8-byte unit.
+inline uint32_t RoundBlock(uint32_t bytes) { return (bytes + kRefUnit - 1) / kRefUnit * kRefUnit; }
 void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_view key,
                  std::string_view value);
-// Verifies a block read for `slot` (checksum, version, sizes); on success sets key and value.
-bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, const SlotView& slot,
-                 std::string_view* key, std::string_view* value);
+// Verifies a block an indirect slot points at: checksum, exactly the slot's version and sizes
+// (at least BlockBytes(key_size, value_size) bytes at `block`). On success sets key and value.
+bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
+                 uint32_t key_size, uint32_t value_size, std::string_view* key,
+                 std::string_view* value);
 
 inline uint64_t LoadU64(const uint8_t* p) {
   uint64_t v;
@@ -128,21 +142,21 @@ inline uint64_t LoadU64(const uint8_t* p) {
 struct Ref {
   enum Type : uint8_t { kUnused = 0, kSlot = 1, kBlock = 2 };
   uint8_t type = kUnused;
-  uint32_t length = 0;  // bytes to READ at `offset`
-  uint64_t offset = 0;  // region offset, a multiple of 128
-  uint32_t fingerprint = 0;
-  uint32_t version = 0;  // low 32 bits of the entry's version
+  uint8_t tag = 0;      // KeyTag of the entry's key
+  uint32_t length = 0;  // bytes to READ at `offset`: kSlotSize, or RoundBlock(block bytes)
+  uint64_t offset = 0;  // region offset, a multiple of 8
+  uint64_t version = 0;  // the entry's version
 };
-// word0 and word1 of a ref. Requires offset % 128 == 0, offset < kMaxRegionSize and
-// length <= kMaxRefLength.
+// word0 and word1 of a ref. Requires offset % 8 == 0, offset < kMaxRegionSize, length % 8 == 0
+// and length <= kMaxRefLength.
 uint64_t RefWord0(const Ref& r);
-uint64_t RefWord1(const Ref& r);
+inline uint64_t RefWord1(const Ref& r) { return r.version; }
 // Decodes the 16 bytes at `p` (each word loaded once; the pair may be torn, which readers
 // detect through the version check).
 Ref DecodeRef(const uint8_t* p);
-// Verifies a heap block a ref points at: `len` bytes, checksum, sizes that fill exactly `len`,
-// and the low 32 bits of its version. On success sets key and value.
-bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint32_t version32,
+// Verifies a heap block a ref points at: `len` bytes (the ref's length), checksum, sizes whose
+// rounded length is exactly `len`, and its full version. On success sets key and value.
+bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
                     std::string_view* key, std::string_view* value);
 
 }  // namespace rkv::layout

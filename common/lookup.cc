@@ -2,84 +2,99 @@
 
 namespace rkv::layout {
 
-Probe ProbeSlots(const uint8_t* slots, int count, std::string_view key, const KeyHash& kh,
-                 uint64_t seed) {
-  Probe p;
-  bool torn = false;
-  const uint8_t tag = KeyTag(kh.hash);
+namespace {
+// Scans `count` entry slots: the inline entry of the key (returns true), or adds the heap block
+// of every indirect slot with the key's hash and size to p's targets.
+bool ScanSlots(const uint8_t* slots, int count, std::string_view key, const KeyHash& kh,
+               uint64_t seed, Probe* p) {
   for (int i = 0; i < count; ++i) {
     const uint8_t* slot = slots + size_t(i) * kSlotSize;
     uint16_t key_size;
     std::memcpy(&key_size, slot + 18, 2);
     // Empty, or cannot hold this key (layout.h, KeyTag): skip without the checksum.
-    if (slot[16] == kEmpty || slot[17] != tag || key_size != key.size()) continue;
+    if (slot[16] == kEmpty || slot[17] != kh.tag || key_size != key.size()) continue;
+    ++p->slots_verified;
     SlotView v;
     SlotState s = DecodeSlot(slot, seed, &v);
     if (s == SlotState::kTorn) {
-      torn = true;
+      p->torn = true;
       continue;
     }
     if (s != SlotState::kValid) continue;
     if (v.kind == kInline && v.key == key) {
-      p.outcome = Probe::kFound;
-      p.value = v.value;
-      p.slot = v;
-      return p;
+      p->outcome = Probe::kFound;
+      p->value = v.value;
+      return true;
     }
     if (v.kind == kIndirect && v.key_hash == kh.hash && v.key_size == key.size()) {
-      p.outcome = Probe::kIndirect;
-      p.slot = v;
-      return p;
+      Target& t = p->targets[p->target_count++];
+      t.kind = Target::kSlotBlock;
+      t.offset = v.block_offset;
+      t.length = BlockBytes(v.key_size, v.value_size);
+      t.version = v.version;
+      t.key_size = v.key_size;
+      t.value_size = v.value_size;
     }
   }
-  p.outcome = torn ? Probe::kTorn : Probe::kAbsent;
-  return p;
+  return false;
 }
+}  // namespace
 
 Probe ProbeBuckets(const uint8_t* bucket0, const uint8_t* bucket1, std::string_view key,
                    const KeyHash& kh, uint64_t seed) {
-  const uint8_t* buckets[2] = {bucket0, bucket1};
-  bool torn = false;
-  for (const uint8_t* b : buckets) {
-    Probe p = ProbeSlots(b + kSlotSize, kSlotsPerBucket - 1, key, kh, seed);
-    if (p.outcome == Probe::kFound || p.outcome == Probe::kIndirect) return p;
-    torn |= p.outcome == Probe::kTorn;
-  }
   Probe p;
+  const uint8_t* buckets[2] = {bucket0, bucket1};
+  for (const uint8_t* b : buckets)
+    if (ScanSlots(b + kSlotSize, kSlotsPerBucket - 1, key, kh, seed, &p)) return p;
   for (const uint8_t* b : buckets) {
     for (uint32_t r = 0; r < kRefsPerBucket; ++r) {
       Ref ref = DecodeRef(b + kRefSize * r);
-      if (ref.type == Ref::kUnused || ref.fingerprint != kh.fingerprint) continue;
-      if (p.ref_count < kMaxOverflowCandidates) p.refs[p.ref_count++] = ref;
+      if (ref.type == Ref::kUnused || ref.tag != kh.tag) continue;
+      Target& t = p.targets[p.target_count++];
+      t.kind = ref.type == Ref::kSlot ? Target::kRefSlot : Target::kRefBlock;
+      t.offset = ref.offset;
+      t.length = ref.length;
+      t.version = ref.version;
     }
   }
-  if (p.ref_count > 0) {
-    p.outcome = Probe::kOverflow;
+  if (p.target_count > 0) {
+    p.outcome = Probe::kFollow;
   } else {
-    p.outcome = torn ? Probe::kTorn : Probe::kAbsent;
+    p.outcome = p.torn ? Probe::kTorn : Probe::kAbsent;
   }
   return p;
 }
 
-Probe ProbeRef(const uint8_t* bytes, const Ref& ref, std::string_view key, const KeyHash& kh,
-               uint64_t seed) {
-  Probe p;
-  p.outcome = Probe::kTorn;
-  if (ref.type == Ref::kBlock) {
-    std::string_view k, v;
-    if (!DecodeRefBlock(bytes, ref.length, seed, ref.version, &k, &v)) return p;
-    // The block is exactly the entry the ref published: another key means a fingerprint twin.
-    p.outcome = k == key ? Probe::kFound : Probe::kAbsent;
-    p.value = v;
-    return p;
+TargetOutcome ProbeTarget(const uint8_t* bytes, const Target& target, std::string_view key,
+                          uint64_t seed, std::string_view* value) {
+  std::string_view k, v;
+  switch (target.kind) {
+    case Target::kSlotBlock:
+      // The slot named this exact version: a block that verifies is the entry the slot
+      // published (or a moved copy of it). Another key there is a 64-bit hash twin.
+      if (!DecodeBlock(bytes, target.length, seed, target.version, target.key_size,
+                       target.value_size, &k, &v))
+        return TargetOutcome::kChanged;
+      break;
+    case Target::kRefBlock:
+      if (!DecodeRefBlock(bytes, target.length, seed, target.version, &k, &v))
+        return TargetOutcome::kChanged;
+      break;
+    case Target::kRefSlot: {
+      SlotView s;
+      if (target.length != kSlotSize || DecodeSlot(bytes, seed, &s) != SlotState::kValid ||
+          s.version != target.version)
+        return TargetOutcome::kChanged;  // emptied, rewritten or torn since the ref was read
+      // Overflow slots hold inline entries only (server/table.h).
+      if (s.kind != kInline) return TargetOutcome::kNotThis;
+      k = s.key;
+      v = s.value;
+      break;
+    }
   }
-  if (ref.type != Ref::kSlot || ref.length != kSlotSize) return p;
-  SlotView v;
-  if (DecodeSlot(bytes, seed, &v) != SlotState::kValid ||
-      static_cast<uint32_t>(v.version) != ref.version)
-    return p;  // emptied, rewritten or torn since the ref was read
-  p = ProbeSlots(bytes, 1, key, kh, seed);
-  return p;
+  if (k != key) return TargetOutcome::kNotThis;
+  *value = v;
+  return TargetOutcome::kFound;
 }
 
 }  // namespace rkv::layout

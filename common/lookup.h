@@ -1,7 +1,18 @@
-// Lookup: the pure decision step of a GET, given the bytes of a key's two candidate buckets.
-// Shared by the client's GET path (buckets fetched with RDMA READs) and the server/tests
-// (buckets read from local memory), so that both follow one rule.
-// Thread safety: pure function over the bytes given.
+// Lookup: the pure decision steps of a GET, given the bytes of a key's two candidate buckets and
+// then of what they point at. Shared by the client's GET paths (bytes fetched with RDMA READs)
+// and the server's table (bytes in local memory), so that both follow one rule.
+//
+// Step 1, ProbeBuckets: the key's inline entry (found), or the targets that may hold it (the heap
+// block of every indirect slot whose 64-bit hash and key size match, the target of every overflow
+// ref whose tag matches), or absent, each with a flag saying whether a slot that may hold the key
+// was seen torn. Every candidate is kept: a 64-bit hash collision (the hash seed is public, so
+// colliding keys can be made on purpose) or a tag shared by several refs costs extra READs,
+// never a wrong answer.
+// Step 2, ProbeTarget per target READ: found, not this key (the target is exactly the entry that
+// its slot or ref published, and it holds another key), or changed (re-read the buckets).
+// Outcome of a GET: found if any target holds the key; otherwise absent if nothing was torn or
+// changed, else re-read (a key being rewritten is never reported absent).
+// Thread safety: pure functions over the bytes given.
 #ifndef RKV_COMMON_LOOKUP_H_
 #define RKV_COMMON_LOOKUP_H_
 
@@ -12,33 +23,51 @@
 
 namespace rkv::layout {
 
-inline constexpr int kMaxOverflowCandidates = 4;
+// Every entry slot of both buckets plus every ref of both headers.
+inline constexpr int kMaxTargets = 2 * (kSlotsPerBucket - 1) + 2 * kRefsPerBucket;
+
+// Something to READ (length bytes at offset) and decide with ProbeTarget.
+struct Target {
+  enum Kind : uint8_t {
+    kSlotBlock,  // the heap block of an indirect slot: exactly version, key_size, value_size
+    kRefSlot,    // an overflow slot a ref points at: version must match
+    kRefBlock,   // a heap block a ref points at: version must match, length is exact
+  };
+  Kind kind = kSlotBlock;
+  uint32_t length = 0;
+  uint64_t offset = 0;
+  uint64_t version = 0;
+  uint32_t key_size = 0, value_size = 0;  // kSlotBlock only
+};
 
 struct Probe {
   enum Outcome {
-    kFound,     // value is in `value` (points into the bytes probed)
-    kIndirect,  // read the block described by `slot`, then check it
-    kOverflow,  // READ what the refs in `refs` point at, then decide each with ProbeRef
-    kAbsent,    // no entry for the key
-    kTorn,      // an inconsistent slot might hold the key: re-read
+    kFound,   // inline entry: the value is in `value` (points into the bytes probed)
+    kFollow,  // READ every target, decide each with ProbeTarget
+    kAbsent,  // no entry for the key
+    kTorn,    // an inconsistent slot might hold the key and nothing else can: re-read
   } outcome = kAbsent;
   std::string_view value;
-  SlotView slot;
-  int ref_count = 0;
-  Ref refs[kMaxOverflowCandidates];
+  // A slot that might hold the key failed its checksum: if no target holds the key, re-read.
+  bool torn = false;
+  int target_count = 0;
+  Target targets[kMaxTargets];
+  // Slots whose checksum was computed (the rest were skipped by the tag/size filter).
+  int slots_verified = 0;
 };
 
-// Scans `count` slots starting at `slots` for the key.
-Probe ProbeSlots(const uint8_t* slots, int count, std::string_view key, const KeyHash& kh,
-                 uint64_t seed);
 // Scans both candidate buckets (entry slots, then header refs).
 Probe ProbeBuckets(const uint8_t* bucket0, const uint8_t* bucket1, std::string_view key,
                    const KeyHash& kh, uint64_t seed);
-// Decides one ref from `ref.length` bytes read at `ref.offset`: kFound, kIndirect (an overflow
-// slot holding a heap entry), kAbsent (the ref is another key's with the same fingerprint) or
-// kTorn (the target changed since the ref was read: re-read the buckets).
-Probe ProbeRef(const uint8_t* bytes, const Ref& ref, std::string_view key, const KeyHash& kh,
-               uint64_t seed);
+
+enum class TargetOutcome {
+  kFound,    // `*value` points into `bytes`
+  kNotThis,  // the entry its slot or ref published, holding another key: skip it
+  kChanged,  // rewritten, freed or reused since the buckets were read: re-read them
+};
+// Decides one target from `target.length` bytes read at `target.offset`.
+TargetOutcome ProbeTarget(const uint8_t* bytes, const Target& target, std::string_view key,
+                          uint64_t seed, std::string_view* value);
 
 }  // namespace rkv::layout
 

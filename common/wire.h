@@ -18,7 +18,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rkv wire format assume
 
 namespace rkv::wire {
 
-inline constexpr uint16_t kProtocolVersion = 4;
+inline constexpr uint16_t kProtocolVersion = 5;
 inline constexpr uint32_t kHelloMagic = 0x524b5648;    // "HVKR"
 inline constexpr uint32_t kRequestMagic = 0x524b5251;  // "QRKR"
 inline constexpr uint32_t kReplyMagic = 0x524b5250;    // "PRKR"

@@ -40,6 +40,9 @@ std::string FormatStats(const ServerCounters& c, const Table& table, uint64_t in
     << "overflow_entries " << table.overflow_entries() << "\n"
     << "heap_bytes_in_use " << table.heap_bytes_in_use() << "\n"
     << "heap_capacity " << table.heap_capacity() << "\n"
+    << "heap_log_bytes " << table.heap().log_bytes() << "\n"
+    << "heap_blocks_moved " << table.heap().moves() << "\n"
+    << "heap_bytes_moved " << table.heap().moved_bytes() << "\n"
     << "region_size " << g.region_size << "\n"
     << "num_buckets " << g.num_buckets << "\n"
     << "workers " << workers << "\n";

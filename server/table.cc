@@ -36,6 +36,7 @@ Table::Table(uint8_t* base, const Geometry& geometry)
   std::memset(base_, 0, geo_.heap_offset);
   overflow_free_.reserve(geo_.overflow_slots);
   for (uint32_t i = geo_.overflow_slots; i > 0; --i) overflow_free_.push_back(i - 1);
+  heap_.set_mover([this](uint64_t offset, uint32_t size) { MoveBlock(offset, size); });
 }
 
 void Table::WriteSlot(uint8_t* dst, const uint8_t* image) {
@@ -51,47 +52,58 @@ void Table::StoreRef(uint8_t* dst, const Ref& ref) {
   __atomic_store_n(reinterpret_cast<uint64_t*>(dst + 8), RefWord1(ref), __ATOMIC_RELEASE);
 }
 
-bool Table::Holds(const Probe& p, std::string_view key, std::string_view* value) const {
-  if (p.outcome == Probe::kFound) {
-    *value = p.value;
-    return true;
-  }
-  if (p.outcome != Probe::kIndirect) return false;
-  std::string_view k;  // the slot matched the key's hash: compare the full key in the block
-  return DecodeBlock(base_ + p.slot.block_offset, p.slot.block_size, geo_.seed, p.slot, &k,
-                     value) &&
-         k == key;
-}
-
 Table::Location Table::Locate(std::string_view key, const KeyHash& kh) const {
+  // The caller holds the key's stripes, so every slot, ref and target that may hold the key is
+  // stable: nothing here can be torn.
   Location loc;
   for (uint32_t b : kh.bucket) {
     uint8_t* slots = bucket(b) + kSlotSize;
     for (uint32_t i = 0; i < kSlotsPerBucket - 1; ++i) {
-      Probe p = ProbeSlots(slots + i * kSlotSize, 1, key, kh, geo_.seed);
-      if (Holds(p, key, &loc.value)) {
-        loc.found = true;
-        loc.slot = slots + i * kSlotSize;
-        loc.view = p.slot;
-        return loc;
+      uint8_t* slot = slots + i * kSlotSize;
+      uint16_t key_size;
+      std::memcpy(&key_size, slot + 18, 2);
+      if (slot[16] == kEmpty || slot[17] != kh.tag || key_size != key.size()) continue;
+      SlotView v;
+      CHECK(DecodeSlot(slot, geo_.seed, &v) == SlotState::kValid) << "torn slot under its lock";
+      std::string_view k, value;
+      if (v.kind == kInline) {
+        k = v.key;
+        value = v.value;
+      } else if (v.key_hash != kh.hash || v.key_size != key.size()) {
+        continue;
+      } else {
+        CHECK(DecodeBlock(base_ + v.block_offset, v.block_size, geo_.seed, v.version, v.key_size,
+                          v.value_size, &k, &value))
+            << "heap block does not match its slot";
       }
+      if (k != key) continue;  // another key with this tag (inline) or 64-bit hash (indirect)
+      loc.found = true;
+      loc.slot = slot;
+      loc.view = v;
+      loc.value = value;
+      return loc;
     }
   }
   for (uint32_t b : kh.bucket) {
     uint8_t* hdr = bucket(b);
     for (uint32_t r = 0; r < kRefsPerBucket; ++r) {
       Ref ref = DecodeRef(hdr + kRefSize * r);
-      if (ref.type == Ref::kUnused || ref.fingerprint != kh.fingerprint) continue;
+      if (ref.type == Ref::kUnused || ref.tag != kh.tag) continue;
       CHECK_LE(ref.offset + ref.length, geo_.region_size) << "overflow ref outside the region";
-      Probe p = ProbeRef(base_ + ref.offset, ref, key, kh, geo_.seed);
-      CHECK_NE(p.outcome, Probe::kTorn) << "overflow ref does not match its target";
-      if (!Holds(p, key, &loc.value)) continue;
+      Target t;
+      t.kind = ref.type == Ref::kSlot ? Target::kRefSlot : Target::kRefBlock;
+      t.offset = ref.offset;
+      t.length = ref.length;
+      t.version = ref.version;
+      TargetOutcome o = ProbeTarget(base_ + ref.offset, t, key, geo_.seed, &loc.value);
+      CHECK(o != TargetOutcome::kChanged) << "overflow ref does not match its target";
+      if (o != TargetOutcome::kFound) continue;
       loc.found = true;
       loc.ref = hdr + kRefSize * r;
       loc.ref_value = ref;
       if (ref.type == Ref::kSlot) {
         loc.slot = base_ + ref.offset;
-        loc.view = p.slot;
+        CHECK(DecodeSlot(loc.slot, geo_.seed, &loc.view) == SlotState::kValid);
       }
       return loc;
     }
@@ -99,50 +111,75 @@ Table::Location Table::Locate(std::string_view key, const KeyHash& kh) const {
   return loc;
 }
 
+Status Table::AllocateBlock(uint32_t bytes, uint64_t* offset, uint32_t* room) {
+  switch (heap_.TryAllocate(bytes, offset)) {
+    case Heap::Result::kOk:
+      return Status::Ok();
+    case Heap::Result::kNeedsRoom:
+      *room = bytes;
+      return Status(Code::kTableFull, "value heap needs cleaning");
+    default:
+      return Status(Code::kTableFull, "value heap is full (" + std::to_string(heap_.live_bytes()) +
+                                          " of " + std::to_string(heap_.capacity()) +
+                                          " bytes hold live blocks)");
+  }
+}
+
+void Table::CommitBlock(uint64_t block) {
+  if (block != kNoBlock) heap_.Commit(block);
+}
+
 Status Table::BuildEntry(std::string_view key, std::string_view value, const KeyHash& kh,
-                         uint8_t* image) {
-  uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
+                         uint8_t* image, uint64_t* block, uint32_t* room) {
+  *block = kNoBlock;
   if (FitsInline(key.size(), value.size())) {
+    uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
     EncodeInlineSlot(image, geo_.seed, version, key, value);
     return Status::Ok();
   }
+  const uint32_t bytes = BlockBytes(key.size(), value.size());
   uint64_t off;
-  uint32_t size;
-  if (!heap_.Allocate(BlockBytes(key.size(), value.size()), &off, &size))
-    return Status(Code::kTableFull, "value heap is full");
+  Status s = AllocateBlock(bytes, &off, room);
+  if (!s.ok()) return s;
+  uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
   EncodeBlock(base_ + off, geo_.seed, version, key, value);
   std::atomic_thread_fence(std::memory_order_release);
   EncodeIndirectSlot(image, geo_.seed, version, kh.hash, static_cast<uint32_t>(key.size()),
-                     static_cast<uint32_t>(value.size()), off, size);
+                     static_cast<uint32_t>(value.size()), off, RoundBlock(bytes));
+  *block = off;
   return Status::Ok();
 }
 
 Status Table::BuildOverflowEntry(std::string_view key, std::string_view value, const KeyHash& kh,
-                                 Ref* ref) {
-  uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
-  ref->fingerprint = kh.fingerprint;
-  ref->version = static_cast<uint32_t>(version);
+                                 Ref* ref, uint64_t* block, uint32_t* room) {
+  *block = kNoBlock;
+  ref->tag = kh.tag;
   uint32_t index;
   if (FitsInline(key.size(), value.size()) && AllocateOverflowSlot(&index)) {
+    uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
     alignas(64) uint8_t image[kSlotSize];
     EncodeInlineSlot(image, geo_.seed, version, key, value);
     WriteSlot(overflow_slot(index), image);
     ref->type = Ref::kSlot;
     ref->offset = geo_.overflow_slot_offset(index);
     ref->length = kSlotSize;
+    ref->version = version;
     return Status::Ok();
   }
   // A larger entry (or a small one once the overflow slots run out) is its own heap block,
   // which the ref points at directly: one READ, like an overflow slot.
+  const uint32_t bytes = BlockBytes(key.size(), value.size());
   uint64_t off;
-  uint32_t size;
-  if (!heap_.Allocate(BlockBytes(key.size(), value.size()), &off, &size))
-    return Status(Code::kTableFull, "value heap is full");
+  Status s = AllocateBlock(bytes, &off, room);
+  if (!s.ok()) return s;
+  uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
   EncodeBlock(base_ + off, geo_.seed, version, key, value);
   std::atomic_thread_fence(std::memory_order_release);
   ref->type = Ref::kBlock;
   ref->offset = off;
-  ref->length = BlockBytes(key.size(), value.size());
+  ref->length = RoundBlock(bytes);
+  ref->version = version;
+  *block = off;
   return Status::Ok();
 }
 
@@ -168,7 +205,7 @@ void Table::ReleaseEntry(const Location& loc) {
     FreeOverflowSlot(
         static_cast<uint32_t>((loc.ref_value.offset - geo_.overflow_offset) / kSlotSize));
   } else {
-    heap_.Free(loc.ref_value.offset, Heap::BlockSizeFor(loc.ref_value.length));
+    heap_.Free(loc.ref_value.offset, loc.ref_value.length);
   }
 }
 
@@ -201,35 +238,67 @@ Status Table::Put(std::string_view key, std::string_view value) {
   if (value.size() > wire::kMaxValueSize)
     return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes exceeds " +
                                        std::to_string(wire::kMaxValueSize));
-  KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
-  StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
+  const KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
+  // Other writers may take the room a cleaning made before this Put gets its locks back: a few
+  // attempts, then TABLE_FULL with the reason.
+  constexpr int kAttempts = 32;
+  for (int attempt = 1;; ++attempt) {
+    uint32_t room = 0;
+    Status s;
+    {
+      StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
+      s = PutLocked(key, value, kh, &room);
+    }
+    if (room == 0) return s;
+    switch (heap_.MakeRoom(room)) {
+      case Heap::Result::kOk:
+        if (attempt < kAttempts) continue;
+        return Status(Code::kTableFull, "value heap: room made by cleaning was taken by other "
+                                        "writers " + std::to_string(kAttempts) + " times");
+      case Heap::Result::kBusy:
+        return Status(Code::kTableFull, "value heap: cleaning waited too long for a block being "
+                                        "written");
+      default:
+        return Status(Code::kTableFull, "value heap is full (" +
+                                            std::to_string(heap_.live_bytes()) + " of " +
+                                            std::to_string(heap_.capacity()) +
+                                            " bytes hold live blocks)");
+    }
+  }
+}
+
+Status Table::PutLocked(std::string_view key, std::string_view value, const KeyHash& kh,
+                        uint32_t* room) {
   Location loc = Locate(key, kh);
   alignas(64) uint8_t image[kSlotSize];
+  uint64_t block;
 
   // Update: the key keeps its place (bucket slot or overflow ref); only what it points at changes.
   if (loc.found && !loc.ref) {
-    Status s = BuildEntry(key, value, kh, image);
+    Status s = BuildEntry(key, value, kh, image, &block, room);
     if (!s.ok()) return s;
     WriteSlot(loc.slot, image);
+    CommitBlock(block);
     ReleaseEntry(loc);
     return Status::Ok();
   }
   if (loc.found && loc.ref_value.type == Ref::kSlot && FitsInline(key.size(), value.size())) {
     // Rewrite the overflow slot, then the ref's version: a reader in between sees a version
     // mismatch and retries.
-    Status s = BuildEntry(key, value, kh, image);
+    Status s = BuildEntry(key, value, kh, image, &block, room);
     if (!s.ok()) return s;
     WriteSlot(loc.slot, image);
     Ref r = loc.ref_value;
-    r.version = static_cast<uint32_t>(LoadU64(image + 8));
+    r.version = LoadU64(image + 8);
     StoreRef(loc.ref, r);
     return Status::Ok();
   }
   if (loc.found) {  // new target (block, or slot for a value that shrank), then the ref
     Ref r;
-    Status s = BuildOverflowEntry(key, value, kh, &r);
+    Status s = BuildOverflowEntry(key, value, kh, &r, &block, room);
     if (!s.ok()) return s;
     StoreRef(loc.ref, r);
+    CommitBlock(block);
     ReleaseEntry(loc);
     return Status::Ok();
   }
@@ -238,7 +307,7 @@ Status Table::Put(std::string_view key, std::string_view value) {
   // a bit of the key's hash (random tie-breaking balances adjacent candidates better).
   uint8_t* target = nullptr;
   int best_free = 0;
-  const bool flip = (kh.hash >> 8) & 1;
+  const bool flip = TieBit(kh.hash);
   for (uint32_t b : {kh.bucket[flip], kh.bucket[!flip]}) {
     uint8_t* slots = bucket(b) + kSlotSize;
     int free_count = 0;
@@ -255,21 +324,68 @@ Status Table::Put(std::string_view key, std::string_view value) {
     }
   }
   if (target) {
-    Status s = BuildEntry(key, value, kh, image);
+    Status s = BuildEntry(key, value, kh, image, &block, room);
     if (!s.ok()) return s;
     WriteSlot(target, image);
+    CommitBlock(block);
   } else {  // Both buckets full: an overflow entry, published through a header ref.
     uint8_t* ref_word = FreeRefWord(kh);
     if (ref_word == nullptr)
       return Status(Code::kTableFull, "both candidate buckets and their overflow refs are full");
     Ref r;
-    Status s = BuildOverflowEntry(key, value, kh, &r);
+    Status s = BuildOverflowEntry(key, value, kh, &r, &block, room);
     if (!s.ok()) return s;
     StoreRef(ref_word, r);
+    CommitBlock(block);
     overflow_used_.fetch_add(1, std::memory_order_relaxed);
   }
   entries_.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
+}
+
+void Table::MoveBlock(uint64_t offset, uint32_t size) {
+  // The block is the heap's tail: nobody can reuse its bytes until this returns, so its header
+  // and key can be read before taking the key's locks. It was committed (published) and may have
+  // been freed since; under the key's locks IsLive decides.
+  const uint8_t* blk = base_ + offset;
+  uint32_t ks, vs;
+  std::memcpy(&ks, blk + 16, 4);
+  std::memcpy(&vs, blk + 20, 4);
+  if (ks == 0 || ks > wire::kMaxKeySize || vs > wire::kMaxValueSize ||
+      RoundBlock(BlockBytes(ks, vs)) != size) {
+    CHECK(!heap_.IsLive(offset)) << "live heap block at " << offset << " has a bad header";
+    return;
+  }
+  char key_buf[wire::kMaxKeySize];
+  std::memcpy(key_buf, blk + kBlockHeaderSize, ks);
+  const std::string_view key(key_buf, ks);
+  const KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
+  StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
+  if (!heap_.IsLive(offset)) return;  // freed by its writer meanwhile
+  Location loc = Locate(key, kh);
+  const bool by_ref = loc.found && loc.ref && loc.ref_value.type == Ref::kBlock &&
+                      loc.ref_value.offset == offset;
+  const bool by_slot = loc.found && !by_ref && loc.view.kind == kIndirect &&
+                       loc.view.block_offset == offset;
+  CHECK(by_ref || by_slot) << "live heap block at " << offset << " is not its key's entry";
+  uint64_t to;
+  CHECK(heap_.AllocateForMove(size, &to)) << "heap reserve exhausted while moving a block";
+  // Same bytes, same version: a reader of the old or the new copy gets the same value.
+  std::memcpy(base_ + to, blk, BlockBytes(ks, vs));
+  std::atomic_thread_fence(std::memory_order_release);
+  if (by_ref) {
+    Ref r = loc.ref_value;
+    r.offset = to;
+    StoreRef(loc.ref, r);
+  } else {
+    alignas(64) uint8_t image[kSlotSize];
+    const SlotView& v = loc.view;
+    EncodeIndirectSlot(image, geo_.seed, v.version, v.key_hash, v.key_size, v.value_size, to,
+                       v.block_size);
+    WriteSlot(loc.slot, image);
+  }
+  heap_.Commit(to);
+  heap_.Free(offset, size);
 }
 
 Status Table::Delete(std::string_view key) {

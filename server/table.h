@@ -2,12 +2,16 @@
 //
 // The table lives in memory the caller owns (the registered region); Table formats it and then
 // is its only writer. Layout and the reader-safety argument: common/layout.h, docs/design.md.
-// Entries never move once written: an update rewrites the entry in its slot (a value too big to
-// be inline goes to a fresh heap block first), so a reader that misses a key can only be racing
-// with an insert or delete of that same key.
+// An entry keeps its place (bucket slot, or overflow ref) once written: an update rewrites it
+// in place (a value too big to be inline goes to a fresh heap block first), so a reader that
+// misses a key can only be racing with an insert or delete of that same key. Heap blocks do
+// move: the heap's cleaner (server/heap.h) calls MoveBlock, which copies a live block (same
+// bytes, same version) and repoints its slot or ref under the key's locks.
+// Overflow slots hold inline entries only.
 // Thread safety: Put/Delete/Get may be called from any number of threads. Writers of a key lock
 // the stripes of its two candidate buckets (ascending order); the overflow free list and the
-// heap have their own mutexes. Readers (remote) take no lock.
+// heap have their own mutexes. Lock order: heap cleaner -> stripes -> heap, overflow list. A Put
+// never asks the heap to clean while it holds stripes. Readers (remote) take no lock.
 #ifndef RKV_SERVER_TABLE_H_
 #define RKV_SERVER_TABLE_H_
 
@@ -44,8 +48,9 @@ class Table {
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
   uint64_t overflow_entries() const { return overflow_used_.load(std::memory_order_relaxed); }
   uint64_t entry_capacity() const { return geo_.entry_capacity(); }
-  uint64_t heap_bytes_in_use() const { return heap_.bytes_in_use(); }
+  uint64_t heap_bytes_in_use() const { return heap_.live_bytes(); }
   uint64_t heap_capacity() const { return heap_.capacity(); }
+  const Heap& heap() const { return heap_; }
 
  private:
   static constexpr uint32_t kStripes = 1024;
@@ -57,17 +62,29 @@ class Table {
     layout::SlotView view;    // slot entries: the decoded slot
     std::string_view value;   // inline or ref-block entries: the value
   };
-  // True if the probe found `key` (for heap entries: the block's key equals it); sets *value.
-  bool Holds(const layout::Probe& p, std::string_view key, std::string_view* value) const;
   Location Locate(std::string_view key, const layout::KeyHash& kh) const;
+  // Put under the key's stripes. Sets *room to the block size when the heap needs cleaning
+  // first (then the status is TABLE_FULL and nothing changed): Put cleans without the locks
+  // and retries.
+  Status PutLocked(std::string_view key, std::string_view value, const layout::KeyHash& kh,
+                   uint32_t* room);
+  // A pending heap block for an entry of this size, or TABLE_FULL (with *room set if cleaning
+  // can help).
+  Status AllocateBlock(uint32_t bytes, uint64_t* offset, uint32_t* room);
+  // The heap cleaner's mover: relocates the live block at `offset` (see server/heap.h).
+  void MoveBlock(uint64_t offset, uint32_t size);
   uint8_t* bucket(uint32_t b) const { return base_ + geo_.bucket_offset(b); }
   uint8_t* overflow_slot(uint32_t i) const { return base_ + geo_.overflow_slot_offset(i); }
+  // Builds a slot image; a value that is not inline goes to a new heap block first. *block is
+  // the new block's offset (to Commit after the image is published), or kNoBlock.
   Status BuildEntry(std::string_view key, std::string_view value, const layout::KeyHash& kh,
-                    uint8_t* image);
+                    uint8_t* image, uint64_t* block, uint32_t* room);
   // Overflow entries: writes the target (an overflow slot for an inline entry, a heap block
-  // otherwise) and fills *ref; the caller publishes the ref.
+  // otherwise) and fills *ref; the caller publishes the ref, then commits *block.
   Status BuildOverflowEntry(std::string_view key, std::string_view value, const layout::KeyHash& kh,
-                            layout::Ref* ref);
+                            layout::Ref* ref, uint64_t* block, uint32_t* room);
+  void CommitBlock(uint64_t block);
+  static constexpr uint64_t kNoBlock = ~uint64_t{0};
   // Frees what an entry held (its heap block; for overflow entries also its slot).
   void ReleaseEntry(const Location& loc);
   uint8_t* FreeRefWord(const layout::KeyHash& kh) const;

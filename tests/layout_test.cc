@@ -52,20 +52,15 @@ TEST(Layout, BlockChecksVersionAndKey) {
   std::vector<uint8_t> block(BlockBytes(3, 5000));
   std::string value(5000, 'z');
   EncodeBlock(block.data(), 3, 77, "abc", value);
-  SlotView s;
-  s.kind = kIndirect;
-  s.version = 77;
-  s.key_size = 3;
-  s.value_size = 5000;
   std::string_view k, v;
-  ASSERT_TRUE(DecodeBlock(block.data(), block.size(), 3, s, &k, &v));
+  ASSERT_TRUE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 5000, &k, &v));
   EXPECT_EQ(k, "abc");
   EXPECT_EQ(v, value);
-  s.version = 78;  // block reused by a later write
-  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, s, &k, &v));
-  s.version = 77;
+  // block reused by a later write
+  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 78, 3, 5000, &k, &v));
+  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 4999, &k, &v));
   block[100] ^= 1;
-  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, s, &k, &v));
+  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 5000, &k, &v));
 }
 TEST(Layout, GeometryFitsRegion) {
   Geometry g;
@@ -84,7 +79,7 @@ TEST(Lookup, OnlyATornSlotThatMayHoldTheKeyForcesARetry) {
   KeyHash kh = HashKey("k1", 1, 16);
   EncodeInlineSlot(b0 + kSlotSize, 1, 1, "k1", "v1");
   EncodeInlineSlot(b1 + 2 * kSlotSize, 1, 2, "other", "v");
-  b1[2 * kSlotSize + 50] ^= 1;  // torn slot of another key: filtered out by tag and size
+  b1[2 * kSlotSize + 50] ^= 1;  // torn slot of another key: filtered out by its size
   Probe p = ProbeBuckets(b0, b1, "k1", kh, 1);
   EXPECT_EQ(p.outcome, Probe::kFound);
   EXPECT_EQ(p.value, "v1");
@@ -99,86 +94,180 @@ TEST(Lookup, InPlaceKindChangeSeenTornIsRetriedNotMissed) {
   // the new header with the old body. Tag and key size are the same in both images, so the
   // reader verifies the slot and retries instead of skipping it.
   KeyHash kh = HashKey("k", 1, 16);
-  alignas(64) uint8_t inl[kSlotSize], ind[kSlotSize], mix[kSlotSize];
+  alignas(64) uint8_t b0[kBucketSize] = {}, b1[kBucketSize] = {};
+  alignas(64) uint8_t inl[kSlotSize], ind[kSlotSize];
   EncodeInlineSlot(inl, 1, 5, "k", "small");
   EncodeIndirectSlot(ind, 1, 6, kh.hash, 1, 5000, 4096, 8192);
   EXPECT_EQ(inl[17], ind[17]);
+  uint8_t* mix = b0 + kSlotSize;
   std::memcpy(mix, ind, 24);  // header of the new image, body of the old
   std::memcpy(mix + 24, inl + 24, kSlotSize - 24);
-  EXPECT_EQ(ProbeSlots(mix, 1, "k", kh, 1).outcome, Probe::kTorn);
+  EXPECT_EQ(ProbeBuckets(b0, b1, "k", kh, 1).outcome, Probe::kTorn);
   std::memcpy(mix, inl, 24);
   std::memcpy(mix + 24, ind + 24, kSlotSize - 24);
-  EXPECT_EQ(ProbeSlots(mix, 1, "k", kh, 1).outcome, Probe::kTorn);
+  EXPECT_EQ(ProbeBuckets(b0, b1, "k", kh, 1).outcome, Probe::kTorn);
 }
 void PutRef(uint8_t* at, const Ref& r) {
   uint64_t w[2] = {RefWord0(r), RefWord1(r)};
   std::memcpy(at, w, sizeof w);
 }
-TEST(Layout, RefRoundTripsEveryField) {
+Ref MakeRef(uint8_t type, uint8_t tag, uint32_t length, uint64_t offset, uint64_t version) {
   Ref r;
-  r.type = Ref::kBlock;
-  r.length = 66584;
-  r.offset = (uint64_t{1} << 42) + 128 * 77;
-  r.fingerprint = 0xdeadbeef;
-  r.version = 0x12345678;
+  r.type = type;
+  r.tag = tag;
+  r.length = length;
+  r.offset = offset;
+  r.version = version;
+  return r;
+}
+TEST(Layout, RefRoundTripsEveryField) {
+  Ref r = MakeRef(Ref::kBlock, 0xa5, RoundBlock(66584), (uint64_t{1} << 42) + 8 * 77,
+                  0xfedcba9876543210ull);
   uint8_t b[16];
   PutRef(b, r);
   Ref d = DecodeRef(b);
   EXPECT_EQ(d.type, r.type);
+  EXPECT_EQ(d.tag, r.tag);
   EXPECT_EQ(d.length, r.length);
   EXPECT_EQ(d.offset, r.offset);
-  EXPECT_EQ(d.fingerprint, r.fingerprint);
-  EXPECT_EQ(d.version, r.version);
+  EXPECT_EQ(d.version, r.version);  // all 64 bits: no reuse of a version can match (design.md)
+  Ref max = MakeRef(Ref::kSlot, 0xff, kMaxRefLength, kMaxRegionSize - 8, ~uint64_t{0});
+  PutRef(b, max);
+  d = DecodeRef(b);
+  EXPECT_EQ(d.length, kMaxRefLength);
+  EXPECT_EQ(d.offset, kMaxRegionSize - 8);
+  EXPECT_EQ(d.tag, 0xff);
+  EXPECT_EQ(d.type, Ref::kSlot);
   uint8_t zero[16] = {};
   EXPECT_EQ(DecodeRef(zero).type, Ref::kUnused);
 }
-TEST(Lookup, OverflowRefsMatchFingerprint) {
+TEST(Layout, TagComesFromBitsIndependentOfTheBucket) {
+  // Keys of one bucket pair must spread over all 256 tags (the top byte, used before, gave
+  // them 2-3 values in a table of 256+ buckets).
+  constexpr uint32_t kBuckets = 4096;
+  std::set<int> tags;
+  int in_bucket = 0;
+  for (int i = 0; in_bucket < 4000; ++i) {
+    KeyHash kh = HashKey("user" + std::to_string(i), 7, kBuckets);
+    if (kh.bucket[0] != 17) continue;
+    ++in_bucket;
+    tags.insert(kh.tag);
+  }
+  EXPECT_GE(tags.size(), 250u);
+}
+TEST(Lookup, OverflowRefsMatchTag) {
   alignas(64) uint8_t b0[kBucketSize] = {}, b1[kBucketSize] = {};
   KeyHash kh = HashKey("key", 1, 16);
-  Ref mine{Ref::kSlot, kSlotSize, 128 * 12, kh.fingerprint, 5};
-  Ref other{Ref::kSlot, kSlotSize, 128 * 13, kh.fingerprint + 1, 6};
-  PutRef(b1 + kRefSize * 3, mine);
-  PutRef(b0, other);
+  PutRef(b1 + kRefSize * 3, MakeRef(Ref::kSlot, kh.tag, kSlotSize, 128 * 12, 5));
+  PutRef(b0, MakeRef(Ref::kSlot, uint8_t(kh.tag + 1), kSlotSize, 128 * 13, 6));
   Probe p = ProbeBuckets(b0, b1, "key", kh, 1);
-  ASSERT_EQ(p.outcome, Probe::kOverflow);
-  ASSERT_EQ(p.ref_count, 1);
-  EXPECT_EQ(p.refs[0].offset, 128u * 12);
-  EXPECT_EQ(p.refs[0].version, 5u);
+  ASSERT_EQ(p.outcome, Probe::kFollow);
+  ASSERT_EQ(p.target_count, 1);
+  EXPECT_EQ(p.targets[0].kind, Target::kRefSlot);
+  EXPECT_EQ(p.targets[0].offset, 128u * 12);
+  EXPECT_EQ(p.targets[0].version, 5u);
+}
+TEST(Lookup, EveryMatchingRefIsFollowedNotJustFour) {
+  // 16 refs share the key's tag (the seed is public: tags can be matched on purpose); the key's
+  // own entry is behind the last one.
+  alignas(64) uint8_t b0[kBucketSize] = {}, b1[kBucketSize] = {};
+  KeyHash kh = HashKey("key", 1, 16);
+  for (uint32_t r = 0; r < 2 * kRefsPerBucket; ++r)
+    PutRef((r < kRefsPerBucket ? b0 : b1) + kRefSize * (r % kRefsPerBucket),
+           MakeRef(Ref::kSlot, kh.tag, kSlotSize, 128 * (100 + r), 1000 + r));
+  Probe p = ProbeBuckets(b0, b1, "key", kh, 1);
+  ASSERT_EQ(p.outcome, Probe::kFollow);
+  ASSERT_EQ(p.target_count, 16);
+  alignas(64) uint8_t other[kSlotSize], mine[kSlotSize];
+  std::string_view v;
+  for (int i = 0; i < 15; ++i) {
+    EncodeInlineSlot(other, 1, 1000 + i, "kez", "x");  // another key, same version as its ref
+    EXPECT_EQ(ProbeTarget(other, p.targets[i], "key", 1, &v), TargetOutcome::kNotThis);
+  }
+  EncodeInlineSlot(mine, 1, 1015, "key", "mine");
+  ASSERT_EQ(ProbeTarget(mine, p.targets[15], "key", 1, &v), TargetOutcome::kFound);
+  EXPECT_EQ(v, "mine");
+}
+TEST(Lookup, TornSlotIsNotForgottenWhenRefsHoldOtherKeys) {
+  // The key's slot is seen torn (being rewritten) and a ref with its tag points at another
+  // key's entry: the GET must retry, not answer NOT_FOUND.
+  alignas(64) uint8_t b0[kBucketSize] = {}, b1[kBucketSize] = {};
+  KeyHash kh = HashKey("key", 1, 16);
+  EncodeInlineSlot(b0 + 2 * kSlotSize, 1, 9, "key", "value");
+  b0[2 * kSlotSize + 40] ^= 1;
+  PutRef(b1, MakeRef(Ref::kSlot, kh.tag, kSlotSize, 128 * 12, 5));
+  Probe p = ProbeBuckets(b0, b1, "key", kh, 1);
+  ASSERT_EQ(p.outcome, Probe::kFollow);
+  EXPECT_TRUE(p.torn);
+  alignas(64) uint8_t other[kSlotSize];
+  EncodeInlineSlot(other, 1, 5, "kez", "x");
+  std::string_view v;
+  EXPECT_EQ(ProbeTarget(other, p.targets[0], "key", 1, &v), TargetOutcome::kNotThis);
+}
+TEST(Lookup, HashTwinsInSlotsAreAllCandidates) {
+  // Two indirect slots carry the key's full 64-bit hash and size (a crafted collision): the
+  // first one's block holds the twin; the search goes on to the second.
+  alignas(64) uint8_t b0[kBucketSize] = {}, b1[kBucketSize] = {};
+  KeyHash kh = HashKey("key", 1, 16);
+  EncodeIndirectSlot(b0 + kSlotSize, 1, 20, kh.hash, 3, 500, 8192, 528);
+  EncodeIndirectSlot(b1 + 4 * kSlotSize, 1, 21, kh.hash, 3, 500, 16384, 528);
+  Probe p = ProbeBuckets(b0, b1, "key", kh, 1);
+  ASSERT_EQ(p.outcome, Probe::kFollow);
+  ASSERT_EQ(p.target_count, 2);
+  EXPECT_FALSE(p.torn);
+  std::vector<uint8_t> twin(BlockBytes(3, 500)), mine(BlockBytes(3, 500));
+  EncodeBlock(twin.data(), 1, 20, "kez", std::string(500, 't'));
+  EncodeBlock(mine.data(), 1, 21, "key", std::string(500, 'm'));
+  std::string_view v;
+  EXPECT_EQ(ProbeTarget(twin.data(), p.targets[0], "key", 1, &v), TargetOutcome::kNotThis);
+  ASSERT_EQ(ProbeTarget(mine.data(), p.targets[1], "key", 1, &v), TargetOutcome::kFound);
+  EXPECT_EQ(v, std::string(500, 'm'));
+  // A block reused since the slot was read (other version) is a change, not an answer.
+  EncodeBlock(mine.data(), 1, 99, "key", std::string(500, 'm'));
+  EXPECT_EQ(ProbeTarget(mine.data(), p.targets[1], "key", 1, &v), TargetOutcome::kChanged);
 }
 TEST(Lookup, SlotRefChecksTheVersionOfItsTarget) {
   KeyHash kh = HashKey("key", 1, 16);
   alignas(64) uint8_t slot[kSlotSize];
-  EncodeInlineSlot(slot, 1, (uint64_t{7} << 32) | 5, "key", "val");
-  Ref r{Ref::kSlot, kSlotSize, 0, kh.fingerprint, 5};
-  Probe p = ProbeRef(slot, r, "key", kh, 1);
-  ASSERT_EQ(p.outcome, Probe::kFound);
-  EXPECT_EQ(p.value, "val");
-  r.version = 6;  // the slot was rewritten (or reused) after the ref was read
-  EXPECT_EQ(ProbeRef(slot, r, "key", kh, 1).outcome, Probe::kTorn);
-  r.version = 5;
-  EXPECT_EQ(ProbeRef(slot, r, "other", HashKey("other", 1, 16), 1).outcome, Probe::kAbsent);
+  const uint64_t version = (uint64_t{7} << 32) | 5;
+  EncodeInlineSlot(slot, 1, version, "key", "val");
+  Target t;
+  t.kind = Target::kRefSlot;
+  t.length = kSlotSize;
+  t.version = version;
+  std::string_view v;
+  ASSERT_EQ(ProbeTarget(slot, t, "key", 1, &v), TargetOutcome::kFound);
+  EXPECT_EQ(v, "val");
+  t.version = 5;  // equal low 32 bits: a version 2^32 writes older does not match
+  EXPECT_EQ(ProbeTarget(slot, t, "key", 1, &v), TargetOutcome::kChanged);
+  t.version = version;
+  EXPECT_EQ(ProbeTarget(slot, t, "other", 1, &v), TargetOutcome::kNotThis);
   uint8_t empty[kSlotSize] = {};  // deleted since: retry, do not trust the stale ref
-  EXPECT_EQ(ProbeRef(empty, r, "key", kh, 1).outcome, Probe::kTorn);
+  EXPECT_EQ(ProbeTarget(empty, t, "key", 1, &v), TargetOutcome::kChanged);
   slot[60] ^= 1;
-  EXPECT_EQ(ProbeRef(slot, r, "key", kh, 1).outcome, Probe::kTorn);
+  EXPECT_EQ(ProbeTarget(slot, t, "key", 1, &v), TargetOutcome::kChanged);
+  (void)kh;
 }
 TEST(Lookup, BlockRefReadsTheValueInOneStep) {
-  KeyHash kh = HashKey("key", 1, 16);
-  std::string value(5000, 'v');
-  std::vector<uint8_t> block(BlockBytes(3, value.size()));
+  std::string value(5001, 'v');
+  std::vector<uint8_t> block(RoundBlock(BlockBytes(3, value.size())));
   EncodeBlock(block.data(), 1, 42, "key", value);
-  Ref r{Ref::kBlock, uint32_t(block.size()), 4096, kh.fingerprint, 42};
-  Probe p = ProbeRef(block.data(), r, "key", kh, 1);
-  ASSERT_EQ(p.outcome, Probe::kFound);
-  EXPECT_EQ(p.value, value);
-  EXPECT_EQ(ProbeRef(block.data(), r, "kez", HashKey("kez", 1, 16), 1).outcome, Probe::kAbsent);
-  r.version = 43;  // block freed and reused by a later write
-  EXPECT_EQ(ProbeRef(block.data(), r, "key", kh, 1).outcome, Probe::kTorn);
-  r.version = 42;
-  r.length -= 1;  // sizes must fill exactly the ref's length
-  EXPECT_EQ(ProbeRef(block.data(), r, "key", kh, 1).outcome, Probe::kTorn);
-  r.length += 1;
+  Target t;
+  t.kind = Target::kRefBlock;
+  t.length = uint32_t(block.size());
+  t.offset = 4096;
+  t.version = 42;
+  std::string_view v;
+  ASSERT_EQ(ProbeTarget(block.data(), t, "key", 1, &v), TargetOutcome::kFound);
+  EXPECT_EQ(v, value);
+  EXPECT_EQ(ProbeTarget(block.data(), t, "kez", 1, &v), TargetOutcome::kNotThis);
+  t.version = 43;  // block freed and reused by a later write
+  EXPECT_EQ(ProbeTarget(block.data(), t, "key", 1, &v), TargetOutcome::kChanged);
+  t.version = 42;
+  t.length -= 8;  // the sizes must fill exactly the ref's (rounded) length
+  EXPECT_EQ(ProbeTarget(block.data(), t, "key", 1, &v), TargetOutcome::kChanged);
+  t.length += 8;
   block[100] ^= 1;
-  EXPECT_EQ(ProbeRef(block.data(), r, "key", kh, 1).outcome, Probe::kTorn);
+  EXPECT_EQ(ProbeTarget(block.data(), t, "key", 1, &v), TargetOutcome::kChanged);
 }
 }  // namespace rkv::layout

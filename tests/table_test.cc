@@ -2,12 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "common/lookup.h"
+#include "tests/colliding_keys.h"
+#include "tests/local_reader.h"
 
 namespace rkv {
 namespace {
@@ -96,39 +100,14 @@ TEST(Table, OverflowShareAtNinetyPercentIsSmall) {
   EXPECT_LT(share, 0.10) << share;
 }
 namespace {
-// What a remote reader does: probe both buckets, then follow at most one ref hop. Returns the
-// number of READ round trips the GET needed, or -1 if it did not find `want`.
+// What a remote reader does (tests/local_reader.h). Returns the number of READ round trips the
+// GET needed, or -1 if it did not find `want`.
 int RemoteGetRoundTrips(const TestTable& t, std::string_view key, const std::string& want,
                         bool* via_ref = nullptr) {
-  const uint8_t* base = t.mem.data();
-  layout::KeyHash kh = layout::HashKey(key, t.geo.seed, t.geo.num_buckets);
-  layout::Probe p =
-      layout::ProbeBuckets(base + t.geo.bucket_offset(kh.bucket[0]),
-                           base + t.geo.bucket_offset(kh.bucket[1]), key, kh, t.geo.seed);
-  int rtts = 1;
-  if (via_ref) *via_ref = p.outcome == layout::Probe::kOverflow;
-  if (p.outcome == layout::Probe::kOverflow) {
-    ++rtts;
-    for (int i = 0; i < p.ref_count; ++i) {
-      layout::Probe r = layout::ProbeRef(base + p.refs[i].offset, p.refs[i], key, kh, t.geo.seed);
-      if (r.outcome == layout::Probe::kFound || r.outcome == layout::Probe::kIndirect) {
-        p = r;
-        break;
-      }
-    }
-  }
-  if (p.outcome == layout::Probe::kIndirect) {
-    ++rtts;
-    std::string_view k, v;
-    if (!layout::DecodeBlock(base + p.slot.block_offset, p.slot.block_size, t.geo.seed, p.slot, &k,
-                             &v) ||
-        k != key)
-      return -1;
-    p.value = v;
-  } else if (p.outcome != layout::Probe::kFound) {
-    return -1;
-  }
-  return p.value == want ? rtts : -1;
+  testing::LocalReadResult r = testing::LocalRead(t.mem.data(), t.geo, key);
+  if (via_ref) *via_ref = r.via_ref;
+  if (r.outcome != testing::LocalReadResult::kFound || r.value != want) return -1;
+  return r.round_trips;
 }
 }  // namespace
 TEST(Table, LargeValuesInOverflowTakeTwoRoundTrips) {
@@ -206,5 +185,203 @@ TEST(Table, ConcurrentWritersKeepEveryKeyConsistent) {
     ASSERT_EQ(v, std::string(v.size(), v[0]));
   }
   EXPECT_EQ(found, t.table->entries());
+}
+}  // namespace rkv
+namespace rkv {
+namespace {
+bool HeapRefusal(const Status& s) {
+  return s.code() == Code::kTableFull && s.message().find("heap") != std::string::npos;
+}
+std::string SizedKey(const std::string& prefix, uint64_t i) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%s%012llu", prefix.c_str(), static_cast<unsigned long long>(i));
+  return buf;
+}
+// Fills with values of `size` until the heap refuses (index refusals are skipped: they are the
+// index's, not the heap's). Adds the keys to *live; returns the live key+value+header bytes of
+// heap entries among *live at the refusal, or 0 if the index ran out first.
+uint64_t FillUntilHeapRefuses(Table* t, const std::string& prefix, size_t size,
+                              std::map<std::string, size_t>* live, bool* heap_refused) {
+  *heap_refused = false;
+  int index_refusals = 0;
+  for (uint64_t i = 0; index_refusals < 200; ++i) {
+    std::string k = SizedKey(prefix, i);
+    Status s = t->Put(k, std::string(size, char('a' + i % 26)));
+    if (s.ok()) {
+      (*live)[k] = size;
+    } else if (HeapRefusal(s)) {
+      *heap_refused = true;
+      break;
+    } else {
+      EXPECT_EQ(s.code(), Code::kTableFull) << s.ToString();
+      ++index_refusals;
+    }
+  }
+  uint64_t bytes = 0;
+  for (const auto& [k, sz] : *live)
+    if (!layout::FitsInline(k.size(), sz)) bytes += layout::BlockBytes(k.size(), sz);
+  return bytes;
+}
+}  // namespace
+
+// The value heap never refuses a value while it holds room for it: after a fill with one size,
+// a delete-all and a refill with another size (both directions), and after a random history of
+// puts and deletes, a fill is refused for lack of heap space only when at least 85% of the heap's
+// bytes hold live blocks, and the refill holds at least 85% of the first fill's live bytes.
+TEST(TableHeap, FillDeleteRefillWithAnotherSizeBothWays) {
+  const size_t sizes[] = {100, 200, 1000, 3000, 16000, 65536};
+  for (size_t a : sizes) {
+    for (size_t b : sizes) {
+      if (a == b) continue;
+      // 16 MiB, 8192 buckets: an index with room for the smallest values' entries.
+      TestTable t(16 << 20, 8192);
+      std::map<std::string, size_t> live;
+      bool refused;
+      uint64_t first = FillUntilHeapRefuses(t.table.get(), "first", a, &live, &refused);
+      const double cap = double(t.table->heap_capacity());
+      ASSERT_TRUE(refused) << a;
+      EXPECT_GE(first / cap, 0.85) << "fill with " << a << " B refused at " << first / cap;
+      for (const auto& [k, sz] : live) ASSERT_TRUE(t.table->Delete(k).ok());
+      live.clear();
+      ASSERT_EQ(t.table->heap_bytes_in_use(), 0u);
+      uint64_t second = FillUntilHeapRefuses(t.table.get(), "second", b, &live, &refused);
+      ASSERT_TRUE(refused) << b;
+      EXPECT_GE(second / cap, 0.85) << "refill with " << b << " B refused at " << second / cap;
+      EXPECT_GE(double(second) / first, 0.85) << a << " then " << b;
+      printf("heap fill %6zu B: %.1f%% live at refusal; refill %6zu B: %.1f%% (%.1f%% of the "
+             "first)\n",
+             a, 100.0 * first / cap, b, 100.0 * second / cap, 100.0 * second / first);
+      // Everything stored is intact (blocks moved by the cleaner included).
+      std::string v;
+      for (const auto& [k, sz] : live) {
+        ASSERT_TRUE(t.table->Get(k, &v).ok()) << k;
+        ASSERT_EQ(v.size(), sz);
+        testing::LocalReadResult r = testing::LocalRead(t.mem.data(), t.geo, k);
+        ASSERT_EQ(r.outcome, testing::LocalReadResult::kFound) << k;
+        ASSERT_EQ(r.value, v);
+      }
+    }
+  }
+}
+
+TEST(TableHeap, AfterAnyHistoryAFillIsRefusedOnlyWhenTheHeapIsFull) {
+  for (uint32_t seed = 1; seed <= 4; ++seed) {
+    TestTable t(16 << 20, 8192);
+    std::mt19937 rng(seed);
+    std::map<std::string, size_t> live;
+    // A random history: sizes from 1 B to 64 KiB (log-uniform), a third of the puts deleted
+    // again, updates that change sizes.
+    for (int i = 0; i < 3000; ++i) {
+      std::string k = SizedKey("h", rng() % 1500);
+      size_t size = size_t(std::exp2(double(rng() % 1600) / 100.0));
+      if (rng() % 3 == 0) {
+        if (t.table->Delete(k).ok()) live.erase(k);
+        continue;
+      }
+      Status s = t.table->Put(k, std::string(size, 'h'));
+      if (s.ok()) live[k] = size;
+    }
+    for (size_t size : {100, 3000, 65536}) {
+      std::map<std::string, size_t> all = live;
+      bool refused;
+      uint64_t bytes = FillUntilHeapRefuses(t.table.get(), "f" + std::to_string(size) + "-", size,
+                                            &all, &refused);
+      ASSERT_TRUE(refused);
+      double frac = double(bytes) / t.table->heap_capacity();
+      EXPECT_GE(frac, 0.85) << "seed " << seed << " size " << size;
+      printf("history %u then fill %5zu B: %.1f%% of the heap live at refusal (%llu moves)\n", seed,
+             size, 100 * frac, static_cast<unsigned long long>(t.table->heap().moves()));
+      // Back to the history's state for the next size.
+      for (const auto& [k, sz] : all) {
+        if (!live.count(k)) ASSERT_TRUE(t.table->Delete(k).ok());
+      }
+    }
+    std::string v;
+    for (const auto& [k, sz] : live) {
+      ASSERT_TRUE(t.table->Get(k, &v).ok()) << k;
+      ASSERT_EQ(v, std::string(sz, 'h'));
+    }
+  }
+}
+
+// Keys whose 64-bit hashes are equal (crafted: tests/colliding_keys.h) share a bucket pair, a
+// tag and, when large, a hash in their slots: every one stays readable, updatable and deletable,
+// by the server's lookup and by the client's.
+TEST(Table, CraftedHashCollisionsAreCorrectNotJustImprobable) {
+  TestTable t(8 << 20, 64);
+  std::vector<std::string> keys = testing::CollidingKeys(t.geo.seed, 24);
+  const uint64_t h0 = layout::HashKey(keys[0], t.geo.seed, t.geo.num_buckets).hash;
+  for (const std::string& k : keys)
+    ASSERT_EQ(layout::HashKey(k, t.geo.seed, t.geo.num_buckets).hash, h0);
+  std::map<std::string, std::string> model;
+  auto check = [&] {
+    std::string v;
+    for (const std::string& k : keys) {
+      auto it = model.find(k);
+      Status s = t.table->Get(k, &v);
+      testing::LocalReadResult r = testing::LocalRead(t.mem.data(), t.geo, k);
+      if (it == model.end()) {
+        EXPECT_TRUE(s.IsNotFound());
+        EXPECT_EQ(r.outcome, testing::LocalReadResult::kAbsent);
+      } else {
+        ASSERT_TRUE(s.ok());
+        EXPECT_EQ(v, it->second);
+        ASSERT_EQ(r.outcome, testing::LocalReadResult::kFound);
+        EXPECT_EQ(r.value, it->second);
+      }
+    }
+  };
+  // 14 slots + 16 refs hold 30 entries of one bucket pair; 24 of them: slots and refs in use,
+  // both inline (in slots and overflow slots) and in heap blocks.
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string v = i % 2 ? std::string(200 + i, char('A' + i)) : "v" + std::to_string(i);
+    ASSERT_TRUE(t.table->Put(keys[i], v).ok()) << i;
+    model[keys[i]] = v;
+  }
+  EXPECT_GT(t.table->overflow_entries(), 0u);
+  check();
+  for (size_t i = 0; i < keys.size(); i += 3) {  // flip sizes
+    std::string v = model[keys[i]].size() > 50 ? "small" + std::to_string(i)
+                                               : std::string(3000, char('a' + i));
+    ASSERT_TRUE(t.table->Put(keys[i], v).ok());
+    model[keys[i]] = v;
+  }
+  check();
+  for (size_t i = 0; i < keys.size(); i += 2) {
+    ASSERT_TRUE(t.table->Delete(keys[i]).ok());
+    model.erase(keys[i]);
+  }
+  check();
+  for (const auto& [k, v] : model) ASSERT_TRUE(t.table->Delete(k).ok());
+  EXPECT_EQ(t.table->entries(), 0u);
+  EXPECT_EQ(t.table->heap_bytes_in_use(), 0u);
+}
+
+// The slot filter (tag + key size) skips foreign slots without a checksum. With YCSB-style keys
+// of one size at 90% load, it must skip about 255 of 256 foreign slots.
+TEST(Table, SlotFilterSkipsForeignSlotsOfEqualSizeKeys) {
+  TestTable t(16 << 20, 2048);
+  const uint64_t n = t.table->entry_capacity() * 9 / 10;
+  for (uint64_t i = 0; i < n; ++i) ASSERT_TRUE(t.table->Put(SizedKey("user", i), "value").ok());
+  uint64_t foreign = 0, verified_foreign = 0;
+  auto count = [&](const std::string& key, bool present) {
+    layout::KeyHash kh = layout::HashKey(key, t.geo.seed, t.geo.num_buckets);
+    const uint8_t* b = t.mem.data() + t.geo.bucket_offset(kh.bucket[0]);
+    int occupied = 0;
+    for (int s = 0; s < 2 * int(layout::kSlotsPerBucket); ++s)
+      if (s % layout::kSlotsPerBucket != 0 && b[s * layout::kSlotSize + 16] != layout::kEmpty)
+        ++occupied;
+    testing::LocalReadResult r = testing::LocalRead(t.mem.data(), t.geo, key);
+    const int own = present && !r.via_ref && r.outcome == testing::LocalReadResult::kFound;
+    foreign += occupied - own;
+    verified_foreign += r.slots_verified - own;
+  };
+  for (uint64_t i = 0; i < 20000; ++i) count(SizedKey("user", i % n), true);
+  for (uint64_t i = 0; i < 20000; ++i) count(SizedKey("miss", i), false);
+  double skip = 1.0 - double(verified_foreign) / foreign;
+  printf("slot filter: %llu foreign occupied slots seen, %llu checksummed: skip rate %.4f\n",
+         static_cast<unsigned long long>(foreign), static_cast<unsigned long long>(verified_foreign),
+         skip);
+  EXPECT_GE(skip, 0.99);
 }
 }  // namespace rkv

@@ -55,6 +55,7 @@ struct ServerInfo {
   uint64_t region_size = 0;
   uint32_t num_buckets = 0;
   uint32_t overflow_slots = 0;
+  uint64_t hash_seed = 0;  // seed of the table's XXH3-64 key hash (docs/wire-format.md, Table)
   uint32_t max_key_size = 0;
   uint32_t max_value_size = 0;
   uint16_t protocol_version = 0;

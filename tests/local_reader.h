@@ -1,0 +1,69 @@
+// LocalRead: the client's GET decision procedure (client/get_path.cc) run over a region in local
+// memory, for tests of the table's layout: probe both buckets, then decide every target.
+// Thread safety: pure over the bytes given (a reader racing writers sees what a NIC would).
+#ifndef RKV_TESTS_LOCAL_READER_H_
+#define RKV_TESTS_LOCAL_READER_H_
+
+#include <string>
+#include <string_view>
+
+#include "common/layout.h"
+#include "common/lookup.h"
+
+namespace rkv::testing {
+
+struct LocalReadResult {
+  enum Outcome { kFound, kAbsent, kRetry } outcome = kAbsent;
+  std::string value;
+  int round_trips = 0;     // bucket READ + one for the targets, if any
+  bool via_ref = false;    // found through an overflow ref
+  int slots_verified = 0;  // checksums the slot filter let through
+};
+
+inline LocalReadResult LocalRead(const uint8_t* region, const layout::Geometry& geo,
+                                 std::string_view key) {
+  LocalReadResult r;
+  const layout::KeyHash kh = layout::HashKey(key, geo.seed, geo.num_buckets);
+  const uint8_t* b = region + geo.bucket_offset(kh.bucket[0]);
+  layout::Probe p = layout::ProbeBuckets(b, b + layout::kBucketSize, key, kh, geo.seed);
+  r.round_trips = 1;
+  r.slots_verified = p.slots_verified;
+  if (p.outcome == layout::Probe::kFound) {
+    r.outcome = LocalReadResult::kFound;
+    r.value.assign(p.value);
+    return r;
+  }
+  if (p.outcome != layout::Probe::kFollow) {
+    r.outcome = p.outcome == layout::Probe::kTorn ? LocalReadResult::kRetry
+                                                  : LocalReadResult::kAbsent;
+    return r;
+  }
+  r.round_trips = 2;
+  bool changed = p.torn;
+  for (int i = 0; i < p.target_count; ++i) {
+    const layout::Target& t = p.targets[i];
+    if (t.offset + t.length > geo.region_size) {
+      changed = true;
+      continue;
+    }
+    std::string_view v;
+    switch (layout::ProbeTarget(region + t.offset, t, key, geo.seed, &v)) {
+      case layout::TargetOutcome::kFound:
+        r.outcome = LocalReadResult::kFound;
+        r.value.assign(v);
+        r.via_ref = t.kind != layout::Target::kSlotBlock;
+        return r;
+      case layout::TargetOutcome::kChanged:
+        changed = true;
+        break;
+      case layout::TargetOutcome::kNotThis:
+        break;
+    }
+  }
+  r.outcome = changed ? LocalReadResult::kRetry : LocalReadResult::kAbsent;
+  return r;
+}
+
+}  // namespace rkv::testing
+
+#endif  // RKV_TESTS_LOCAL_READER_H_
