@@ -44,10 +44,10 @@ inline constexpr uint32_t kSlotSize = 128;
 inline constexpr uint32_t kSlotsPerBucket = 8;  // slot 0 is the header
 inline constexpr uint32_t kBucketSize = kSlotSize * kSlotsPerBucket;
 inline constexpr uint32_t kRefSize = 16;
-inline constexpr uint32_t kRefsPerBucket = kSlotSize / kRefSize;  // 8
-inline constexpr uint32_t kRefUnit = 8;                          // ref lengths and offsets
+inline constexpr uint32_t kRefsPerBucket = kSlotSize / kRefSize;        // 8
+inline constexpr uint32_t kRefUnit = 8;                                 // ref lengths and offsets
 inline constexpr uint32_t kMaxRefLength = ((1u << 14) - 1) * kRefUnit;  // 131064
-inline constexpr uint64_t kMaxRegionSize = uint64_t{1} << 43;       // 2^40 units of 8 B
+inline constexpr uint64_t kMaxRegionSize = uint64_t{1} << 43;           // 2^40 units of 8 B
 inline constexpr uint32_t kSlotHeaderSize = 24;
 inline constexpr uint32_t kInlineCapacity = kSlotSize - kSlotHeaderSize;  // 104
 inline constexpr uint32_t kBlockHeaderSize = 24;
@@ -142,9 +142,9 @@ inline uint64_t LoadU64(const uint8_t* p) {
 struct Ref {
   enum Type : uint8_t { kUnused = 0, kSlot = 1, kBlock = 2 };
   uint8_t type = kUnused;
-  uint8_t tag = 0;      // KeyTag of the entry's key
-  uint32_t length = 0;  // bytes to READ at `offset`: kSlotSize, or RoundBlock(block bytes)
-  uint64_t offset = 0;  // region offset, a multiple of 8
+  uint8_t tag = 0;       // KeyTag of the entry's key
+  uint32_t length = 0;   // bytes to READ at `offset`: kSlotSize, or RoundBlock(block bytes)
+  uint64_t offset = 0;   // region offset, a multiple of 8
   uint64_t version = 0;  // the entry's version
 };
 // word0 and word1 of a ref. Requires offset % 8 == 0, offset < kMaxRegionSize, length % 8 == 0

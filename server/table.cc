@@ -253,16 +253,18 @@ Status Table::Put(std::string_view key, std::string_view value) {
     switch (heap_.MakeRoom(room)) {
       case Heap::Result::kOk:
         if (attempt < kAttempts) continue;
-        return Status(Code::kTableFull, "value heap: room made by cleaning was taken by other "
-                                        "writers " + std::to_string(kAttempts) + " times");
+        return Status(Code::kTableFull,
+                      "value heap: room made by cleaning was taken by other "
+                      "writers " +
+                          std::to_string(kAttempts) + " times");
       case Heap::Result::kBusy:
-        return Status(Code::kTableFull, "value heap: cleaning waited too long for a block being "
-                                        "written");
+        return Status(Code::kTableFull,
+                      "value heap: cleaning waited too long for a block being "
+                      "written");
       default:
-        return Status(Code::kTableFull, "value heap is full (" +
-                                            std::to_string(heap_.live_bytes()) + " of " +
-                                            std::to_string(heap_.capacity()) +
-                                            " bytes hold live blocks)");
+        return Status(Code::kTableFull,
+                      "value heap is full (" + std::to_string(heap_.live_bytes()) + " of " +
+                          std::to_string(heap_.capacity()) + " bytes hold live blocks)");
     }
   }
 }
@@ -363,10 +365,10 @@ void Table::MoveBlock(uint64_t offset, uint32_t size) {
   StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
   if (!heap_.IsLive(offset)) return;  // freed by its writer meanwhile
   Location loc = Locate(key, kh);
-  const bool by_ref = loc.found && loc.ref && loc.ref_value.type == Ref::kBlock &&
-                      loc.ref_value.offset == offset;
-  const bool by_slot = loc.found && !by_ref && loc.view.kind == kIndirect &&
-                       loc.view.block_offset == offset;
+  const bool by_ref =
+      loc.found && loc.ref && loc.ref_value.type == Ref::kBlock && loc.ref_value.offset == offset;
+  const bool by_slot =
+      loc.found && !by_ref && loc.view.kind == kIndirect && loc.view.block_offset == offset;
   CHECK(by_ref || by_slot) << "live heap block at " << offset << " is not its key's entry";
   uint64_t to;
   CHECK(heap_.AllocateForMove(size, &to)) << "heap reserve exhausted while moving a block";

@@ -34,8 +34,8 @@ inline LocalReadResult LocalRead(const uint8_t* region, const layout::Geometry& 
     return r;
   }
   if (p.outcome != layout::Probe::kFollow) {
-    r.outcome = p.outcome == layout::Probe::kTorn ? LocalReadResult::kRetry
-                                                  : LocalReadResult::kAbsent;
+    r.outcome =
+        p.outcome == layout::Probe::kTorn ? LocalReadResult::kRetry : LocalReadResult::kAbsent;
     return r;
   }
   r.round_trips = 2;

@@ -248,9 +248,10 @@ TEST(TableHeap, FillDeleteRefillWithAnotherSizeBothWays) {
       ASSERT_TRUE(refused) << b;
       EXPECT_GE(second / cap, 0.85) << "refill with " << b << " B refused at " << second / cap;
       EXPECT_GE(double(second) / first, 0.85) << a << " then " << b;
-      printf("heap fill %6zu B: %.1f%% live at refusal; refill %6zu B: %.1f%% (%.1f%% of the "
-             "first)\n",
-             a, 100.0 * first / cap, b, 100.0 * second / cap, 100.0 * second / first);
+      printf(
+          "heap fill %6zu B: %.1f%% live at refusal; refill %6zu B: %.1f%% (%.1f%% of the "
+          "first)\n",
+          a, 100.0 * first / cap, b, 100.0 * second / cap, 100.0 * second / first);
       // Everything stored is intact (blocks moved by the cleaner included).
       std::string v;
       for (const auto& [k, sz] : live) {
@@ -293,7 +294,8 @@ TEST(TableHeap, AfterAnyHistoryAFillIsRefusedOnlyWhenTheHeapIsFull) {
              size, 100 * frac, static_cast<unsigned long long>(t.table->heap().moves()));
       // Back to the history's state for the next size.
       for (const auto& [k, sz] : all) {
-        if (!live.count(k)) ASSERT_TRUE(t.table->Delete(k).ok());
+        if (live.count(k)) continue;
+        ASSERT_TRUE(t.table->Delete(k).ok());
       }
     }
     std::string v;
@@ -341,8 +343,8 @@ TEST(Table, CraftedHashCollisionsAreCorrectNotJustImprobable) {
   EXPECT_GT(t.table->overflow_entries(), 0u);
   check();
   for (size_t i = 0; i < keys.size(); i += 3) {  // flip sizes
-    std::string v = model[keys[i]].size() > 50 ? "small" + std::to_string(i)
-                                               : std::string(3000, char('a' + i));
+    std::string v =
+        model[keys[i]].size() > 50 ? "small" + std::to_string(i) : std::string(3000, char('a' + i));
     ASSERT_TRUE(t.table->Put(keys[i], v).ok());
     model[keys[i]] = v;
   }
@@ -380,8 +382,8 @@ TEST(Table, SlotFilterSkipsForeignSlotsOfEqualSizeKeys) {
   for (uint64_t i = 0; i < 20000; ++i) count(SizedKey("miss", i), false);
   double skip = 1.0 - double(verified_foreign) / foreign;
   printf("slot filter: %llu foreign occupied slots seen, %llu checksummed: skip rate %.4f\n",
-         static_cast<unsigned long long>(foreign), static_cast<unsigned long long>(verified_foreign),
-         skip);
+         static_cast<unsigned long long>(foreign),
+         static_cast<unsigned long long>(verified_foreign), skip);
   EXPECT_GE(skip, 0.99);
 }
 }  // namespace rkv

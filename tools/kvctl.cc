@@ -100,8 +100,8 @@ int main(int argc, char** argv) {
             << std::hex << i.region_addr << std::dec << "\nrkey 0x" << std::hex << i.rkey
             << std::dec << "\nregion_size " << i.region_size << "\nnum_buckets " << i.num_buckets
             << "\noverflow_slots " << i.overflow_slots << "\nhash_seed 0x" << std::hex
-            << i.hash_seed << std::dec << "\nmax_key_size " << i.max_key_size
-            << "\nmax_value_size " << i.max_value_size << "\n\n"
+            << i.hash_seed << std::dec << "\nmax_key_size " << i.max_key_size << "\nmax_value_size "
+            << i.max_value_size << "\n\n"
             << "# every connection parameter, read back from both QPs (local: this client, "
                "peer: the server)\n"
             << rkv::FormatParamTable(i.local, i.peer);

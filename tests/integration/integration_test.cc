@@ -19,6 +19,7 @@
 #include "client/connection.h"
 #include "common/parse.h"
 #include "rkv/client.h"
+#include "tests/lincheck/checker.h"
 
 namespace rkv {
 namespace {
@@ -271,11 +272,36 @@ TEST_F(Integration, FillPastNinetyPercentThenTableFullAndRoundTrips) {
   EXPECT_GE(verified.load(), kVerified);
 }
 
+// The token of a value made by MakeValue ("writer.version", unique per key) for the history;
+// a value CheckValue rejects (torn, wrong key, garbage) gets a token that no PUT wrote.
+std::string HistoryToken(const std::string& key, const std::string& v) {
+  uint64_t version;
+  if (!CheckValue(key, v, &version))
+    return "bad:" + std::to_string(XXH3_64bits(v.data(), v.size()));
+  unsigned long writer = std::strtoul(v.c_str() + key.size() + 1, nullptr, 10);
+  return std::to_string(writer) + "." + std::to_string(version);
+}
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Writers PUT their own keys (inline and heap values) and now and then DELETE one; readers GET
+// any key. Every op is recorded with its call/return times and result, and the history must be
+// linearizable per key (tests/lincheck/checker.h): no stale value, no value older than one
+// already seen, no NOT_FOUND while the key is certainly present, no torn or wrong-key value.
 TEST_F(Integration, ConcurrentWritersAndVerifyingReaders) {
   constexpr int kWriters = 4, kReaders = 12, kKeys = 64;
   constexpr uint64_t kReadsTotal = 100000;
+  // Keys of this run only: the main server keeps what earlier tests and repeats wrote, and the
+  // history must hold every write a GET can see.
+  const std::string prefix =
+      "cc" + std::to_string(getpid()) + "." + std::to_string(SteadyNs() % 1000000007) + ".";
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> reads{0}, bad{0}, found{0};
+  std::atomic<uint64_t> reads{0}, bad{0}, found{0}, not_found{0};
+  std::vector<std::vector<lincheck::Op>> recorded(kWriters + kReaders);
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
@@ -283,9 +309,29 @@ TEST_F(Integration, ConcurrentWritersAndVerifyingReaders) {
       uint64_t version = 0;
       while (!stop.load()) {
         for (int k = w; k < kKeys && !stop.load(); k += kWriters) {
-          std::string key = "cc" + std::to_string(k);
-          size_t pad = (version % 4 == 0) ? 500 + version % 3000 : version % 40;  // inline and heap
-          ASSERT_TRUE(c->Put(key, MakeValue(key, w, ++version, pad)).ok());
+          lincheck::Op op;
+          op.client = uint32_t(w);
+          op.key = prefix + std::to_string(k);
+          ++version;
+          Status s;
+          if (version % 8 == 0) {
+            op.type = lincheck::OpType::kDelete;
+            op.call_ns = SteadyNs();
+            s = c->Delete(op.key);
+            op.return_ns = SteadyNs();
+            ASSERT_TRUE(s.ok() || s.IsNotFound()) << s.ToString();
+          } else {
+            size_t pad = (version % 4 == 1) ? 500 + version % 3000 : version % 40;  // heap, inline
+            std::string value = MakeValue(op.key, w, version, pad);
+            op.type = lincheck::OpType::kPut;
+            op.value = HistoryToken(op.key, value);
+            op.call_ns = SteadyNs();
+            s = c->Put(op.key, value);
+            op.return_ns = SteadyNs();
+            ASSERT_TRUE(s.ok()) << s.ToString();
+          }
+          op.outcome = s.ok() ? lincheck::Outcome::kOk : lincheck::Outcome::kNotFound;
+          recorded[size_t(w)].push_back(std::move(op));
         }
       }
     });
@@ -293,32 +339,42 @@ TEST_F(Integration, ConcurrentWritersAndVerifyingReaders) {
   for (int r = 0; r < kReaders; ++r) {
     threads.emplace_back([&, r] {
       auto c = MustConnect(addr_);
-      std::vector<uint64_t> last(kKeys, 0);
       std::mt19937 rng(r);
       std::string v;
-      // Until 100k reads have been verified (a bounded number of attempts in all).
+      // Until 100k values have been read (a bounded number of attempts in all).
       while (found.load() + bad.load() < kReadsTotal && reads.fetch_add(1) < 3 * kReadsTotal) {
-        int k = rng() % kKeys;
-        std::string key = "cc" + std::to_string(k);
-        Status s = c->Get(key, &v);
-        if (s.IsNotFound()) continue;
-        ASSERT_TRUE(s.ok()) << s.ToString();
-        uint64_t ver;
-        if (!CheckValue(key, v, &ver) || ver < last[k]) {
-          bad.fetch_add(1);
+        lincheck::Op op;
+        op.client = uint32_t(kWriters + r);
+        op.type = lincheck::OpType::kGet;
+        op.key = prefix + std::to_string(rng() % kKeys);
+        op.call_ns = SteadyNs();
+        Status s = c->Get(op.key, &v);
+        op.return_ns = SteadyNs();
+        if (s.IsNotFound()) {
+          op.outcome = lincheck::Outcome::kNotFound;
+          not_found.fetch_add(1);
         } else {
-          last[k] = ver;
-          found.fetch_add(1);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          op.value = HistoryToken(op.key, v);
+          uint64_t ver;
+          (CheckValue(op.key, v, &ver) ? found : bad).fetch_add(1);
         }
+        recorded[size_t(kWriters + r)].push_back(std::move(op));
       }
     });
   }
   for (int i = kWriters; i < kWriters + kReaders; ++i) threads[i].join();
   stop.store(true);
   for (int i = 0; i < kWriters; ++i) threads[i].join();
-  EXPECT_EQ(bad.load(), 0u) << "torn, wrong-key or stale values";
+  EXPECT_EQ(bad.load(), 0u) << "torn, wrong-key or garbage values";
   EXPECT_GE(found.load() + bad.load(), kReadsTotal);
-  std::cout << "[ measure ] verified reads: " << found.load() << ", bad: " << bad.load() << "\n";
+  lincheck::History history;
+  for (const auto& ops : recorded) history.Append(ops);
+  lincheck::CheckReport report = lincheck::Checker().Check(history);
+  EXPECT_TRUE(report.ok()) << report.Summary();
+  EXPECT_EQ(report.keys, size_t(kKeys));
+  std::cout << "[ measure ] values read: " << found.load() << ", NOT_FOUND: " << not_found.load()
+            << ", bad: " << bad.load() << "\n[ measure ] " << report.Summary(0) << "\n";
 }
 
 TEST_F(Integration, MalformedRequestsGetBadRequestAndServerSurvives) {

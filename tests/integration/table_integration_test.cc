@@ -134,8 +134,8 @@ TEST(TableOverRdma, HeapRefillWithAnotherSizeBothWays) {
   ASSERT_TRUE(srv.Connect(&c).ok());
   const double cap = StatsOf(c.get())["heap_capacity"];
   ASSERT_GT(cap, 0);
-  const std::pair<size_t, size_t> cases[] = {{3000, 1000}, {1000, 3000}, {200, 16000},
-                                             {16000, 200}, {65536, 100}};
+  const std::pair<size_t, size_t> cases[] = {
+      {3000, 1000}, {1000, 3000}, {200, 16000}, {16000, 200}, {65536, 100}};
   for (auto [a, b] : cases) {
     std::vector<std::string> keys;
     Fill first = FillUntilRefused(c.get(), "a" + std::to_string(a) + "-", a, &keys);
@@ -146,14 +146,15 @@ TEST(TableOverRdma, HeapRefillWithAnotherSizeBothWays) {
     EXPECT_EQ(st["heap_bytes_in_use"], 0);
     Fill second = FillUntilRefused(c.get(), "b" + std::to_string(b) + "-", b, &keys);
     st = StatsOf(c.get());
-    printf("--memory=8M: %5zu B x %llu (%s, %.1f%% of the heap live), delete all, %5zu B x %llu "
-           "(%s, %.1f%% live): refill holds %.1f%% of the first fill's bytes; %g blocks moved\n",
-           a, static_cast<unsigned long long>(first.stored),
-           first.heap_refused ? "heap full" : "index full", 100 * first.live_bytes / cap, b,
-           static_cast<unsigned long long>(second.stored),
-           second.heap_refused ? "heap full" : "index full", 100 * second.live_bytes / cap,
-           100.0 * second.live_bytes / std::max<uint64_t>(1, first.live_bytes),
-           st["heap_blocks_moved"]);
+    printf(
+        "--memory=8M: %5zu B x %llu (%s, %.1f%% of the heap live), delete all, %5zu B x %llu "
+        "(%s, %.1f%% live): refill holds %.1f%% of the first fill's bytes; %g blocks moved\n",
+        a, static_cast<unsigned long long>(first.stored),
+        first.heap_refused ? "heap full" : "index full", 100 * first.live_bytes / cap, b,
+        static_cast<unsigned long long>(second.stored),
+        second.heap_refused ? "heap full" : "index full", 100 * second.live_bytes / cap,
+        100.0 * second.live_bytes / std::max<uint64_t>(1, first.live_bytes),
+        st["heap_blocks_moved"]);
     if (first.heap_refused) {
       EXPECT_GE(first.live_bytes / cap, 0.85) << first.refusal;
     }
@@ -197,12 +198,12 @@ TEST(TableOverRdma, HeapFragmentedBySmallHolesTakesLargeValues) {
   Fill second = FillUntilRefused(c.get(), "L", 30000, &large);
   auto st = StatsOf(c.get());
   const double live = double(survivors + second.live_bytes) / cap;
-  printf("--memory=8M: 400 B x %llu, every other deleted, then 30000 B x %llu: %.1f%% of the heap "
-         "live at the refusal (%s); %g blocks (%g bytes) moved\n",
-         static_cast<unsigned long long>(first.stored),
-         static_cast<unsigned long long>(second.stored), 100 * live,
-         second.heap_refused ? "heap full" : "index full", st["heap_blocks_moved"],
-         st["heap_bytes_moved"]);
+  printf(
+      "--memory=8M: 400 B x %llu, every other deleted, then 30000 B x %llu: %.1f%% of the heap "
+      "live at the refusal (%s); %g blocks (%g bytes) moved\n",
+      static_cast<unsigned long long>(first.stored), static_cast<unsigned long long>(second.stored),
+      100 * live, second.heap_refused ? "heap full" : "index full", st["heap_blocks_moved"],
+      st["heap_bytes_moved"]);
   ASSERT_TRUE(second.heap_refused) << second.refusal;
   EXPECT_GE(live, 0.85);
   EXPECT_GT(st["heap_blocks_moved"], 0);
