@@ -26,18 +26,19 @@ namespace rkv::layout {
 // Every entry slot of both buckets plus every ref of both headers.
 inline constexpr int kMaxTargets = 2 * (kSlotsPerBucket - 1) + 2 * kRefsPerBucket;
 
-// Something to READ (length bytes at offset) and decide with ProbeTarget.
+// Something to READ (length bytes at offset) and decide with ProbeTarget. No member
+// initializers: a Probe's array of them is not zeroed on every GET (target_count bounds it).
 struct Target {
   enum Kind : uint8_t {
     kSlotBlock,  // the heap block of an indirect slot: exactly version, key_size, value_size
     kRefSlot,    // an overflow slot a ref points at: version must match
     kRefBlock,   // a heap block a ref points at: version must match, length is exact
   };
-  Kind kind = kSlotBlock;
-  uint32_t length = 0;
-  uint64_t offset = 0;
-  uint64_t version = 0;
-  uint32_t key_size = 0, value_size = 0;  // kSlotBlock only
+  Kind kind;
+  uint32_t length;
+  uint64_t offset;
+  uint64_t version;
+  uint32_t key_size, value_size;  // kSlotBlock only
 };
 
 struct Probe {

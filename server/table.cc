@@ -90,7 +90,7 @@ Table::Location Table::Locate(std::string_view key, const KeyHash& kh) const {
       Ref ref = DecodeRef(hdr + kRefSize * r);
       if (ref.type == Ref::kUnused || ref.tag != kh.tag) continue;
       CHECK_LE(ref.offset + ref.length, geo_.region_size) << "overflow ref outside the region";
-      Target t;
+      Target t{};
       t.kind = ref.type == Ref::kSlot ? Target::kRefSlot : Target::kRefBlock;
       t.offset = ref.offset;
       t.length = ref.length;

@@ -231,7 +231,7 @@ TEST(Lookup, SlotRefChecksTheVersionOfItsTarget) {
   alignas(64) uint8_t slot[kSlotSize];
   const uint64_t version = (uint64_t{7} << 32) | 5;
   EncodeInlineSlot(slot, 1, version, "key", "val");
-  Target t;
+  Target t{};
   t.kind = Target::kRefSlot;
   t.length = kSlotSize;
   t.version = version;
@@ -252,7 +252,7 @@ TEST(Lookup, BlockRefReadsTheValueInOneStep) {
   std::string value(5001, 'v');
   std::vector<uint8_t> block(RoundBlock(BlockBytes(3, value.size())));
   EncodeBlock(block.data(), 1, 42, "key", value);
-  Target t;
+  Target t{};
   t.kind = Target::kRefBlock;
   t.length = uint32_t(block.size());
   t.offset = 4096;
