@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Per-key linearizability of kvserver under a concurrent load, in the RDMA sandbox: starts a
+# kvserver with a small table, fills it to about 90% of its entry capacity (overflow entries and
+# heap blocks in use) and runs tests/integration/lin_load.cc twice, each recording a history of
+# every op (call/return times, results) and checking it with tests/lincheck/checker.h:
+#   phase 1: 8 clients on 2 hot keys + 6 others (maximum contention on a few registers)
+#   phase 2: 8 clients on 4 hot keys + 300 others (half of the ops on the hot keys)
+# Then a negative control: during a short run on one hot key, a client the history does not know
+# of (lin_load --rogue_replays) puts back values it read 20 ms earlier; the checker must report
+# the stale reads that follow, so that the passes above are not vacuous.
+# Prints lin_load's figures and the checker's summary per phase; fails on any violation,
+# inconclusive key, unexpected client error, or if kvserver died or logged a crash.
+#   tests/integration/linearizability.sh BUILD_DIR                 (ctest: enters the sandbox)
+#   tests/integration/linearizability.sh BUILD_DIR ADDR LOGDIR     (inside the sandbox)
+# Environment (also as RKV_LIN_X, since tools/rdma-sandbox passes only RKV_* into the VM):
+#   LIN_OPS1, LIN_OPS2   operations of phase 1 and 2 (default 60000 and 100000)
+#   LIN_CLIENTS          client threads (default 8)
+#   LIN_MEMORY           kvserver --memory (default 16M)
+#   LIN_SEED             seed of phase 1 (phase 2 uses SEED+1; default: random)
+#   LIN_PORT             kvserver port (default 7480)
+#   LIN_NEGATIVE         1 (default) runs the negative control, 0 skips it
+#   LIN_SERVER           kvserver binary (default BUILD_DIR/kvserver)
+# Histories stay in LOGDIR (phase1.hist, phase2.hist; `build/lincheck FILE` checks one again).
+set -uo pipefail
+build=$(cd "${1:?usage: linearizability.sh BUILD_DIR [ADDR LOGDIR]}" && pwd) || exit 2
+if [ $# -eq 1 ] && [ -z "${RKV_IN_SANDBOX:-}" ]; then
+  export RKV_IN_SANDBOX=1
+  exec "$(dirname "$0")/../../tools/rdma-sandbox" --timeout 1400 -- sh -c \
+    "$0 \"$build\" \$RKV_SANDBOX_ADDR \$(mktemp -d /tmp/rkv-lin.XXXXXX)"
+fi
+addr=${2:?usage: linearizability.sh BUILD_DIR ADDR LOGDIR}
+logs=${3:?usage: linearizability.sh BUILD_DIR ADDR LOGDIR}
+mkdir -p "$logs" || exit 2
+
+knob() {  # NAME DEFAULT -> $LIN_NAME, else $RKV_LIN_NAME, else DEFAULT
+  local a="LIN_$1" b="RKV_LIN_$1"
+  echo "${!a:-${!b:-$2}}"
+}
+OPS1=$(knob OPS1 60000)
+OPS2=$(knob OPS2 100000)
+CLIENTS=$(knob CLIENTS 8)
+MEMORY=$(knob MEMORY 16M)
+SEED=$(knob SEED $((RANDOM * 32768 + RANDOM)))
+PORT=$(knob PORT 7480)
+KVSERVER=$(knob SERVER "$build/kvserver")
+NEGATIVE=$(knob NEGATIVE 1)
+LOAD=$build/lin_load
+CRASH_PATTERN="ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error:|Segmentation fault|terminate called|Check failed"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+
+for t in "$KVSERVER" "$LOAD" "$build/kvctl"; do
+  [ -x "$t" ] || { echo "linearizability: $t is missing (build kvserver kvctl lin_load)"; exit 2; }
+done
+"$KVSERVER" --listen="$addr:$PORT" --memory="$MEMORY" --workers=2 > "$logs/kvserver.log" 2>&1 &
+srv=$!
+for _ in $(seq 100); do
+  "$build/kvctl" --server="$addr:$PORT" stats > /dev/null 2>&1 && break
+  kill -0 $srv 2>/dev/null || break
+  sleep 0.2
+done
+echo "linearizability: kvserver --memory=$MEMORY on $addr:$PORT, $CLIENTS clients, seed $SEED, logs in $logs"
+
+rc=0
+phase() {  # name seed lin_load-flags...
+  local name=$1 seed=$2; shift 2
+  local t0=$SECONDS
+  timeout 1200 "$LOAD" --server="$addr:$PORT" --clients="$CLIENTS" --prefill=0.9 --seed="$seed" \
+    --history="$logs/$name.hist" "$@" > "$logs/$name.txt" 2> "$logs/$name.err"
+  local r=$?
+  echo "--- $name ($*; $((SECONDS - t0)) s, exit $r)"
+  grep -v "^lin_load: history" "$logs/$name.txt" | sed 's/^/  /'
+  [ $r -eq 0 ] || { rc=1; tail -5 "$logs/$name.err" | sed 's/^/  stderr: /'; }
+  grep -q "^linearizability: .* 0 violations (" "$logs/$name.txt" || rc=1
+}
+phase phase1 "$SEED" --ops="$OPS1" --hot_keys=2 --keys=6
+phase phase2 "$((SEED + 1))" --ops="$OPS2" --hot_keys=4 --keys=300
+
+if [ "$NEGATIVE" = 1 ]; then
+  t0=$SECONDS
+  timeout 600 "$LOAD" --server="$addr:$PORT" --clients="$CLIENTS" --prefill=0 --seed=$((SEED + 2)) \
+    --ops=5000 --hot_keys=1 --keys=0 --rogue_replays=5 --history="$logs/negative.hist" \
+    > "$logs/negative.txt" 2> "$logs/negative.err"
+  r=$?
+  replays=$(sed -n 's/.*put back \([0-9]*\) old values.*/\1/p' "$logs/negative.txt")
+  echo "--- negative control (1 hot key, ${replays:-no} old values put back by an unrecorded client; $((SECONDS - t0)) s, exit $r)"
+  if [ "${replays:-0}" -gt 0 ] && grep -q -E "^linearizability: .* [1-9][0-9]* violations" "$logs/negative.txt"; then
+    sed -n '/^linearizability: /,$p' "$logs/negative.txt" | head -12 | sed 's/^/  /'
+    echo "  negative control: passed (the checker reported the replayed values)"
+  else
+    grep "^linearizability: " "$logs/negative.txt" | sed 's/^/  /'
+    echo "  negative control: FAILED (no violation reported, or nothing was replayed)"; rc=1
+  fi
+fi
+
+alive=1
+kill -0 $srv 2>/dev/null || alive=0
+crash=$(grep -v -E "^[IW][0-9]{8} " "$logs/kvserver.log" | grep -m1 -E "$CRASH_PATTERN")
+kill $srv 2>/dev/null
+wait $srv 2>/dev/null
+if [ $alive = 0 ] || [ -n "$crash" ]; then
+  echo "linearizability: kvserver died or crashed: ${crash:-exited}"; tail -20 "$logs/kvserver.log"; rc=1
+fi
+total=$(awk '/^linearizability: /{n += $2} END{print n + 0}' "$logs"/phase*.txt)
+echo "linearizability: $total operations checked in 2 phases, 0 violations expected; $([ $rc = 0 ] && echo passed || echo FAILED)"
+exit $rc
