@@ -452,9 +452,9 @@ int main(int argc, char** argv) {
               full.load() ? " (stopped at TABLE_FULL)" : "");
   std::printf(
       "lin_load: table at the start: entries %.0f, load %.3f, overflow_entries %.0f, "
-      "heap_bytes_in_use %.0f\n",
-      start["entries"], start["load_factor"], start["overflow_entries"],
-      start["heap_bytes_in_use"]);
+      "heap_bytes_in_use %.0f, heap_blocks_moved %.0f\n",
+      start["entries"], start["load_factor"], start["overflow_entries"], start["heap_bytes_in_use"],
+      start["heap_blocks_moved"]);
   std::fflush(stdout);
 
   // 2. The run.
@@ -523,8 +523,9 @@ int main(int argc, char** argv) {
               total.first_error.empty() ? "" : "; first: ", total.first_error.c_str());
   std::printf(
       "lin_load: table at the end: entries %.0f, load %.3f, overflow_entries %.0f, "
-      "heap_bytes_in_use %.0f\n",
-      end["entries"], end["load_factor"], end["overflow_entries"], end["heap_bytes_in_use"]);
+      "heap_bytes_in_use %.0f, heap_blocks_moved %.0f\n",
+      end["entries"], end["load_factor"], end["overflow_entries"], end["heap_bytes_in_use"],
+      end["heap_blocks_moved"]);
   std::fflush(stdout);
 
   if (!FLAGS_history.empty()) {
