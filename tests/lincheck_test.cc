@@ -447,7 +447,7 @@ bool BruteForceLinearizable(const std::vector<Op>& ops) {
 TEST(Lincheck, AgreesWithExhaustiveSearchOnSmallRandomHistories) {
   std::mt19937_64 rng(99);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  int bad = 0, good = 0;
+  int bad = 0, good = 0, direct = 0;
   for (int round = 0; round < 4000; ++round) {
     int n = uni(1, 8), puts = 0;
     std::vector<Op> ops;
@@ -479,10 +479,21 @@ TEST(Lincheck, AgreesWithExhaustiveSearchOnSmallRandomHistories) {
     bool expect = BruteForceLinearizable(ops);
     CheckReport r = Check(h);
     ASSERT_EQ(r.ok(), expect) << "round " << round << "\n" << r.Summary();
+    // With no search budget, only the direct diagnoses (stale read, NOT_FOUND while present)
+    // can report a violation: they must be right too.
+    CheckOptions no_search;
+    no_search.max_states_per_key = 0;
+    CheckReport d = Checker(no_search).Check(h);
+    if (d.violations) {
+      ASSERT_FALSE(expect) << "direct diagnosis wrong, round " << round << "\n" << d.Summary();
+      ++direct;
+    }
     (expect ? good : bad) += 1;
   }
-  std::printf("[ measure ] %d linearizable and %d non-linearizable random histories agree\n", good,
-              bad);
+  std::printf(
+      "[ measure ] %d linearizable and %d non-linearizable random histories agree (%d of the "
+      "latter also found without the search)\n",
+      good, bad, direct);
   EXPECT_GT(good, 500);
   EXPECT_GT(bad, 500);
 }
@@ -516,6 +527,27 @@ TEST(Lincheck, ThirtyThousandOpsSixteenClientsOneKeyInSeconds) {
   EXPECT_EQ(r.violations, 1u) << r.Summary();
   std::printf("[ measure ] with one stale read: %s\n", r.Summary(1).c_str());
   EXPECT_LT(r.seconds, 5.0);
+}
+
+TEST(Lincheck, SearchBudgetGivesInconclusiveOrADefiniteViolation) {
+  // 20 mutually concurrent PUTs make the search try up to 2^20 orders before a violation is
+  // certain. With a small budget: a NOT_FOUND that no DELETE can explain is still reported as a
+  // violation (found directly); a second DELETE -> OK is only "inconclusive" (not ok either).
+  Builder b;
+  for (int i = 0; i < 20; ++i) b.Put(uint32_t(i), i, 1000 + i, "v" + std::to_string(i));
+  Builder nf = b, del = b;
+  nf.GetNf(99, 2000, 2001);
+  del.Del(98, 2000, 2001, Outcome::kOk).Del(99, 2002, 2003, Outcome::kOk);
+  CheckOptions small;
+  small.max_states_per_key = 1000;
+  CheckReport r = Checker(small).Check(nf.history());
+  EXPECT_EQ(r.violations, 1u) << r.Summary();
+  EXPECT_NE(r.Summary().find("NOT_FOUND while present"), std::string::npos) << r.Summary();
+  r = Checker(small).Check(del.history());
+  EXPECT_EQ(r.violations, 0u);
+  EXPECT_EQ(r.inconclusive, 1u) << r.Summary();
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.Summary().find("1 inconclusive"), std::string::npos) << r.Summary();
 }
 
 TEST(Lincheck, HistoryFileRoundTrip) {

@@ -275,6 +275,39 @@ struct RegisterSearch::Impl {
     return "";
   }
 
+  // Another diagnosis: a GET -> NOT_FOUND or DELETE -> NOT_FOUND that began after an
+  // acknowledged PUT w returned, while no DELETE (acknowledged OK, or of unknown outcome) could
+  // take effect between w and it. The earliest such op, or "".
+  std::string DefiniteNotFound() const {
+    std::vector<const SOp*> dels;
+    for (const SOp& o : ops)
+      if (o.kind == Kind::kDelOk) dels.push_back(&o);
+    for (const SOp& o : free_dels) dels.push_back(&o);
+    int32_t w = -1;  // among PUTs that returned so far, the one called last
+    std::vector<int32_t> by_ret(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) by_ret[size_t(i)] = i;
+    std::sort(by_ret.begin(), by_ret.end(),
+              [&](int32_t a, int32_t b) { return ops[a].ret < ops[b].ret; });
+    size_t r = 0;
+    for (int32_t i = 0; i < n; ++i) {  // by call time
+      const SOp& g = ops[i];
+      for (; r < by_ret.size() && ops[by_ret[r]].ret < g.call; ++r)
+        if (ops[by_ret[r]].kind == Kind::kPut && (w < 0 || ops[by_ret[r]].call > ops[w].call))
+          w = by_ret[r];
+      if ((g.kind != Kind::kGetNf && g.kind != Kind::kDelNf) || w < 0) continue;
+      bool deletable = false;  // a DELETE that may take effect after w and before g
+      for (const SOp* d : dels)
+        if (d->call <= g.ret && (d->kind == Kind::kFreeDel || d->ret >= ops[w].call)) {
+          deletable = true;
+          break;
+        }
+      if (!deletable)
+        return "    NOT_FOUND while present: " + Describe(*g.src, origin) + " began after " +
+               Describe(*ops[w].src, origin) + " returned, and no DELETE can come between\n";
+    }
+    return "";
+  }
+
   KeyVerdict Violation(KeyVerdict v, std::string why) {
     v.verdict = Verdict::kViolation;
     v.explanation = std::move(why);
@@ -397,6 +430,11 @@ struct RegisterSearch::Impl {
         }
         if (++steps > max_states) {
           v.states_explored = steps;
+          // The search gave up; a definite violation still decides.
+          std::string definite = DefiniteStaleRead() + DefiniteNotFound();
+          if (!definite.empty())
+            return Violation(v, definite + "    (found without the search, which gave up after " +
+                                    std::to_string(max_states) + " states)");
           v.verdict = Verdict::kInconclusive;
           v.explanation = "    search gave up after " + std::to_string(max_states) +
                           " states; deepest point reached: " + std::to_string(best_nlin) + " of " +
@@ -424,7 +462,7 @@ struct RegisterSearch::Impl {
       }
     }
     v.states_explored = steps;
-    std::string e = DefiniteStaleRead();
+    std::string e = DefiniteStaleRead() + DefiniteNotFound();
     e += "    no linearization: at most " + std::to_string(best_nlin) + " of " + std::to_string(n) +
          " ops can be linearized; then this op cannot be:\n" + "      " +
          Describe(*ops[size_t(best_blocked)].src, origin) + "\n";
