@@ -40,11 +40,11 @@ ClientImpl::Step ClientImpl::ReadTargets(const Probe& probe, std::string_view ke
     *result = RoundTrip(plan.ops(), plan.size());
     if (!result->ok()) return Step::kDone;
     for (int i = 0; i < plan.size(); ++i) {
-      std::string_view v;
+      layout::FoundValue v;
       switch (layout::ProbeTarget(conn_->buf() + plan.op(i).local_offset, probe.targets[first + i],
                                   key, conn_->hello().hash_seed, &v)) {
         case layout::TargetOutcome::kFound:
-          value->assign(v);
+          v.AssignTo(value);
           *result = Status::Ok();
           return Step::kDone;
         case layout::TargetOutcome::kChanged:

@@ -103,11 +103,11 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
         const Probe& p = probe[i];
         bool found = false, changed = p.torn;
         for (int t = 0; t < p.target_count && !found; ++t) {
-          std::string_view v;
+          layout::FoundValue v;
           switch (layout::ProbeTarget(conn_->buf() + plan.op(first_op[i] + t).local_offset,
                                       p.targets[t], keys[start + i], h.hash_seed, &v)) {
             case layout::TargetOutcome::kFound:
-              (*values)[start + i].assign(v);
+              v.AssignTo(&(*values)[start + i]);
               found = true;
               break;
             case layout::TargetOutcome::kChanged:

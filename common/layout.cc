@@ -115,14 +115,48 @@ void EncodeIndirectSlot(uint8_t* slot, uint64_t seed, uint64_t version, uint64_t
   Store<uint64_t>(slot, SlotChecksum(slot, seed));
 }
 
+namespace {
+inline uint8_t MaskByte(uint64_t mask, size_t i) {
+  return static_cast<uint8_t>(mask >> (8 * (i % 8)));
+}
+// XORs n bytes at p with the mask starting at mask byte `phase`.
+void XorMask(uint8_t* p, size_t n, uint64_t mask, uint32_t phase) {
+  if (mask == 0) return;
+  size_t i = 0;
+  for (; i < n && (phase + i) % 8 != 0; ++i) p[i] ^= MaskByte(mask, phase + i);
+  for (; i + 8 <= n; i += 8) {  // whole words from mask byte 0
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    w ^= mask;
+    std::memcpy(p + i, &w, 8);
+  }
+  for (; i < n; ++i) p[i] ^= MaskByte(mask, phase + i);
+}
+}  // namespace
+
+void FoundValue::AssignTo(std::string* out) const {
+  out->assign(bytes);
+  if (!out->empty()) XorMask(reinterpret_cast<uint8_t*>(&(*out)[0]), out->size(), mask, phase);
+}
+
+bool BlockView::KeyIs(std::string_view plain) const {
+  if (plain.size() != key.size()) return false;
+  for (size_t i = 0; i < key.size(); ++i)
+    if (static_cast<uint8_t>(key[i]) != (static_cast<uint8_t>(plain[i]) ^ MaskByte(mask, i)))
+      return false;
+  return true;
+}
+
 void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_view key,
-                 std::string_view value) {
+                 std::string_view value, uint64_t mask) {
   Store<uint64_t>(block + 8, version);
   Store<uint32_t>(block + 16, static_cast<uint32_t>(key.size()));
   Store<uint32_t>(block + 20, static_cast<uint32_t>(value.size()));
-  std::memcpy(block + kBlockHeaderSize, key.data(), key.size());
-  if (!value.empty())
-    std::memcpy(block + kBlockHeaderSize + key.size(), value.data(), value.size());
+  Store<uint64_t>(block + 24, mask);
+  uint8_t* body = block + kBlockHeaderSize;
+  std::memcpy(body, key.data(), key.size());
+  if (!value.empty()) std::memcpy(body + key.size(), value.data(), value.size());
+  XorMask(body, key.size() + value.size(), mask, 0);
   size_t n = BlockBytes(key.size(), value.size());
   Store<uint64_t>(block, XXH3_64bits_withSeed(block + 8, n - 8, seed));
 }
@@ -130,34 +164,34 @@ void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_vi
 namespace {
 // Checks a block's checksum over the sizes it states (which must fit in `len`).
 bool VerifyBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t* version,
-                 std::string_view* key, std::string_view* value) {
+                 BlockView* view) {
   if (len < kBlockHeaderSize) return false;
   uint64_t ks = Load<uint32_t>(block + 16), vs = Load<uint32_t>(block + 20);
   uint64_t n = kBlockHeaderSize + ks + vs;
   if (n > len) return false;
   if (Load<uint64_t>(block) != XXH3_64bits_withSeed(block + 8, n - 8, seed)) return false;
   *version = Load<uint64_t>(block + 8);
+  view->mask = Load<uint64_t>(block + 24);
   const char* p = reinterpret_cast<const char*>(block + kBlockHeaderSize);
-  *key = std::string_view(p, ks);
-  *value = std::string_view(p + ks, vs);
+  view->key = std::string_view(p, ks);
+  view->value = std::string_view(p + ks, vs);
   return true;
 }
 }  // namespace
 
 bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
-                 uint32_t key_size, uint32_t value_size, std::string_view* key,
-                 std::string_view* value) {
+                 uint32_t key_size, uint32_t value_size, BlockView* view) {
   uint64_t v;
-  return VerifyBlock(block, std::min<size_t>(len, BlockBytes(key_size, value_size)), seed, &v, key,
-                     value) &&
-         v == version && key->size() == key_size && value->size() == value_size;
+  return VerifyBlock(block, std::min<size_t>(len, BlockBytes(key_size, value_size)), seed, &v,
+                     view) &&
+         v == version && view->key.size() == key_size && view->value.size() == value_size;
 }
 
 bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
-                    std::string_view* key, std::string_view* value) {
+                    BlockView* view) {
   uint64_t v;
-  return VerifyBlock(block, len, seed, &v, key, value) && v == version &&
-         RoundBlock(BlockBytes(key->size(), value->size())) == len;
+  return VerifyBlock(block, len, seed, &v, view) && v == version &&
+         RoundBlock(BlockBytes(view->key.size(), view->value.size())) == len;
 }
 
 namespace {

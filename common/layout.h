@@ -21,8 +21,12 @@
 //                    indirect: u64 key_hash, u32 key_size, u32 value_size, u64 block_offset,
 //                              u32 block_size, u32 reserved
 // Heap block (8-byte aligned): u64 checksum XXH3-64(bytes 8..end), u64 version (= the entry's),
-//   u32 key_size, u32 value_size, key, value. The server may move a live block (heap
-//   compaction); the copy keeps its bytes, so a block is identified by its version wherever it is.
+//   u32 key_size, u32 value_size, u64 mask, then key and value XORed with the mask (byte j of
+//   the key+value area with mask byte j % 8). The mask is random per block (server-chosen, after
+//   the client sent its bytes), so no client can make the bytes of its own key or value form a
+//   valid block image that a reader following a stale pointer into that space would accept.
+//   The server may move a live block (heap compaction); the copy keeps its bytes, so a block is
+//   identified by its version wherever it is.
 // Overflow ref (16 B in a bucket header), two little-endian u64 words, each written atomically:
 //   word0: [63..62] type (0 unused, 1 overflow slot, 2 heap block), [61..54] key tag,
 //          [53..40] length of the target in 8-byte units, [39..0] region offset of the target / 8
@@ -36,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 namespace rkv::layout {
@@ -50,7 +55,7 @@ inline constexpr uint32_t kMaxRefLength = ((1u << 14) - 1) * kRefUnit;  // 13106
 inline constexpr uint64_t kMaxRegionSize = uint64_t{1} << 43;           // 2^40 units of 8 B
 inline constexpr uint32_t kSlotHeaderSize = 24;
 inline constexpr uint32_t kInlineCapacity = kSlotSize - kSlotHeaderSize;  // 104
-inline constexpr uint32_t kBlockHeaderSize = 24;
+inline constexpr uint32_t kBlockHeaderSize = 32;
 
 enum SlotKind : uint8_t { kEmpty = 0, kInline = 1, kIndirect = 2 };
 
@@ -124,13 +129,31 @@ inline uint32_t BlockBytes(size_t key_size, size_t value_size) {
 }
 // A block's length rounded to the heap's (and the refs') 8-byte unit.
 inline uint32_t RoundBlock(uint32_t bytes) { return (bytes + kRefUnit - 1) / kRefUnit * kRefUnit; }
+// A value as found: bytes in the table's format. Inline values are plain (mask 0); a block's
+// are XORed with its mask starting at mask byte `phase`.
+struct FoundValue {
+  std::string_view bytes;
+  uint64_t mask = 0;
+  uint32_t phase = 0;
+  size_t size() const { return bytes.size(); }
+  // Assigns the plain value (reuses out's capacity).
+  void AssignTo(std::string* out) const;
+};
+// A verified block: its key and value as stored (masked).
+struct BlockView {
+  std::string_view key, value;  // masked bytes
+  uint64_t mask = 0;
+  bool KeyIs(std::string_view plain) const;
+  FoundValue Value() const { return {value, mask, static_cast<uint32_t>(key.size() % 8)}; }
+};
+// Writes a block; `mask` must be unpredictable to clients (server/table.cc draws it from
+// getrandom).
 void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_view key,
-                 std::string_view value);
+                 std::string_view value, uint64_t mask);
 // Verifies a block an indirect slot points at: checksum, exactly the slot's version and sizes
 // (at least BlockBytes(key_size, value_size) bytes at `block`). On success sets key and value.
 bool DecodeBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
-                 uint32_t key_size, uint32_t value_size, std::string_view* key,
-                 std::string_view* value);
+                 uint32_t key_size, uint32_t value_size, BlockView* view);
 
 inline uint64_t LoadU64(const uint8_t* p) {
   uint64_t v;
@@ -157,7 +180,7 @@ Ref DecodeRef(const uint8_t* p);
 // Verifies a heap block a ref points at: `len` bytes (the ref's length), checksum, sizes whose
 // rounded length is exactly `len`, and its full version. On success sets key and value.
 bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t version,
-                    std::string_view* key, std::string_view* value);
+                    BlockView* view);
 
 }  // namespace rkv::layout
 

@@ -66,18 +66,18 @@ Probe ProbeBuckets(const uint8_t* bucket0, const uint8_t* bucket1, std::string_v
 }
 
 TargetOutcome ProbeTarget(const uint8_t* bytes, const Target& target, std::string_view key,
-                          uint64_t seed, std::string_view* value) {
-  std::string_view k, v;
+                          uint64_t seed, FoundValue* value) {
+  BlockView b;
   switch (target.kind) {
     case Target::kSlotBlock:
       // The slot named this exact version: a block that verifies is the entry the slot
       // published (or a moved copy of it). Another key there is a 64-bit hash twin.
       if (!DecodeBlock(bytes, target.length, seed, target.version, target.key_size,
-                       target.value_size, &k, &v))
+                       target.value_size, &b))
         return TargetOutcome::kChanged;
       break;
     case Target::kRefBlock:
-      if (!DecodeRefBlock(bytes, target.length, seed, target.version, &k, &v))
+      if (!DecodeRefBlock(bytes, target.length, seed, target.version, &b))
         return TargetOutcome::kChanged;
       break;
     case Target::kRefSlot: {
@@ -86,14 +86,13 @@ TargetOutcome ProbeTarget(const uint8_t* bytes, const Target& target, std::strin
           s.version != target.version)
         return TargetOutcome::kChanged;  // emptied, rewritten or torn since the ref was read
       // Overflow slots hold inline entries only (server/table.h).
-      if (s.kind != kInline) return TargetOutcome::kNotThis;
-      k = s.key;
-      v = s.value;
-      break;
+      if (s.kind != kInline || s.key != key) return TargetOutcome::kNotThis;
+      *value = FoundValue{s.value, 0, 0};
+      return TargetOutcome::kFound;
     }
   }
-  if (k != key) return TargetOutcome::kNotThis;
-  *value = v;
+  if (!b.KeyIs(key)) return TargetOutcome::kNotThis;
+  *value = b.Value();
   return TargetOutcome::kFound;
 }
 

@@ -62,13 +62,13 @@ Probe ProbeBuckets(const uint8_t* bucket0, const uint8_t* bucket1, std::string_v
                    const KeyHash& kh, uint64_t seed);
 
 enum class TargetOutcome {
-  kFound,    // `*value` points into `bytes`
+  kFound,    // `*value` refers to `bytes` (a block's value is masked: FoundValue::AssignTo)
   kNotThis,  // the entry its slot or ref published, holding another key: skip it
   kChanged,  // rewritten, freed or reused since the buckets were read: re-read them
 };
 // Decides one target from `target.length` bytes read at `target.offset`.
 TargetOutcome ProbeTarget(const uint8_t* bytes, const Target& target, std::string_view key,
-                          uint64_t seed, std::string_view* value);
+                          uint64_t seed, FoundValue* value);
 
 }  // namespace rkv::layout
 

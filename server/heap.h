@@ -57,7 +57,8 @@ namespace rkv {
 class Heap {
  public:
   // Largest block: 24-byte header + 1024-byte key + 65536-byte value.
-  static constexpr uint32_t kMaxBlock = 24 + 1024 + 65536;
+  static constexpr uint32_t kMaxBlock =
+      32 + 1024 + 65536;  // layout::BlockBytes of the largest entry
   static constexpr uint32_t kAlign = 8;
   // Free bytes TryAllocate leaves behind: the cleaner can always move the tail block.
   static constexpr uint64_t kReserve = 2 * uint64_t{kMaxBlock};

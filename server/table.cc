@@ -1,8 +1,11 @@
 #include "server/table.h"
 
 #include <glog/logging.h>
+#include <sys/random.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "common/lookup.h"
@@ -13,6 +16,25 @@ namespace rkv {
 using namespace layout;
 
 namespace {
+// A block's mask (layout.h): unpredictable to clients, so drawn from the kernel's CSPRNG,
+// 64 masks per getrandom call per thread.
+uint64_t NewMask() {
+  thread_local uint64_t buf[64];
+  thread_local size_t left = 0;
+  if (left == 0) {
+    size_t got = 0;
+    while (got < sizeof buf) {
+      ssize_t n = getrandom(reinterpret_cast<uint8_t*>(buf) + got, sizeof buf - got, 0);
+      if (n < 0 && errno == EINTR) continue;
+      PCHECK(n > 0) << "getrandom";
+      got += size_t(n);
+    }
+    left = 64;
+  }
+  uint64_t m = buf[--left];
+  return m != 0 ? m : 0x9e3779b97f4a7c15ull;  // 0 would leave the bytes plain
+}
+
 class StripeLock {
  public:
   StripeLock(std::mutex* a, std::mutex* b)
@@ -65,18 +87,20 @@ Table::Location Table::Locate(std::string_view key, const KeyHash& kh) const {
       if (slot[16] == kEmpty || slot[17] != kh.tag || key_size != key.size()) continue;
       SlotView v;
       CHECK(DecodeSlot(slot, geo_.seed, &v) == SlotState::kValid) << "torn slot under its lock";
-      std::string_view k, value;
+      FoundValue value;
       if (v.kind == kInline) {
-        k = v.key;
-        value = v.value;
+        if (v.key != key) continue;  // another key with this tag and size
+        value = FoundValue{v.value, 0, 0};
       } else if (v.key_hash != kh.hash || v.key_size != key.size()) {
         continue;
       } else {
+        BlockView b;
         CHECK(DecodeBlock(base_ + v.block_offset, v.block_size, geo_.seed, v.version, v.key_size,
-                          v.value_size, &k, &value))
+                          v.value_size, &b))
             << "heap block does not match its slot";
+        if (!b.KeyIs(key)) continue;  // another key with this 64-bit hash
+        value = b.Value();
       }
-      if (k != key) continue;  // another key with this tag (inline) or 64-bit hash (indirect)
       loc.found = true;
       loc.slot = slot;
       loc.view = v;
@@ -142,7 +166,7 @@ Status Table::BuildEntry(std::string_view key, std::string_view value, const Key
   Status s = AllocateBlock(bytes, &off, room);
   if (!s.ok()) return s;
   uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
-  EncodeBlock(base_ + off, geo_.seed, version, key, value);
+  EncodeBlock(base_ + off, geo_.seed, version, key, value, NewMask());
   std::atomic_thread_fence(std::memory_order_release);
   EncodeIndirectSlot(image, geo_.seed, version, kh.hash, static_cast<uint32_t>(key.size()),
                      static_cast<uint32_t>(value.size()), off, RoundBlock(bytes));
@@ -173,7 +197,7 @@ Status Table::BuildOverflowEntry(std::string_view key, std::string_view value, c
   Status s = AllocateBlock(bytes, &off, room);
   if (!s.ok()) return s;
   uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
-  EncodeBlock(base_ + off, geo_.seed, version, key, value);
+  EncodeBlock(base_ + off, geo_.seed, version, key, value, NewMask());
   std::atomic_thread_fence(std::memory_order_release);
   ref->type = Ref::kBlock;
   ref->offset = off;
@@ -239,9 +263,11 @@ Status Table::Put(std::string_view key, std::string_view value) {
     return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes exceeds " +
                                        std::to_string(wire::kMaxValueSize));
   const KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
-  // Other writers may take the room a cleaning made before this Put gets its locks back: a few
-  // attempts, then TABLE_FULL with the reason.
+  // Other writers may take the room a cleaning made before this Put gets its locks back: retry,
+  // within a deadline (a worker thread runs this Put), then TABLE_FULL with the reason.
   constexpr int kAttempts = 32;
+  constexpr auto kDeadline = std::chrono::seconds(2);
+  const auto start = std::chrono::steady_clock::now();
   for (int attempt = 1;; ++attempt) {
     uint32_t room = 0;
     Status s;
@@ -250,22 +276,17 @@ Status Table::Put(std::string_view key, std::string_view value) {
       s = PutLocked(key, value, kh, &room);
     }
     if (room == 0) return s;
-    switch (heap_.MakeRoom(room)) {
-      case Heap::Result::kOk:
-        if (attempt < kAttempts) continue;
-        return Status(Code::kTableFull,
-                      "value heap: room made by cleaning was taken by other "
-                      "writers " +
-                          std::to_string(kAttempts) + " times");
-      case Heap::Result::kBusy:
-        return Status(Code::kTableFull,
-                      "value heap: cleaning waited too long for a block being "
-                      "written");
-      default:
-        return Status(Code::kTableFull,
-                      "value heap is full (" + std::to_string(heap_.live_bytes()) + " of " +
-                          std::to_string(heap_.capacity()) + " bytes hold live blocks)");
-    }
+    const Heap::Result r = heap_.MakeRoom(room);
+    if (r == Heap::Result::kOk && attempt < kAttempts &&
+        std::chrono::steady_clock::now() - start < kDeadline)
+      continue;
+    if (r == Heap::Result::kFull)
+      return Status(Code::kTableFull, "value heap is full (" + std::to_string(heap_.live_bytes()) +
+                                          " of " + std::to_string(heap_.capacity()) +
+                                          " bytes hold live blocks)");
+    return Status(Code::kTableFull,
+                  "value heap busy: cleaning did not make room for this PUT in time (a block "
+                  "being written at the log's tail, or other writers taking the room it made)");
   }
 }
 
@@ -358,9 +379,12 @@ void Table::MoveBlock(uint64_t offset, uint32_t size) {
     CHECK(!heap_.IsLive(offset)) << "live heap block at " << offset << " has a bad header";
     return;
   }
-  char key_buf[wire::kMaxKeySize];
-  std::memcpy(key_buf, blk + kBlockHeaderSize, ks);
-  const std::string_view key(key_buf, ks);
+  uint64_t mask;
+  std::memcpy(&mask, blk + 24, 8);
+  std::string key_buf;  // the key is stored masked (layout.h)
+  FoundValue{std::string_view(reinterpret_cast<const char*>(blk) + kBlockHeaderSize, ks), mask, 0}
+      .AssignTo(&key_buf);
+  const std::string_view key(key_buf);
   const KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
   StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
   if (!heap_.IsLive(offset)) return;  // freed by its writer meanwhile
@@ -416,7 +440,7 @@ Status Table::Get(std::string_view key, std::string* value) const {
   StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
   Location loc = Locate(key, kh);
   if (!loc.found) return Status(Code::kNotFound, "");
-  value->assign(loc.value);
+  loc.value.AssignTo(value);
   return Status::Ok();
 }
 

@@ -56,11 +56,11 @@ class Table {
   static constexpr uint32_t kStripes = 1024;
   struct Location {
     bool found = false;
-    uint8_t* slot = nullptr;  // entries in a bucket or an overflow slot: the slot
-    uint8_t* ref = nullptr;   // overflow entries: the header ref that points at it
-    layout::Ref ref_value;    // ... and its value
-    layout::SlotView view;    // slot entries: the decoded slot
-    std::string_view value;   // inline or ref-block entries: the value
+    uint8_t* slot = nullptr;   // entries in a bucket or an overflow slot: the slot
+    uint8_t* ref = nullptr;    // overflow entries: the header ref that points at it
+    layout::Ref ref_value;     // ... and its value
+    layout::SlotView view;     // slot entries: the decoded slot
+    layout::FoundValue value;  // the value as stored
   };
   Location Locate(std::string_view key, const layout::KeyHash& kh) const;
   // Put under the key's stripes. Sets *room to the block size when the heap needs cleaning

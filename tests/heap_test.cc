@@ -24,7 +24,7 @@ namespace {
 using Result = Heap::Result;
 using std::chrono::milliseconds;
 
-static_assert(Heap::kMaxBlock == 24 + wire::kMaxKeySize + wire::kMaxValueSize);
+static_assert(Heap::kMaxBlock == 32 + wire::kMaxKeySize + wire::kMaxValueSize);
 static_assert(Heap::kFullSlack <= 4 * uint64_t{Heap::kMaxBlock}, "target: reserve <= 4 blocks");
 
 uint64_t PatternWord(uint64_t id, uint64_t k) {

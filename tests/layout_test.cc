@@ -9,6 +9,11 @@
 #include "common/lookup.h"
 
 namespace rkv::layout {
+std::string Plain(const FoundValue& v) {
+  std::string s;
+  v.AssignTo(&s);
+  return s;
+}
 TEST(Layout, HashIsStableAndInRange) {
   for (int i = 0; i < 10000; ++i) {
     std::string k = "user" + std::to_string(i);
@@ -51,16 +56,20 @@ TEST(Layout, MixedOldNewIsTorn) {
 TEST(Layout, BlockChecksVersionAndKey) {
   std::vector<uint8_t> block(BlockBytes(3, 5000));
   std::string value(5000, 'z');
-  EncodeBlock(block.data(), 3, 77, "abc", value);
-  std::string_view k, v;
-  ASSERT_TRUE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 5000, &k, &v));
-  EXPECT_EQ(k, "abc");
-  EXPECT_EQ(v, value);
+  EncodeBlock(block.data(), 3, 77, "abc", value, 0x0123456789abcdefull);
+  // Stored masked: the plain value's bytes do not appear.
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(block.data()), block.size()).find("zzzzzzzz"),
+            std::string::npos);
+  BlockView b;
+  ASSERT_TRUE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 5000, &b));
+  EXPECT_TRUE(b.KeyIs("abc"));
+  EXPECT_FALSE(b.KeyIs("abd"));
+  EXPECT_EQ(Plain(b.Value()), value);
   // block reused by a later write
-  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 78, 3, 5000, &k, &v));
-  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 4999, &k, &v));
+  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 78, 3, 5000, &b));
+  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 4999, &b));
   block[100] ^= 1;
-  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 5000, &k, &v));
+  EXPECT_FALSE(DecodeBlock(block.data(), block.size(), 3, 77, 3, 5000, &b));
 }
 TEST(Layout, GeometryFitsRegion) {
   Geometry g;
@@ -179,14 +188,14 @@ TEST(Lookup, EveryMatchingRefIsFollowedNotJustFour) {
   ASSERT_EQ(p.outcome, Probe::kFollow);
   ASSERT_EQ(p.target_count, 16);
   alignas(64) uint8_t other[kSlotSize], mine[kSlotSize];
-  std::string_view v;
+  FoundValue v;
   for (int i = 0; i < 15; ++i) {
     EncodeInlineSlot(other, 1, 1000 + i, "kez", "x");  // another key, same version as its ref
     EXPECT_EQ(ProbeTarget(other, p.targets[i], "key", 1, &v), TargetOutcome::kNotThis);
   }
   EncodeInlineSlot(mine, 1, 1015, "key", "mine");
   ASSERT_EQ(ProbeTarget(mine, p.targets[15], "key", 1, &v), TargetOutcome::kFound);
-  EXPECT_EQ(v, "mine");
+  EXPECT_EQ(Plain(v), "mine");
 }
 TEST(Lookup, TornSlotIsNotForgottenWhenRefsHoldOtherKeys) {
   // The key's slot is seen torn (being rewritten) and a ref with its tag points at another
@@ -201,7 +210,7 @@ TEST(Lookup, TornSlotIsNotForgottenWhenRefsHoldOtherKeys) {
   EXPECT_TRUE(p.torn);
   alignas(64) uint8_t other[kSlotSize];
   EncodeInlineSlot(other, 1, 5, "kez", "x");
-  std::string_view v;
+  FoundValue v;
   EXPECT_EQ(ProbeTarget(other, p.targets[0], "key", 1, &v), TargetOutcome::kNotThis);
 }
 TEST(Lookup, HashTwinsInSlotsAreAllCandidates) {
@@ -209,21 +218,21 @@ TEST(Lookup, HashTwinsInSlotsAreAllCandidates) {
   // first one's block holds the twin; the search goes on to the second.
   alignas(64) uint8_t b0[kBucketSize] = {}, b1[kBucketSize] = {};
   KeyHash kh = HashKey("key", 1, 16);
-  EncodeIndirectSlot(b0 + kSlotSize, 1, 20, kh.hash, 3, 500, 8192, 528);
-  EncodeIndirectSlot(b1 + 4 * kSlotSize, 1, 21, kh.hash, 3, 500, 16384, 528);
+  EncodeIndirectSlot(b0 + kSlotSize, 1, 20, kh.hash, 3, 500, 8192, 536);
+  EncodeIndirectSlot(b1 + 4 * kSlotSize, 1, 21, kh.hash, 3, 500, 16384, 536);
   Probe p = ProbeBuckets(b0, b1, "key", kh, 1);
   ASSERT_EQ(p.outcome, Probe::kFollow);
   ASSERT_EQ(p.target_count, 2);
   EXPECT_FALSE(p.torn);
   std::vector<uint8_t> twin(BlockBytes(3, 500)), mine(BlockBytes(3, 500));
-  EncodeBlock(twin.data(), 1, 20, "kez", std::string(500, 't'));
-  EncodeBlock(mine.data(), 1, 21, "key", std::string(500, 'm'));
-  std::string_view v;
+  EncodeBlock(twin.data(), 1, 20, "kez", std::string(500, 't'), 0x5bd1e9955bd1e995ull);
+  EncodeBlock(mine.data(), 1, 21, "key", std::string(500, 'm'), 0x5bd1e9955bd1e995ull);
+  FoundValue v;
   EXPECT_EQ(ProbeTarget(twin.data(), p.targets[0], "key", 1, &v), TargetOutcome::kNotThis);
   ASSERT_EQ(ProbeTarget(mine.data(), p.targets[1], "key", 1, &v), TargetOutcome::kFound);
-  EXPECT_EQ(v, std::string(500, 'm'));
+  EXPECT_EQ(Plain(v), std::string(500, 'm'));
   // A block reused since the slot was read (other version) is a change, not an answer.
-  EncodeBlock(mine.data(), 1, 99, "key", std::string(500, 'm'));
+  EncodeBlock(mine.data(), 1, 99, "key", std::string(500, 'm'), 0x5bd1e9955bd1e995ull);
   EXPECT_EQ(ProbeTarget(mine.data(), p.targets[1], "key", 1, &v), TargetOutcome::kChanged);
 }
 TEST(Lookup, SlotRefChecksTheVersionOfItsTarget) {
@@ -235,9 +244,9 @@ TEST(Lookup, SlotRefChecksTheVersionOfItsTarget) {
   t.kind = Target::kRefSlot;
   t.length = kSlotSize;
   t.version = version;
-  std::string_view v;
+  FoundValue v;
   ASSERT_EQ(ProbeTarget(slot, t, "key", 1, &v), TargetOutcome::kFound);
-  EXPECT_EQ(v, "val");
+  EXPECT_EQ(Plain(v), "val");
   t.version = 5;  // equal low 32 bits: a version 2^32 writes older does not match
   EXPECT_EQ(ProbeTarget(slot, t, "key", 1, &v), TargetOutcome::kChanged);
   t.version = version;
@@ -251,15 +260,15 @@ TEST(Lookup, SlotRefChecksTheVersionOfItsTarget) {
 TEST(Lookup, BlockRefReadsTheValueInOneStep) {
   std::string value(5001, 'v');
   std::vector<uint8_t> block(RoundBlock(BlockBytes(3, value.size())));
-  EncodeBlock(block.data(), 1, 42, "key", value);
+  EncodeBlock(block.data(), 1, 42, "key", value, 0x5bd1e9955bd1e995ull);
   Target t{};
   t.kind = Target::kRefBlock;
   t.length = uint32_t(block.size());
   t.offset = 4096;
   t.version = 42;
-  std::string_view v;
+  FoundValue v;
   ASSERT_EQ(ProbeTarget(block.data(), t, "key", 1, &v), TargetOutcome::kFound);
-  EXPECT_EQ(v, value);
+  EXPECT_EQ(Plain(v), value);
   EXPECT_EQ(ProbeTarget(block.data(), t, "kez", 1, &v), TargetOutcome::kNotThis);
   t.version = 43;  // block freed and reused by a later write
   EXPECT_EQ(ProbeTarget(block.data(), t, "key", 1, &v), TargetOutcome::kChanged);
@@ -269,5 +278,54 @@ TEST(Lookup, BlockRefReadsTheValueInOneStep) {
   t.length += 8;
   block[100] ^= 1;
   EXPECT_EQ(ProbeTarget(block.data(), t, "key", 1, &v), TargetOutcome::kChanged);
+}
+// A client chooses its key and value bytes; a reader that follows a stale pointer into the space
+// of that client's block must not accept an image the client planted there. The bytes are stored
+// XORed with a mask the server draws after the client sent them, so a planted image is noise.
+TEST(Layout, PlantedBlockImageInsideAValueIsNotAccepted) {
+  // The victim's entry: key "key", version 42, a 3000-byte value, at some offset A.
+  const uint64_t seed = 9, version = 42;
+  std::vector<uint8_t> image(BlockBytes(3, 3000));
+  EncodeBlock(image.data(), seed, version, "key", std::string(3000, 'X'), 0);  // plain image
+  // The attacker's value: 8 bytes of padding, then that image, so that with a 32-byte header
+  // and an 8-byte key the image starts at block offset 48 (8-aligned, like every block start).
+  std::string evil(8, 'p');
+  evil.append(reinterpret_cast<const char*>(image.data()), image.size());
+  std::vector<uint8_t> block(RoundBlock(BlockBytes(8, evil.size())) + 64);
+  for (uint64_t mask : {0x1ull, 0x8badf00ddeadbeefull, 0xffffffffffffffffull}) {
+    EncodeBlock(block.data(), seed, 1000, "attacker", evil, mask);
+    Target t{};
+    t.kind = Target::kSlotBlock;
+    t.length = BlockBytes(3, 3000);
+    t.version = version;
+    t.key_size = 3;
+    t.value_size = 3000;
+    FoundValue v;
+    EXPECT_EQ(ProbeTarget(block.data() + 48, t, "key", seed, &v), TargetOutcome::kChanged) << mask;
+  }
+  // Unmasked (mask 0 is never drawn), the planted image would pass: the test plants it right.
+  EncodeBlock(block.data(), seed, 1000, "attacker", evil, 0);
+  Target t{};
+  t.kind = Target::kSlotBlock;
+  t.length = BlockBytes(3, 3000);
+  t.version = version;
+  t.key_size = 3;
+  t.value_size = 3000;
+  FoundValue v;
+  EXPECT_EQ(ProbeTarget(block.data() + 48, t, "key", seed, &v), TargetOutcome::kFound);
+}
+TEST(Layout, MaskRoundTripsEveryLengthAndPhase) {
+  for (size_t ks : {1, 3, 8, 13}) {
+    for (size_t vs : {0, 1, 7, 8, 9, 100}) {
+      std::string key(ks, 'k'), value;
+      for (size_t i = 0; i < vs; ++i) value.push_back(char(i * 37));
+      std::vector<uint8_t> block(BlockBytes(ks, vs));
+      EncodeBlock(block.data(), 5, 7, key, value, 0xa1b2c3d4e5f60718ull);
+      BlockView b;
+      ASSERT_TRUE(DecodeBlock(block.data(), block.size(), 5, 7, ks, vs, &b));
+      EXPECT_TRUE(b.KeyIs(key));
+      EXPECT_EQ(Plain(b.Value()), value) << ks << " " << vs;
+    }
+  }
 }
 }  // namespace rkv::layout

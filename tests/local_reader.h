@@ -1,6 +1,8 @@
 // LocalRead: the client's GET decision procedure (client/get_path.cc) run over a region in local
 // memory, for tests of the table's layout: probe both buckets, then decide every target.
-// Thread safety: pure over the bytes given (a reader racing writers sees what a NIC would).
+// Thread safety: pure over the bytes given. It reads live memory in place (it checksums bytes and
+// then reads them again), so it is not a model of a NIC's READ under concurrent writers: tests
+// that race writers must copy the bytes first.
 #ifndef RKV_TESTS_LOCAL_READER_H_
 #define RKV_TESTS_LOCAL_READER_H_
 
@@ -46,11 +48,11 @@ inline LocalReadResult LocalRead(const uint8_t* region, const layout::Geometry& 
       changed = true;
       continue;
     }
-    std::string_view v;
+    layout::FoundValue v;
     switch (layout::ProbeTarget(region + t.offset, t, key, geo.seed, &v)) {
       case layout::TargetOutcome::kFound:
         r.outcome = LocalReadResult::kFound;
-        r.value.assign(v);
+        v.AssignTo(&r.value);
         r.via_ref = t.kind != layout::Target::kSlotBlock;
         return r;
       case layout::TargetOutcome::kChanged:
