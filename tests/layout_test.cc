@@ -292,19 +292,7 @@ TEST(Layout, PlantedBlockImageInsideAValueIsNotAccepted) {
   std::string evil(8, 'p');
   evil.append(reinterpret_cast<const char*>(image.data()), image.size());
   std::vector<uint8_t> block(RoundBlock(BlockBytes(8, evil.size())) + 64);
-  for (uint64_t mask : {0x1ull, 0x8badf00ddeadbeefull, 0xffffffffffffffffull}) {
-    EncodeBlock(block.data(), seed, 1000, "attacker", evil, mask);
-    Target t{};
-    t.kind = Target::kSlotBlock;
-    t.length = BlockBytes(3, 3000);
-    t.version = version;
-    t.key_size = 3;
-    t.value_size = 3000;
-    FoundValue v;
-    EXPECT_EQ(ProbeTarget(block.data() + 48, t, "key", seed, &v), TargetOutcome::kChanged) << mask;
-  }
-  // Unmasked (mask 0 is never drawn), the planted image would pass: the test plants it right.
-  EncodeBlock(block.data(), seed, 1000, "attacker", evil, 0);
+  // What the victim's stale slot names: the planted image's place, version and sizes.
   Target t{};
   t.kind = Target::kSlotBlock;
   t.length = BlockBytes(3, 3000);
@@ -312,6 +300,12 @@ TEST(Layout, PlantedBlockImageInsideAValueIsNotAccepted) {
   t.key_size = 3;
   t.value_size = 3000;
   FoundValue v;
+  for (uint64_t mask : {0x1ull, 0x8badf00ddeadbeefull, 0xffffffffffffffffull}) {
+    EncodeBlock(block.data(), seed, 1000, "attacker", evil, mask);
+    EXPECT_EQ(ProbeTarget(block.data() + 48, t, "key", seed, &v), TargetOutcome::kChanged) << mask;
+  }
+  // Unmasked (mask 0 is never drawn), the planted image would pass: the test plants it right.
+  EncodeBlock(block.data(), seed, 1000, "attacker", evil, 0);
   EXPECT_EQ(ProbeTarget(block.data() + 48, t, "key", seed, &v), TargetOutcome::kFound);
 }
 TEST(Layout, MaskRoundTripsEveryLengthAndPhase) {

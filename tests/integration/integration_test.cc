@@ -19,6 +19,7 @@
 #include "client/connection.h"
 #include "common/parse.h"
 #include "rkv/client.h"
+#include "tests/integration/stats_text.h"
 #include "tests/lincheck/checker.h"
 
 namespace rkv {
@@ -40,12 +41,7 @@ std::map<std::string, double> StatsOf(Client* c) {
   std::string text;
   Status s = c->Stats(&text);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  std::map<std::string, double> m;
-  std::istringstream in(text);
-  std::string k;
-  double v;
-  while (in >> k >> v) m[k] = v;
-  return m;
+  return testing::ParseStats(text);
 }
 
 // Self-checking value: "key|writer|version|pad|checksum".

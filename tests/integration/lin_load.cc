@@ -37,6 +37,7 @@
 #include "common/conn_flags.h"
 #include "common/layout.h"
 #include "rkv/client.h"
+#include "tests/integration/stats_text.h"
 #include "tests/lincheck/checker.h"
 #include "tests/lincheck/history.h"
 
@@ -109,14 +110,7 @@ std::string TokenOf(const std::string& key, const std::string& v, bool* valid) {
   return h;
 }
 
-std::map<std::string, double> ParseStats(const std::string& text) {
-  std::map<std::string, double> m;
-  std::istringstream in(text);
-  std::string k;
-  double v;
-  while (in >> k >> v) m[k] = v;
-  return m;
-}
+using rkv::testing::ParseStats;
 
 struct Stats {
   uint64_t ops = 0, gets = 0, get_nf = 0, gets_retried = 0, multigets = 0, multiget_keys = 0;

@@ -19,6 +19,7 @@
 #include "common/layout.h"
 #include "rkv/client.h"
 #include "tests/colliding_keys.h"
+#include "tests/integration/stats_text.h"
 
 namespace rkv {
 namespace {
@@ -74,12 +75,7 @@ std::map<std::string, double> StatsOf(Client* c) {
   std::string text;
   Status s = c->Stats(&text);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  std::map<std::string, double> m;
-  std::istringstream in(text);
-  std::string k;
-  double v;
-  while (in >> k >> v) m[k] = v;
-  return m;
+  return testing::ParseStats(text);
 }
 
 std::string SizedKey(const std::string& prefix, uint64_t i) {
