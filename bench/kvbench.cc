@@ -27,8 +27,8 @@
 #include "bench/histogram.h"
 #include "bench/report.h"
 #include "bench/workload.h"
-#include "common/conn_flags.h"
-#include "common/conn_params.h"
+#include "common/verbs/conn_flags.h"
+#include "common/verbs/conn_params.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver ADDR:PORT");

@@ -4,11 +4,11 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/conn_params.h"
-#include "common/exchange.h"
+#include "common/exchange/exchange.h"
 #include "common/parse.h"
-#include "common/qp_setup.h"
-#include "common/rdma.h"
+#include "common/verbs/conn_params.h"
+#include "common/verbs/qp_setup.h"
+#include "common/verbs/rdma.h"
 #include "rkv/client.h"
 
 namespace rkv {

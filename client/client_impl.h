@@ -7,7 +7,7 @@
 #include <string>
 
 #include "client/connection.h"
-#include "common/lookup.h"
+#include "common/table/lookup.h"
 #include "rkv/client.h"
 
 namespace rkv {

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <random>
 
-#include "common/conn_params.h"
-#include "common/qp_setup.h"
+#include "common/verbs/conn_params.h"
+#include "common/verbs/qp_setup.h"
 
 namespace rkv {
 namespace {

@@ -3,11 +3,11 @@
 // Open connects in one of two ways (Options::exchange): rdma_cm (the table geometry arrives in
 // the accept private data), or manual mode: ibv_create_qp, then RESET->INIT->RTR->RTS with
 // ibv_modify_qp from parameter records exchanged over TCP, a shared directory or etcd
-// (common/exchange.h), the validator run before RTR. Either way Open then reads back every
+// (common/exchange/exchange.h), the validator run before RTR. Either way Open then reads back every
 // parameter from both QPs (ibv_query_qp here, Op::kParams at the server). The GET path only
 // uses PostReads/WaitReads and the buffer, whichever way the QP got to RTS.
 // Thread safety: none; owned and used by one Client (one thread at a time). In file/etcd mode
-// the exchange channel owns a heartbeat thread (see common/mailbox_channel.h).
+// the exchange channel owns a heartbeat thread (see common/exchange/mailbox_channel.h).
 // Ownership: owns the exchange channel, device context (manual mode), rdma_cm channel and id
 // (rdma_cm mode), PD, CQ, MR and QP, declared so that the QP is destroyed first.
 // Lifecycle (State): kConnected after Open; kBroken after any failed completion, failed post
@@ -20,8 +20,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/exchange.h"
-#include "common/rdma.h"
+#include "common/exchange/exchange.h"
+#include "common/verbs/rdma.h"
 #include "common/wire.h"
 #include "rkv/client.h"
 

@@ -4,7 +4,7 @@
 // adjacent, are read by one 2 KiB READ); 2 for a value in the heap or an entry in the overflow
 // area (an overflow ref points straight at an overflow slot or at a heap block). Every target the
 // buckets name is read in that second round trip (as many as the buffer areas hold), so crafted
-// hash collisions cost READs, never a wrong answer (common/lookup.h).
+// hash collisions cost READs, never a wrong answer (common/table/lookup.h).
 #include "client/client_impl.h"
 #include "client/read_plan.h"
 

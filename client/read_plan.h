@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "client/connection.h"
-#include "common/lookup.h"
+#include "common/table/lookup.h"
 
 namespace rkv {
 

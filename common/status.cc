@@ -36,7 +36,7 @@ const char* CodeName(Code code) {
   return "UNKNOWN";
 }
 
-// Declared in common/rdma.h; defined here so that verbs-free code (the exchange methods) can
+// Declared in common/verbs/rdma.h; defined here so that verbs-free code (the exchange methods) can
 // report system errors the same way.
 Status ErrnoStatus(const std::string& call, int err) {
   return Status(Code::kIoError, call + " failed: " + std::strerror(err));

@@ -62,8 +62,9 @@ struct __attribute__((packed)) ServerHello {
 static_assert(sizeof(ServerHello) == 88);
 static_assert(sizeof(ServerHello) <= 196, "rdma_cm accept private data limit");
 
-// kParams: the reply payload is the server's connection parameter record (common/conn_params.h,
-// 128 bytes) read back from the QP the request arrived on, memory parameters included.
+// kParams: the reply payload is the server's connection parameter record
+// (common/verbs/conn_params.h, 128 bytes) read back from the QP the request arrived on, memory
+// parameters included.
 enum class Op : uint8_t { kPut = 1, kDelete = 2, kStats = 3, kParams = 4 };
 
 struct __attribute__((packed)) RequestHeader {

@@ -1,7 +1,7 @@
 #include "server/accept_env.h"
 
-#include "common/conn_params.h"
-#include "common/qp_setup.h"
+#include "common/verbs/conn_params.h"
+#include "common/verbs/qp_setup.h"
 
 namespace rkv {
 

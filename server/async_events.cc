@@ -4,7 +4,7 @@
 #include <glog/logging.h>
 #include <poll.h>
 
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 #include "server/worker.h"
 
 namespace rkv {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 #include "server/accept_env.h"
 #include "server/wake_queue.h"
 

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 #include "server/worker.h"
 
 namespace rkv {

@@ -47,7 +47,7 @@
 #include <memory>
 #include <string>
 
-#include "common/exchange.h"
+#include "common/exchange/exchange.h"
 #include "common/mutex.h"
 
 namespace rkv {

@@ -5,8 +5,8 @@
 #include <csignal>
 #include <iostream>
 
-#include "common/conn_flags.h"
 #include "common/parse.h"
+#include "common/verbs/conn_flags.h"
 #include "server/server.h"
 
 DEFINE_string(listen, "0.0.0.0:7470", "ADDR:PORT to listen on (an address of an RDMA interface)");

@@ -1,5 +1,5 @@
 // ManualAcceptor: manual-mode connections (QPs moved RESET->INIT->RTR->RTS by hand from
-// parameter records exchanged over tcp, file or etcd; common/exchange.h).
+// parameter records exchanged over tcp, file or etcd; common/exchange/exchange.h).
 //
 // Threads: the exchange thread (Loop) accepts channels and starts one handshake thread per
 // client, at most --max_pending at once (more are refused with a "busy" error), so a slow or
@@ -24,7 +24,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/exchange.h"
+#include "common/exchange/exchange.h"
 #include "server/accept_env.h"
 #include "server/wake_queue.h"
 

@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "common/conn_params.h"
-#include "common/qp_setup.h"
+#include "common/verbs/conn_params.h"
+#include "common/verbs/qp_setup.h"
 #include "common/wire.h"
 
 namespace rkv {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <random>
 
-#include "common/qp_setup.h"
+#include "common/verbs/qp_setup.h"
 #include "common/wire.h"
 
 namespace rkv {

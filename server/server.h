@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 #include "rkv/status.h"
 #include "server/async_events.h"
 #include "server/cm_acceptor.h"

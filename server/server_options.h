@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/conn_params.h"
+#include "common/verbs/conn_params.h"
 #include "rkv/connection_params.h"
 
 namespace rkv {

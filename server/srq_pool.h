@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 #include "common/wire.h"
 #include "rkv/status.h"
 

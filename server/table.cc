@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "common/lookup.h"
+#include "common/table/lookup.h"
 #include "common/wire.h"
 
 namespace rkv {

@@ -1,7 +1,7 @@
 // Table: the server-side writer of the hash table that clients read with one-sided READs.
 //
 // The table lives in memory the caller owns (the registered region); Table formats it and then
-// is its only writer. Layout and the reader-safety argument: common/layout.h, docs/design.md.
+// is its only writer. Layout and the reader-safety argument: common/table/layout.h, docs/design.md.
 // An entry keeps its place (bucket slot, or overflow ref) once written: an update rewrites it
 // in place (a value too big to be inline goes to a fresh heap block first), so a reader that
 // misses a key can only be racing with an insert or delete of that same key. Heap blocks do
@@ -22,9 +22,9 @@
 #include <string_view>
 #include <vector>
 
-#include "common/layout.h"
-#include "common/lookup.h"
 #include "common/mutex.h"
+#include "common/table/layout.h"
+#include "common/table/lookup.h"
 #include "rkv/status.h"
 #include "server/heap.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "common/mutex.h"
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 
 namespace rkv {
 

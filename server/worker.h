@@ -28,7 +28,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 #include "server/conn.h"
 #include "server/conn_registry.h"
 #include "server/counters.h"

@@ -1,6 +1,6 @@
 // Unit tests of the parameter exchange: message encoding, and the tcp and file methods end to
 // end in one process (no RDMA needed). etcd runs in the integration tests (needs a server).
-#include "common/exchange.h"
+#include "common/exchange/exchange.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <thread>
 
-#include "common/file_mailbox.h"
-#include "common/mailbox_channel.h"
-#include "common/tcp_exchange.h"
+#include "common/exchange/file_mailbox.h"
+#include "common/exchange/mailbox_channel.h"
+#include "common/exchange/tcp_exchange.h"
 
 namespace rkv {
 namespace {

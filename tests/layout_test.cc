@@ -1,4 +1,4 @@
-#include "common/layout.h"
+#include "common/table/layout.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/lookup.h"
+#include "common/table/lookup.h"
 
 namespace rkv::layout {
 std::string Plain(const FoundValue& v) {

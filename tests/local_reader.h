@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/layout.h"
-#include "common/lookup.h"
+#include "common/table/layout.h"
+#include "common/table/lookup.h"
 
 namespace rkv::testing {
 

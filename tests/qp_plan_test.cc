@@ -1,10 +1,10 @@
-#include "common/qp_plan.h"
+#include "common/verbs/qp_plan.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "common/conn_params.h"
+#include "common/verbs/conn_params.h"
 
 namespace rkv {
 namespace {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/lookup.h"
+#include "common/table/lookup.h"
 #include "tests/colliding_keys.h"
 #include "tests/local_reader.h"
 

@@ -5,8 +5,9 @@
 //   kvctl --server=ADDR:PORT stats              server counters
 //   kvctl --server=ADDR:PORT info               every connection parameter, both QPs
 //   kvctl --server=ADDR:PORT check              the validator, without connecting a data QP
-// Connection flags (--exchange=cm|tcp|file|etcd, --path_mtu, --psn, ...): common/conn_flags.cc.
-// Exit status: 0 OK, 1 NOT_FOUND (get/del) or a broken rule (check), 2 any other error.
+// Connection flags (--exchange=cm|tcp|file|etcd, --path_mtu, --psn, ...):
+// common/verbs/conn_flags.cc. Exit status: 0 OK, 1 NOT_FOUND (get/del) or a broken rule (check), 2
+// any other error.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -14,8 +15,8 @@
 #include <iterator>
 #include <string>
 
-#include "common/conn_flags.h"
-#include "common/conn_params.h"
+#include "common/verbs/conn_flags.h"
+#include "common/verbs/conn_params.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver address ADDR:PORT");

@@ -34,8 +34,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/conn_flags.h"
-#include "common/layout.h"
+#include "common/table/layout.h"
+#include "common/verbs/conn_flags.h"
 #include "rkv/client.h"
 #include "tests/integration/stats_text.h"
 #include "tests/lincheck/checker.h"

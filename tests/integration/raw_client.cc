@@ -47,12 +47,12 @@
 #include <thread>
 #include <vector>
 
-#include "common/conn_params.h"
-#include "common/exchange.h"
+#include "common/exchange/exchange.h"
+#include "common/exchange/tcp_exchange.h"
 #include "common/parse.h"
-#include "common/qp_setup.h"
-#include "common/rdma.h"
-#include "common/tcp_exchange.h"
+#include "common/verbs/conn_params.h"
+#include "common/verbs/qp_setup.h"
+#include "common/verbs/rdma.h"
 #include "common/wire.h"
 #include "rkv/client.h"
 

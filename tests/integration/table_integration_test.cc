@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/layout.h"
+#include "common/table/layout.h"
 #include "rkv/client.h"
 #include "tests/colliding_keys.h"
 #include "tests/integration/stats_text.h"

@@ -8,8 +8,8 @@
 // traffic class); InfiniBand routes by LID (dlid, sl, src_path_bits) and adds a GRH only when
 // either side asks for one.
 // Thread safety: pure functions.
-#ifndef RKV_COMMON_QP_PLAN_H_
-#define RKV_COMMON_QP_PLAN_H_
+#ifndef RKV_COMMON_VERBS_QP_PLAN_H_
+#define RKV_COMMON_VERBS_QP_PLAN_H_
 
 #include <infiniband/verbs.h>
 
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "common/conn_params.h"
+#include "common/verbs/conn_params.h"
 
 namespace rkv {
 
@@ -76,4 +76,4 @@ QpTransitions BuildTransitions(const QpPlan& plan);
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_QP_PLAN_H_
+#endif  // RKV_COMMON_VERBS_QP_PLAN_H_

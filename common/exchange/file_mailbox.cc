@@ -1,4 +1,4 @@
-#include "common/file_mailbox.h"
+#include "common/exchange/file_mailbox.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 
 namespace rkv {
 

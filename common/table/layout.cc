@@ -1,4 +1,4 @@
-#include "common/layout.h"
+#include "common/table/layout.h"
 
 #include <xxhash.h>
 

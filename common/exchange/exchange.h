@@ -8,14 +8,14 @@
 // After the handshake the channel stays open as the control channel: its closing (TCP EOF,
 // removed or stale file, removed or expired etcd key) tells the server that the client left.
 // Thread safety: a channel is used by one thread at a time; a listener by its owner only.
-#ifndef RKV_COMMON_EXCHANGE_H_
-#define RKV_COMMON_EXCHANGE_H_
+#ifndef RKV_COMMON_EXCHANGE_EXCHANGE_H_
+#define RKV_COMMON_EXCHANGE_EXCHANGE_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "common/conn_params.h"
+#include "common/verbs/conn_params.h"
 #include "common/wire.h"
 #include "rkv/connection_params.h"
 #include "rkv/status.h"
@@ -83,4 +83,4 @@ class ExchangeListener {
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_EXCHANGE_H_
+#endif  // RKV_COMMON_EXCHANGE_EXCHANGE_H_

@@ -1,4 +1,4 @@
-#include "common/conn_params.h"
+#include "common/verbs/conn_params.h"
 
 #include <cstdio>
 #include <cstring>

@@ -4,13 +4,13 @@
 // ends the exchange with a clear error. After the handshake the socket stays open as the
 // control connection: EOF or a reset means the peer is gone.
 // Thread safety: one thread at a time per object. Ownership: each object owns its socket.
-#ifndef RKV_COMMON_TCP_EXCHANGE_H_
-#define RKV_COMMON_TCP_EXCHANGE_H_
+#ifndef RKV_COMMON_EXCHANGE_TCP_EXCHANGE_H_
+#define RKV_COMMON_EXCHANGE_TCP_EXCHANGE_H_
 
 #include <memory>
 #include <string>
 
-#include "common/exchange.h"
+#include "common/exchange/exchange.h"
 
 namespace rkv {
 
@@ -48,4 +48,4 @@ class TcpListener : public ExchangeListener {
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_TCP_EXCHANGE_H_
+#endif  // RKV_COMMON_EXCHANGE_TCP_EXCHANGE_H_

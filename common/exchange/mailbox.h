@@ -6,8 +6,8 @@
 // destroyed (file: unlinked; etcd: lease revoked) or, if the process dies, when they go
 // stale (file: no heartbeat for kStaleMs; etcd: lease TTL expires).
 // Thread safety: implementations are safe for one user thread plus one heartbeat thread.
-#ifndef RKV_COMMON_MAILBOX_H_
-#define RKV_COMMON_MAILBOX_H_
+#ifndef RKV_COMMON_EXCHANGE_MAILBOX_H_
+#define RKV_COMMON_EXCHANGE_MAILBOX_H_
 
 #include <string>
 #include <vector>
@@ -39,4 +39,4 @@ class Mailbox {
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_MAILBOX_H_
+#endif  // RKV_COMMON_EXCHANGE_MAILBOX_H_

@@ -1,4 +1,4 @@
-#include "common/etcd_mailbox.h"
+#include "common/exchange/etcd_mailbox.h"
 
 #include <curl/curl.h>
 

@@ -5,15 +5,15 @@
 // The decisions (attributes, masks, rules) are made by the pure functions of qp_plan.h; this
 // file only queries and programs the device, and reports each failed call with its errno text.
 // Thread safety: stateless functions; a QP must not be modified concurrently by two threads.
-#ifndef RKV_COMMON_QP_SETUP_H_
-#define RKV_COMMON_QP_SETUP_H_
+#ifndef RKV_COMMON_VERBS_QP_SETUP_H_
+#define RKV_COMMON_VERBS_QP_SETUP_H_
 
 #include <infiniband/verbs.h>
 
 #include <string>
 
-#include "common/conn_params.h"
-#include "common/rdma.h"
+#include "common/verbs/conn_params.h"
+#include "common/verbs/rdma.h"
 #include "rkv/connection_params.h"
 #include "rkv/status.h"
 
@@ -61,4 +61,4 @@ std::string CheckParams(const ConnParams& self, const ConnParams& peer, const Qp
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_QP_SETUP_H_
+#endif  // RKV_COMMON_VERBS_QP_SETUP_H_

@@ -5,8 +5,8 @@
 // destructor) so that its entries stay fresh; the server's entries are kept fresh by the
 // listener's Tick(). PeerGone() is true once the peer's first entry is gone or stale.
 // Thread safety: one user thread per object (plus the owned heartbeat thread).
-#ifndef RKV_COMMON_MAILBOX_CHANNEL_H_
-#define RKV_COMMON_MAILBOX_CHANNEL_H_
+#ifndef RKV_COMMON_EXCHANGE_MAILBOX_CHANNEL_H_
+#define RKV_COMMON_EXCHANGE_MAILBOX_CHANNEL_H_
 
 #include <condition_variable>
 #include <memory>
@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "common/exchange.h"
-#include "common/mailbox.h"
+#include "common/exchange/exchange.h"
+#include "common/exchange/mailbox.h"
 
 namespace rkv {
 
@@ -60,4 +60,4 @@ class MailboxListener : public ExchangeListener {
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_MAILBOX_CHANNEL_H_
+#endif  // RKV_COMMON_EXCHANGE_MAILBOX_CHANNEL_H_

@@ -3,15 +3,15 @@
 // renamed into place, so a reader never sees half of it. Heartbeat() refreshes the
 // modification time of this mailbox's files; a file older than kStaleMs is stale.
 // Thread safety: one user thread plus one heartbeat thread (own_ is guarded by mu_).
-#ifndef RKV_COMMON_FILE_MAILBOX_H_
-#define RKV_COMMON_FILE_MAILBOX_H_
+#ifndef RKV_COMMON_EXCHANGE_FILE_MAILBOX_H_
+#define RKV_COMMON_EXCHANGE_FILE_MAILBOX_H_
 
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
-#include "common/mailbox.h"
+#include "common/exchange/mailbox.h"
 #include "common/mutex.h"
 
 namespace rkv {
@@ -38,4 +38,4 @@ class FileMailbox : public Mailbox {
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_FILE_MAILBOX_H_
+#endif  // RKV_COMMON_EXCHANGE_FILE_MAILBOX_H_

@@ -1,4 +1,4 @@
-#include "common/mailbox_channel.h"
+#include "common/exchange/mailbox_channel.h"
 
 #include <chrono>
 #include <cstdio>

@@ -34,8 +34,8 @@
 //   An inline entry that found both buckets full lives in an overflow slot; a larger entry needs
 //   no slot: its ref points straight at its heap block, so either is one READ away.
 // Thread safety: all functions are pure; they read the bytes given.
-#ifndef RKV_COMMON_LAYOUT_H_
-#define RKV_COMMON_LAYOUT_H_
+#ifndef RKV_COMMON_TABLE_LAYOUT_H_
+#define RKV_COMMON_TABLE_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -184,4 +184,4 @@ bool DecodeRefBlock(const uint8_t* block, size_t len, uint64_t seed, uint64_t ve
 
 }  // namespace rkv::layout
 
-#endif  // RKV_COMMON_LAYOUT_H_
+#endif  // RKV_COMMON_TABLE_LAYOUT_H_

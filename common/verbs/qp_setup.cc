@@ -1,4 +1,4 @@
-#include "common/qp_setup.h"
+#include "common/verbs/qp_setup.h"
 
 #include <arpa/inet.h>
 #include <glog/logging.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "common/qp_plan.h"
+#include "common/verbs/qp_plan.h"
 
 namespace rkv {
 namespace {

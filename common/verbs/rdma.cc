@@ -1,4 +1,4 @@
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 
 #include <netdb.h>
 #include <poll.h>

@@ -1,11 +1,11 @@
-#include "common/exchange.h"
+#include "common/exchange/exchange.h"
 
 #include <cstring>
 
-#include "common/etcd_mailbox.h"
-#include "common/file_mailbox.h"
-#include "common/mailbox_channel.h"
-#include "common/tcp_exchange.h"
+#include "common/exchange/etcd_mailbox.h"
+#include "common/exchange/file_mailbox.h"
+#include "common/exchange/mailbox_channel.h"
+#include "common/exchange/tcp_exchange.h"
 
 namespace rkv {
 namespace {

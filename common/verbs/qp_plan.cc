@@ -1,4 +1,4 @@
-#include "common/qp_plan.h"
+#include "common/verbs/qp_plan.h"
 
 #include <algorithm>
 #include <cstdio>

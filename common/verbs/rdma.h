@@ -5,8 +5,8 @@
 // (i.e. declare in the order channel, id, pd, cq, mr, qp). QpOwner moves its QP to the error
 // state and drains its CQ before destroying it.
 // Thread safety: owners are not synchronized; each has one owning thread at a time.
-#ifndef RKV_COMMON_RDMA_H_
-#define RKV_COMMON_RDMA_H_
+#ifndef RKV_COMMON_VERBS_RDMA_H_
+#define RKV_COMMON_VERBS_RDMA_H_
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -97,4 +97,4 @@ uint32_t MtuBytes(ibv_mtu mtu);
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_RDMA_H_
+#endif  // RKV_COMMON_VERBS_RDMA_H_

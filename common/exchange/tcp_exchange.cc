@@ -1,4 +1,4 @@
-#include "common/tcp_exchange.h"
+#include "common/exchange/tcp_exchange.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "common/rdma.h"
+#include "common/verbs/rdma.h"
 
 namespace rkv {
 namespace {

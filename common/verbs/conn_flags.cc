@@ -1,4 +1,4 @@
-#include "common/conn_flags.h"
+#include "common/verbs/conn_flags.h"
 
 #include <gflags/gflags.h>
 

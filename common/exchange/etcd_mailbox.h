@@ -6,13 +6,13 @@
 // WaitFor reads the key and, if absent, watches it from the next revision (no polling).
 // Thread safety: one user thread plus one heartbeat thread (every call uses its own curl
 // handle; the mailbox state is immutable after Open).
-#ifndef RKV_COMMON_ETCD_MAILBOX_H_
-#define RKV_COMMON_ETCD_MAILBOX_H_
+#ifndef RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
+#define RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
 
 #include <memory>
 #include <string>
 
-#include "common/mailbox.h"
+#include "common/exchange/mailbox.h"
 
 namespace rkv {
 
@@ -50,4 +50,4 @@ class EtcdMailbox : public Mailbox {
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_ETCD_MAILBOX_H_
+#endif  // RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_

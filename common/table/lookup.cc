@@ -1,4 +1,4 @@
-#include "common/lookup.h"
+#include "common/table/lookup.h"
 
 namespace rkv::layout {
 

@@ -13,13 +13,13 @@
 // Outcome of a GET: found if any target holds the key; otherwise absent if nothing was torn or
 // changed, else re-read (a key being rewritten is never reported absent).
 // Thread safety: pure functions over the bytes given.
-#ifndef RKV_COMMON_LOOKUP_H_
-#define RKV_COMMON_LOOKUP_H_
+#ifndef RKV_COMMON_TABLE_LOOKUP_H_
+#define RKV_COMMON_TABLE_LOOKUP_H_
 
 #include <cstdint>
 #include <string_view>
 
-#include "common/layout.h"
+#include "common/table/layout.h"
 
 namespace rkv::layout {
 
@@ -72,4 +72,4 @@ TargetOutcome ProbeTarget(const uint8_t* bytes, const Target& target, std::strin
 
 }  // namespace rkv::layout
 
-#endif  // RKV_COMMON_LOOKUP_H_
+#endif  // RKV_COMMON_TABLE_LOOKUP_H_

@@ -4,8 +4,8 @@
 // that names the flag. Role decides the defaults that differ: the server never READs from a
 // client (max_rd_atomic 0), a client never serves READs (max_dest_rd_atomic 0).
 // Thread safety: call after gflags parsed the command line, from the main thread.
-#ifndef RKV_COMMON_CONN_FLAGS_H_
-#define RKV_COMMON_CONN_FLAGS_H_
+#ifndef RKV_COMMON_VERBS_CONN_FLAGS_H_
+#define RKV_COMMON_VERBS_CONN_FLAGS_H_
 
 #include <string>
 
@@ -19,4 +19,4 @@ enum class Role { kServer, kClient };
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_CONN_FLAGS_H_
+#endif  // RKV_COMMON_VERBS_CONN_FLAGS_H_

@@ -5,8 +5,8 @@
 // the accept private data instead (wire::ServerHello) and the rest is read back from the QP.
 // Wire format: fixed-width fields, little-endian, GID in network byte order as ibverbs keeps it.
 // Thread safety: plain values; Encode/Decode are pure.
-#ifndef RKV_COMMON_CONN_PARAMS_H_
-#define RKV_COMMON_CONN_PARAMS_H_
+#ifndef RKV_COMMON_VERBS_CONN_PARAMS_H_
+#define RKV_COMMON_VERBS_CONN_PARAMS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -41,4 +41,4 @@ std::string FormatParamTable(const ConnParams& local, const ConnParams& peer);
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_CONN_PARAMS_H_
+#endif  // RKV_COMMON_VERBS_CONN_PARAMS_H_
