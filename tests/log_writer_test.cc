@@ -1,0 +1,167 @@
+// LogWriter: group commit, the fsync modes, and what a full disk or a failing sync does: the
+// batch's Commits fail (never acknowledged), the file is cut back so that it reads as exactly
+// the acknowledged records, and the writer recovers when writes succeed again. The file is an
+// in-memory WritableFile with injectable faults (a full disk writes part of the batch first).
+#include "server/durability/log_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/durability/log_reader.h"
+
+namespace rkv::wal {
+namespace {
+
+struct FaultState {
+  std::mutex mu;
+  std::string data;         // what the "disk" holds
+  size_t space = SIZE_MAX;  // bytes the disk can take in total
+  bool fail_sync = false;
+  int sync_delay_us = 0;  // a disk's flush time
+  bool fail_truncate = false;
+  int appends = 0, syncs = 0;
+};
+
+class FaultFile : public WritableFile {
+ public:
+  explicit FaultFile(FaultState* st) : st_(st) {}
+  Status Append(std::string_view d) override {
+    std::lock_guard<std::mutex> l(st_->mu);
+    ++st_->appends;
+    size_t room = st_->space > st_->data.size() ? st_->space - st_->data.size() : 0;
+    if (d.size() > room) {  // a full disk takes what fits, then ENOSPC
+      st_->data.append(d.substr(0, room));
+      return Status(Code::kIoError, "write(test.log): No space left on device");
+    }
+    st_->data.append(d);
+    return Status::Ok();
+  }
+  Status Sync() override {
+    if (st_->sync_delay_us)
+      std::this_thread::sleep_for(std::chrono::microseconds(st_->sync_delay_us));
+    std::lock_guard<std::mutex> l(st_->mu);
+    ++st_->syncs;
+    if (st_->fail_sync) return Status(Code::kIoError, "fdatasync(test.log): Input/output error");
+    return Status::Ok();
+  }
+  Status Truncate(uint64_t size) override {
+    std::lock_guard<std::mutex> l(st_->mu);
+    if (st_->fail_truncate) return Status(Code::kIoError, "ftruncate(test.log): I/O error");
+    st_->data.resize(size);
+    return Status::Ok();
+  }
+
+ private:
+  FaultState* st_;
+};
+
+std::vector<std::string> Keys(const std::string& data) {
+  std::vector<std::string> keys;
+  LogReader r(data, 0);
+  LogRecord rec;
+  LogReader::Result res;
+  while ((res = r.Next(&rec)) == LogReader::Result::kRecord) keys.emplace_back(rec.key);
+  EXPECT_EQ(res, LogReader::Result::kEnd) << r.error();
+  return keys;
+}
+
+TEST(LogWriter, ConcurrentCommitsShareSyncs) {
+  FaultState st;
+  st.sync_delay_us = 500;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);
+  constexpr int kThreads = 8, kEach = 100;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        std::string k = "k" + std::to_string(t) + "-" + std::to_string(i);
+        uint64_t ticket;
+        w.Add({RecordType::kPut, uint64_t(i), k, "value"}, &ticket);
+        if (!w.Commit(ticket).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(Keys(st.data).size(), size_t(kThreads * kEach));
+  EXPECT_EQ(w.synced(), st.data.size());
+  // Group commit: fewer syncs than records (8 writers share them).
+  EXPECT_LT(st.syncs, kThreads * kEach);
+  printf("group commit: %d records, %d writes, %d syncs\n", kThreads * kEach, st.appends, st.syncs);
+}
+
+TEST(LogWriter, EverySecAndNoDoNotSyncOnCommit) {
+  for (FsyncMode mode : {FsyncMode::kEverySec, FsyncMode::kNo}) {
+    FaultState st;
+    LogWriter w(std::make_unique<FaultFile>(&st), 0, mode);
+    uint64_t t;
+    w.Add({RecordType::kPut, 1, "a", "1"}, &t);
+    ASSERT_TRUE(w.Commit(t).ok());
+    EXPECT_EQ(st.syncs, 0);
+    EXPECT_EQ(w.synced(), 0u);
+    EXPECT_EQ(w.written(), st.data.size());
+    ASSERT_TRUE(w.SyncWritten().ok());  // what the once-a-second timer does for kEverySec
+    EXPECT_EQ(w.synced(), st.data.size());
+  }
+}
+
+TEST(LogWriter, FullDiskFailsTheBatchCutsTheFileAndRecovers) {
+  FaultState st;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);
+  uint64_t t;
+  w.Add({RecordType::kPut, 1, "ok-1", "v"}, &t);
+  ASSERT_TRUE(w.Commit(t).ok());
+  const size_t good = st.data.size();
+  st.space = good + 10;  // the next record only partly fits
+  w.Add({RecordType::kPut, 2, "lost", std::string(100, 'x')}, &t);
+  Status s = w.Commit(t);
+  EXPECT_EQ(s.code(), Code::kIoError);
+  EXPECT_NE(s.message().find("No space left"), std::string::npos) << s.ToString();
+  EXPECT_EQ(st.data.size(), good);  // the partial record was cut off
+  EXPECT_EQ(Keys(st.data), std::vector<std::string>{"ok-1"});
+  // Space returns: the next write succeeds and the log reads cleanly.
+  st.space = SIZE_MAX;
+  w.Add({RecordType::kPut, 3, "ok-2", "v"}, &t);
+  ASSERT_TRUE(w.Commit(t).ok());
+  EXPECT_EQ(Keys(st.data), (std::vector<std::string>{"ok-1", "ok-2"}));
+}
+
+TEST(LogWriter, FailingSyncIsNeverAcknowledged) {
+  FaultState st;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);
+  st.fail_sync = true;
+  uint64_t t;
+  w.Add({RecordType::kDelete, 1, "k", ""}, &t);
+  Status s = w.Commit(t);
+  EXPECT_EQ(s.code(), Code::kIoError);
+  EXPECT_NE(s.message().find("fdatasync"), std::string::npos);
+  EXPECT_TRUE(Keys(st.data).empty());  // cut: not in the log either
+  st.fail_sync = false;
+  w.Add({RecordType::kPut, 2, "k2", "v"}, &t);
+  EXPECT_TRUE(w.Commit(t).ok());
+}
+
+TEST(LogWriter, UnrepairableTailMakesTheWriterFailFast) {
+  FaultState st;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);
+  st.space = 5;
+  st.fail_truncate = true;
+  uint64_t t;
+  w.Add({RecordType::kPut, 1, "a", "1"}, &t);
+  EXPECT_FALSE(w.Commit(t).ok());
+  st.space = SIZE_MAX;
+  w.Add({RecordType::kPut, 2, "b", "2"}, &t);
+  Status s = w.Commit(t);
+  EXPECT_EQ(s.code(), Code::kIoError);
+  EXPECT_NE(s.message().find("unusable"), std::string::npos) << s.ToString();
+}
+
+}  // namespace
+}  // namespace rkv::wal
