@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/table/layout.h"
+
 namespace rkv::wire {
 namespace {
 Status Proto(const std::string& m) { return Status(Code::kProtocolError, m); }
@@ -16,9 +18,13 @@ Status DecodeServerHello(const void* data, size_t len, ServerHello* out) {
   if (out->version != kProtocolVersion)
     return Proto("server speaks protocol " + std::to_string(out->version) + ", client speaks " +
                  std::to_string(kProtocolVersion));
-  if (out->num_buckets == 0 || out->bucket_size == 0 || out->slot_size == 0 ||
-      out->bucket_size % out->slot_size != 0)
-    return Proto("server hello has an invalid table geometry");
+  if (out->num_buckets == 0 || out->bucket_size != layout::kBucketSize ||
+      out->slot_size != layout::kSlotSize)
+    return Proto("server hello has an invalid table geometry (bucket size " +
+                 std::to_string(out->bucket_size) + ", slot size " +
+                 std::to_string(out->slot_size) + "; this client reads " +
+                 std::to_string(layout::kBucketSize) + " and " + std::to_string(layout::kSlotSize) +
+                 ")");
   uint64_t index_end = (uint64_t{out->num_buckets} + 1) * out->bucket_size;  // + the last pair's
   uint64_t ovf_end = out->overflow_offset + uint64_t{out->overflow_slots} * out->slot_size;
   if (index_end > out->region_size || ovf_end > out->region_size ||

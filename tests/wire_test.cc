@@ -85,5 +85,12 @@ TEST(Wire, ServerHelloValidation) {
   bad = h;
   bad.overflow_offset = 16 * 1024;  // overlaps bucket 16, the second candidate of bucket 15
   EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  bad = h;
+  bad.bucket_size = 2048;  // the GET path reads 1 KiB buckets: any other size is refused
+  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("bucket size 2048"),
+            std::string::npos);
+  bad = h;
+  bad.slot_size = 64;
+  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
 }
 }  // namespace rkv::wire

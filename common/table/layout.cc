@@ -48,7 +48,8 @@ bool ComputeGeometry(uint64_t region_size, uint32_t buckets, double index_fracti
   g.region_size = region_size;
   g.num_buckets = buckets;
   g.overflow_offset = (g.index_bytes() + kAlign - 1) / kAlign * kAlign;
-  g.overflow_slots = std::max<uint32_t>(1, buckets * (kSlotsPerBucket - 1) / 8);
+  g.overflow_slots =
+      static_cast<uint32_t>(std::max<uint64_t>(1, uint64_t{buckets} * (kSlotsPerBucket - 1) / 8));
   g.heap_offset =
       (g.overflow_offset + uint64_t{g.overflow_slots} * kSlotSize + kAlign - 1) / kAlign * kAlign;
   g.seed = seed;
