@@ -24,11 +24,18 @@ struct LocalReadResult {
   int slots_verified = 0;  // checksums the slot filter let through
 };
 
-inline LocalReadResult LocalRead(const uint8_t* region, const layout::Geometry& geo,
-                                 std::string_view key) {
+// One GET attempt. copy == false probes the region in place (single-threaded tests); copy ==
+// true first copies the buckets and then every target (one memcpy each, like an RDMA READ),
+// so a reader racing writers sees what a client would. `between` runs between the two rounds
+// (tests put delays there). kRetry means the client would re-read.
+template <typename Between>
+LocalReadResult ReadOnce(const uint8_t* region, const layout::Geometry& geo, std::string_view key,
+                         bool copy, Between between) {
   LocalReadResult r;
   const layout::KeyHash kh = layout::HashKey(key, geo.seed, geo.num_buckets);
+  alignas(64) uint8_t copied[2 * layout::kBucketSize];
   const uint8_t* b = region + geo.bucket_offset(kh.bucket[0]);
+  if (copy) b = static_cast<const uint8_t*>(std::memcpy(copied, b, sizeof copied));
   layout::Probe p = layout::ProbeBuckets(b, b + layout::kBucketSize, key, kh, geo.seed);
   r.round_trips = 1;
   r.slots_verified = p.slots_verified;
@@ -42,16 +49,23 @@ inline LocalReadResult LocalRead(const uint8_t* region, const layout::Geometry& 
         p.outcome == layout::Probe::kTorn ? LocalReadResult::kRetry : LocalReadResult::kAbsent;
     return r;
   }
+  between();
   r.round_trips = 2;
   bool changed = p.torn;
+  std::vector<uint8_t> target;
   for (int i = 0; i < p.target_count; ++i) {
     const layout::Target& t = p.targets[i];
-    if (t.offset + t.length > geo.region_size) {
+    if (t.offset + t.length > geo.region_size) {  // the client reports PROTOCOL_ERROR
       changed = true;
       continue;
     }
+    const uint8_t* bytes = region + t.offset;
+    if (copy) {
+      target.assign(bytes, bytes + t.length);
+      bytes = target.data();
+    }
     layout::FoundValue v;
-    switch (layout::ProbeTarget(region + t.offset, t, key, geo.seed, &v)) {
+    switch (layout::ProbeTarget(bytes, t, key, geo.seed, &v)) {
       case layout::TargetOutcome::kFound:
         r.outcome = LocalReadResult::kFound;
         v.AssignTo(&r.value);
@@ -68,57 +82,16 @@ inline LocalReadResult LocalRead(const uint8_t* region, const layout::Geometry& 
   return r;
 }
 
-// One GET attempt the way a NIC serves it: the buckets and then every target are COPIED out of
-// the region (one memcpy each, like an RDMA READ) before they are probed, so a reader racing
-// writers sees what a client would. `between` runs between the two copies (tests put delays
-// there). kRetry means the client would re-read.
+// In place, single-threaded (see the contract above).
+inline LocalReadResult LocalRead(const uint8_t* region, const layout::Geometry& geo,
+                                 std::string_view key) {
+  return ReadOnce(region, geo, key, false, [] {});
+}
+// The way a NIC serves it, for readers racing writers.
 template <typename Between>
 LocalReadResult NicRead(const uint8_t* region, const layout::Geometry& geo, std::string_view key,
                         Between between) {
-  LocalReadResult r;
-  const layout::KeyHash kh = layout::HashKey(key, geo.seed, geo.num_buckets);
-  alignas(64) uint8_t buckets[2 * layout::kBucketSize];
-  std::memcpy(buckets, region + geo.bucket_offset(kh.bucket[0]), sizeof buckets);
-  layout::Probe p = layout::ProbeBuckets(buckets, buckets + layout::kBucketSize, key, kh, geo.seed);
-  r.round_trips = 1;
-  if (p.outcome == layout::Probe::kFound) {
-    r.outcome = LocalReadResult::kFound;
-    r.value.assign(p.value);
-    return r;
-  }
-  if (p.outcome != layout::Probe::kFollow) {
-    r.outcome =
-        p.outcome == layout::Probe::kTorn ? LocalReadResult::kRetry : LocalReadResult::kAbsent;
-    return r;
-  }
-  between();
-  r.round_trips = 2;
-  bool changed = p.torn;
-  std::vector<uint8_t> copy;
-  for (int i = 0; i < p.target_count; ++i) {
-    const layout::Target& t = p.targets[i];
-    if (t.offset + t.length > geo.region_size) {
-      r.outcome = LocalReadResult::kRetry;  // the client reports PROTOCOL_ERROR
-      r.value = "target outside the region";
-      return r;
-    }
-    copy.assign(region + t.offset, region + t.offset + t.length);
-    layout::FoundValue v;
-    switch (layout::ProbeTarget(copy.data(), t, key, geo.seed, &v)) {
-      case layout::TargetOutcome::kFound:
-        r.outcome = LocalReadResult::kFound;
-        v.AssignTo(&r.value);
-        r.via_ref = t.kind != layout::Target::kSlotBlock;
-        return r;
-      case layout::TargetOutcome::kChanged:
-        changed = true;
-        break;
-      case layout::TargetOutcome::kNotThis:
-        break;
-    }
-  }
-  r.outcome = changed ? LocalReadResult::kRetry : LocalReadResult::kAbsent;
-  return r;
+  return ReadOnce(region, geo, key, true, between);
 }
 
 }  // namespace rkv::testing
