@@ -257,6 +257,24 @@ Heap::Result Heap::MakeRoom(uint32_t bytes) {
   return r;
 }
 
+Heap::Result Heap::MakeRoomAndAllocate(uint32_t bytes, uint64_t* offset) {
+  if (bytes == 0 || bytes > kMaxBlock) return Result::kFull;
+  const uint64_t size = RoundUp(bytes);
+  MutexLock clean(&clean_mu_);
+  mu_.Lock();
+  ++clean_calls_;
+  Result r = Clean(size);
+  if (r == Result::kOk) {
+    if (Fits(size, 0)) {
+      *offset = Append(size, PaddingFor(size));
+    } else {
+      r = Result::kBusy;  // cannot happen: Clean returned with the room under mu_
+    }
+  }
+  mu_.Unlock();
+  return r;
+}
+
 Heap::Result Heap::Clean(uint64_t size) {
   const auto deadline = std::chrono::steady_clock::now() + pending_wait_;
   uint64_t advanced = 0;  // tail movement in this call: one lap at most

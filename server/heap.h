@@ -106,6 +106,9 @@ class Heap {
   // TryAllocate, so callers retry a bounded number of times. Serialized on clean_mu_; waits at
   // most pending_wait in total for pending tail blocks; moves at most one lap of the log.
   [[nodiscard]] Result MakeRoom(uint32_t bytes);
+  // MakeRoom, then (kOk) allocates the block in the same critical section: *offset is a new
+  // pending block for the caller, so writers that did not clean cannot take the room first.
+  [[nodiscard]] Result MakeRoomAndAllocate(uint32_t bytes, uint64_t* offset);
   // Only from inside the Mover, for the block it was called with (size <= that block's size);
   // may use the reserve. The new block is pending: Commit it once published, or Free it.
   // False only if the reserve argument is broken.

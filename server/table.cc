@@ -135,12 +135,17 @@ Table::Location Table::Locate(std::string_view key, const KeyHash& kh) const {
   return loc;
 }
 
-Status Table::AllocateBlock(uint32_t bytes, uint64_t* offset, uint32_t* room) {
+Status Table::AllocateBlock(uint32_t bytes, uint64_t* offset, Room* room) {
+  if (room->block != kNoBlock && room->block_bytes == bytes) {  // made for this Put by cleaning
+    *offset = room->block;
+    room->block = kNoBlock;
+    return Status::Ok();
+  }
   switch (heap_.TryAllocate(bytes, offset)) {
     case Heap::Result::kOk:
       return Status::Ok();
     case Heap::Result::kNeedsRoom:
-      *room = bytes;
+      room->need = bytes;
       return Status(Code::kTableFull, "value heap needs cleaning");
     default:
       return Status(Code::kTableFull, "value heap is full (" + std::to_string(heap_.live_bytes()) +
@@ -154,7 +159,7 @@ void Table::CommitBlock(uint64_t block) {
 }
 
 Status Table::BuildEntry(std::string_view key, std::string_view value, const KeyHash& kh,
-                         uint8_t* image, uint64_t* block, uint32_t* room) {
+                         uint8_t* image, uint64_t* block, Room* room) {
   *block = kNoBlock;
   if (FitsInline(key.size(), value.size())) {
     uint64_t version = next_version_.fetch_add(1, std::memory_order_relaxed);
@@ -175,7 +180,7 @@ Status Table::BuildEntry(std::string_view key, std::string_view value, const Key
 }
 
 Status Table::BuildOverflowEntry(std::string_view key, std::string_view value, const KeyHash& kh,
-                                 Ref* ref, uint64_t* block, uint32_t* room) {
+                                 Ref* ref, uint64_t* block, Room* room) {
   *block = kNoBlock;
   ref->tag = kh.tag;
   uint32_t index;
@@ -263,35 +268,42 @@ Status Table::Put(std::string_view key, std::string_view value) {
     return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes exceeds " +
                                        std::to_string(wire::kMaxValueSize));
   const KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
-  // Other writers may take the room a cleaning made before this Put gets its locks back: retry,
-  // within a deadline (a worker thread runs this Put), then TABLE_FULL with the reason.
+  // When the heap must clean, the cleaning allocates this Put's block (MakeRoomAndAllocate), so
+  // other writers cannot take the room; a bounded number of attempts within a deadline (a worker
+  // thread runs this Put), then TABLE_FULL with the reason.
   constexpr int kAttempts = 32;
-  constexpr auto kDeadline = std::chrono::seconds(2);
+  constexpr auto kDeadline = std::chrono::seconds(10);
   const auto start = std::chrono::steady_clock::now();
+  Room room;
   for (int attempt = 1;; ++attempt) {
-    uint32_t room = 0;
+    room.need = 0;
     Status s;
     {
       StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
       s = PutLocked(key, value, kh, &room);
     }
-    if (room == 0) return s;
-    const Heap::Result r = heap_.MakeRoom(room);
-    if (r == Heap::Result::kOk && attempt < kAttempts &&
-        std::chrono::steady_clock::now() - start < kDeadline)
-      continue;
+    if (room.block != kNoBlock) {  // made for an attempt that did not need it after all
+      heap_.Free(room.block, room.block_bytes);
+      room.block = kNoBlock;
+    }
+    if (room.need == 0) return s;
+    Heap::Result r = heap_.MakeRoomAndAllocate(room.need, &room.block);
+    if (r == Heap::Result::kOk) room.block_bytes = room.need;
     if (r == Heap::Result::kFull)
       return Status(Code::kTableFull, "value heap is full (" + std::to_string(heap_.live_bytes()) +
                                           " of " + std::to_string(heap_.capacity()) +
                                           " bytes hold live blocks)");
-    return Status(Code::kTableFull,
-                  "value heap busy: cleaning did not make room for this PUT in time (a block "
-                  "being written at the log's tail, or other writers taking the room it made)");
+    if (attempt < kAttempts && std::chrono::steady_clock::now() - start < kDeadline) continue;
+    if (room.block != kNoBlock) heap_.Free(room.block, room.block_bytes);
+    return Status(Code::kTableFull, "value heap busy: cleaning did not make room for this PUT in " +
+                                        std::to_string(kAttempts) +
+                                        " attempts or 10 s (blocks being written at "
+                                        "the log's tail)");
   }
 }
 
 Status Table::PutLocked(std::string_view key, std::string_view value, const KeyHash& kh,
-                        uint32_t* room) {
+                        Room* room) {
   Location loc = Locate(key, kh);
   alignas(64) uint8_t image[kSlotSize];
   uint64_t block;

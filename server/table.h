@@ -63,14 +63,20 @@ class Table {
     layout::FoundValue value;  // the value as stored
   };
   Location Locate(std::string_view key, const layout::KeyHash& kh) const;
-  // Put under the key's stripes. Sets *room to the block size when the heap needs cleaning
-  // first (then the status is TABLE_FULL and nothing changed): Put cleans without the locks
-  // and retries.
+  // A Put's dealings with the heap across its attempts: `need` is set when the heap must clean
+  // first (then the attempt changed nothing); `block` is a block the cleaning allocated for
+  // this Put (block_bytes long), used by the next attempt instead of a new allocation.
+  struct Room {
+    uint32_t need = 0;
+    uint64_t block = ~uint64_t{0};
+    uint32_t block_bytes = 0;
+  };
+  // Put under the key's stripes (see Room); Put cleans without the locks and retries.
   Status PutLocked(std::string_view key, std::string_view value, const layout::KeyHash& kh,
-                   uint32_t* room);
+                   Room* room);
   // A pending heap block for an entry of this size, or TABLE_FULL (with *room set if cleaning
   // can help).
-  Status AllocateBlock(uint32_t bytes, uint64_t* offset, uint32_t* room);
+  Status AllocateBlock(uint32_t bytes, uint64_t* offset, Room* room);
   // The heap cleaner's mover: relocates the live block at `offset` (see server/heap.h).
   void MoveBlock(uint64_t offset, uint32_t size);
   uint8_t* bucket(uint32_t b) const { return base_ + geo_.bucket_offset(b); }
@@ -78,11 +84,11 @@ class Table {
   // Builds a slot image; a value that is not inline goes to a new heap block first. *block is
   // the new block's offset (to Commit after the image is published), or kNoBlock.
   Status BuildEntry(std::string_view key, std::string_view value, const layout::KeyHash& kh,
-                    uint8_t* image, uint64_t* block, uint32_t* room);
+                    uint8_t* image, uint64_t* block, Room* room);
   // Overflow entries: writes the target (an overflow slot for an inline entry, a heap block
   // otherwise) and fills *ref; the caller publishes the ref, then commits *block.
   Status BuildOverflowEntry(std::string_view key, std::string_view value, const layout::KeyHash& kh,
-                            layout::Ref* ref, uint64_t* block, uint32_t* room);
+                            layout::Ref* ref, uint64_t* block, Room* room);
   void CommitBlock(uint64_t block);
   static constexpr uint64_t kNoBlock = ~uint64_t{0};
   // Frees what an entry held (its heap block; for overflow entries also its slot).
