@@ -1,7 +1,8 @@
 // LogWriter: group commit, the fsync modes, and what a full disk or a failing sync does: the
 // batch's Commits fail (never acknowledged), the file is cut back so that it reads as exactly
 // the acknowledged records, and the writer recovers when writes succeed again. The file is an
-// in-memory WritableFile with injectable faults (a full disk writes part of the batch first).
+// in-memory WritableFile with injectable faults (a full disk writes part of the batch first;
+// tests/fault_env.h).
 #include "server/durability/log_writer.h"
 
 #include <gtest/gtest.h>
@@ -14,52 +15,10 @@
 #include <vector>
 
 #include "server/durability/log_reader.h"
+#include "tests/fault_env.h"
 
 namespace rkv::wal {
 namespace {
-
-struct FaultState {
-  std::mutex mu;
-  std::string data;         // what the "disk" holds
-  size_t space = SIZE_MAX;  // bytes the disk can take in total
-  bool fail_sync = false;
-  int sync_delay_us = 0;  // a disk's flush time
-  bool fail_truncate = false;
-  int appends = 0, syncs = 0;
-};
-
-class FaultFile : public WritableFile {
- public:
-  explicit FaultFile(FaultState* st) : st_(st) {}
-  Status Append(std::string_view d) override {
-    std::lock_guard<std::mutex> l(st_->mu);
-    ++st_->appends;
-    size_t room = st_->space > st_->data.size() ? st_->space - st_->data.size() : 0;
-    if (d.size() > room) {  // a full disk takes what fits, then ENOSPC
-      st_->data.append(d.substr(0, room));
-      return Status(Code::kIoError, "write(test.log): No space left on device");
-    }
-    st_->data.append(d);
-    return Status::Ok();
-  }
-  Status Sync() override {
-    if (st_->sync_delay_us)
-      std::this_thread::sleep_for(std::chrono::microseconds(st_->sync_delay_us));
-    std::lock_guard<std::mutex> l(st_->mu);
-    ++st_->syncs;
-    if (st_->fail_sync) return Status(Code::kIoError, "fdatasync(test.log): Input/output error");
-    return Status::Ok();
-  }
-  Status Truncate(uint64_t size) override {
-    std::lock_guard<std::mutex> l(st_->mu);
-    if (st_->fail_truncate) return Status(Code::kIoError, "ftruncate(test.log): I/O error");
-    st_->data.resize(size);
-    return Status::Ok();
-  }
-
- private:
-  FaultState* st_;
-};
 
 std::vector<std::string> Keys(const std::string& data) {
   std::vector<std::string> keys;

@@ -11,8 +11,10 @@
 //   drops it (the caller truncates the file there) and says so with the offset and the bytes
 //   dropped.
 // - Any other bad record is CORRUPTION: a complete record with a bad checksum or impossible
-//   fields followed by more data. Recovery stops there and the caller refuses to start unless
-//   the operator chose to keep what precedes it (kvserver --recover=truncate).
+//   fields followed by more data. So is a checksummed record with impossible fields anywhere,
+//   and a snapshot's END record (type 3, legal only in snapshots: snapshot_reader.h). Recovery
+//   stops there and the caller refuses to start unless the operator chose to keep what precedes
+//   it (kvserver --recover=truncate).
 // Thread safety: none (one reader per thread). Does not own the bytes: they must outlive it and
 // the records it returns (whose key and value point into them).
 #ifndef RKV_SERVER_DURABILITY_LOG_READER_H_
