@@ -65,7 +65,9 @@ static_assert(sizeof(ServerHello) <= 196, "rdma_cm accept private data limit");
 // kParams: the reply payload is the server's connection parameter record
 // (common/verbs/conn_params.h, 128 bytes) read back from the QP the request arrived on, memory
 // parameters included.
-enum class Op : uint8_t { kPut = 1, kDelete = 2, kStats = 3, kParams = 4 };
+// kSnapshot: asks a durable server to take a snapshot in the background (no key, no value);
+// the reply payload says whether one was started (kvctl snapshot then watches the stats).
+enum class Op : uint8_t { kPut = 1, kDelete = 2, kStats = 3, kParams = 4, kSnapshot = 5 };
 
 struct __attribute__((packed)) RequestHeader {
   uint32_t magic;

@@ -114,6 +114,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   // Worker-only state.
   struct WorkerState {
     int unacked = 0;          // requests received whose reply has not completed
+    int in_pool = 0;          // requests handed to the write pool, reply not yet back
     uint32_t next_send = 0;   // reply slot ring
     int sends_in_flight = 0;  // replies + keepalives + marker posted, not yet completed
     int bad_requests = 0;

@@ -26,6 +26,7 @@ std::string FormatStats(const ServerCounters& c, const Table& table, uint64_t in
   line("rpc_delete", c.rpc_delete);
   line("rpc_stats", c.rpc_stats);
   line("rpc_params", c.rpc_params);
+  line("rpc_snapshot", c.rpc_snapshot);
   line("rpc_bad_request", c.rpc_bad);
   line("rpc_errors", c.rpc_errors);
   line("clients_dropped", c.clients_dropped);

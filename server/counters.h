@@ -26,7 +26,7 @@ struct ServerCounters {
   C qp_async_errors{0};          // closed by a QP async error event
   C qps_leaked{0};               // QPs that did not drain in time (kept, never reused)
   // Requests.
-  C rpc_put{0}, rpc_delete{0}, rpc_stats{0}, rpc_params{0}, rpc_bad{0};
+  C rpc_put{0}, rpc_delete{0}, rpc_stats{0}, rpc_params{0}, rpc_snapshot{0}, rpc_bad{0};
   C rpc_errors{0};       // requests answered with an error other than NOT_FOUND
   C clients_dropped{0};  // closed for malformed requests
   C credit_drops{0};     // closed for exceeding their request credits

@@ -9,6 +9,7 @@
 
 #include "common/parse.h"
 #include "common/verbs/conn_flags.h"
+#include "server/durability/durable_log.h"
 #include "server/server.h"
 
 DEFINE_string(listen, "0.0.0.0:7470", "ADDR:PORT to listen on (an address of an RDMA interface)");
@@ -29,6 +30,21 @@ DEFINE_double(peer_timeout, 30,
 DEFINE_double(accept_timeout, 5,
               "seconds a connection may take from connect request (or first exchange message) "
               "to established");
+
+DEFINE_string(data_dir, "",
+              "directory for the write-ahead log and snapshots; empty: memory-only (every write is "
+              "lost when kvserver stops)");
+DEFINE_string(fsync, "everysec",
+              "always: reply after the log record is on stable storage (group commit); everysec: "
+              "sync once a second (a power loss may lose about 1 s, a crash nothing); no: let the "
+              "OS sync");
+DEFINE_string(recover, "strict",
+              "strict: refuse to start on a corrupt log or snapshot; truncate: keep what precedes "
+              "the damage and drop the rest (named in the log)");
+DEFINE_string(snapshot_log_size, "64M",
+              "take a snapshot when the log file grows past this (0: only on kvctl snapshot)");
+DEFINE_int32(write_threads, 16,
+             "with --data_dir: threads executing PUT/DELETE (concurrent writes share a sync)");
 
 namespace {
 rkv::Server* g_server = nullptr;
@@ -81,6 +97,17 @@ int main(int argc, char** argv) {
   o.workers = FLAGS_workers;
   o.max_connections = FLAGS_max_connections;
   o.srq_depth = FLAGS_srq_depth;
+  o.data_dir = FLAGS_data_dir;
+  if (!rkv::wal::ParseFsyncMode(FLAGS_fsync, &o.fsync))
+    return Fail("--fsync must be always, everysec or no (got '" + FLAGS_fsync + "')");
+  if (FLAGS_recover != "strict" && FLAGS_recover != "truncate")
+    return Fail("--recover must be strict or truncate (got '" + FLAGS_recover + "')");
+  o.recover_truncate = FLAGS_recover == "truncate";
+  s = rkv::ParseSize(FLAGS_snapshot_log_size, &o.snapshot_log_bytes);
+  if (!s.ok()) return Fail("--snapshot_log_size: " + s.message());
+  if (FLAGS_write_threads < 1 || FLAGS_write_threads > 1024)
+    return Fail("--write_threads must be 1..1024");
+  o.write_threads = FLAGS_write_threads;
   s = rkv::ConnFlags(rkv::Role::kServer, &o.exchange, &o.qp);
   if (!s.ok()) return Fail(s.message());
 

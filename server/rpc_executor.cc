@@ -10,8 +10,8 @@
 
 namespace rkv {
 
-size_t RpcExecutor::Execute(ibv_qp* qp, const uint8_t* msg, size_t len, uint8_t* out, size_t cap,
-                            bool* malformed) {
+size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, const uint8_t* msg, size_t len,
+                            uint8_t* out, size_t cap, bool* malformed) {
   *malformed = false;
   wire::Request req{};
   Status s = wire::DecodeRequest(msg, len, &req);
@@ -21,7 +21,7 @@ size_t RpcExecutor::Execute(ibv_qp* qp, const uint8_t* msg, size_t len, uint8_t*
   if (!s.ok()) {
     *malformed = true;
     counters_->rpc_bad.fetch_add(1, std::memory_order_relaxed);
-    LOG_EVERY_N(WARNING, 100) << "bad request from qp " << qp->qp_num << ": " << s.message();
+    LOG_EVERY_N(WARNING, 100) << "bad request from qp " << qp_num << ": " << s.message();
     code = Code::kBadRequest;
     payload = s.message();
     op = static_cast<wire::Op>(0);
@@ -36,7 +36,15 @@ size_t RpcExecutor::Execute(ibv_qp* qp, const uint8_t* msg, size_t len, uint8_t*
   } else if (req.op == wire::Op::kDelete) {
     counters_->rpc_delete.fetch_add(1, std::memory_order_relaxed);
     s = table_->Delete(req.key);
-  } else if (req.op == wire::Op::kParams) {
+  } else if (req.op == wire::Op::kSnapshot) {
+    counters_->rpc_snapshot.fetch_add(1, std::memory_order_relaxed);
+    if (snapshot_) {
+      payload = snapshot_();
+    } else {
+      s = Status(Code::kInvalidArgument,
+                 "this server is memory-only (no --data_dir): no snapshots");
+    }
+  } else if (req.op == wire::Op::kParams && qp != nullptr) {
     counters_->rpc_params.fetch_add(1, std::memory_order_relaxed);
     ConnParams local, peer;
     s = ReadBackParams(qp, &local, &peer);

@@ -35,14 +35,20 @@ class RpcExecutor {
   // Decodes `len` bytes at `msg` (peer-controlled: every length is checked), executes the
   // request and writes the reply into out[0, cap). Returns the reply length. *malformed is set
   // when the request could not be decoded (the reply then says BAD_REQUEST).
-  size_t Execute(ibv_qp* qp, const uint8_t* msg, size_t len, uint8_t* out, size_t cap,
-                 bool* malformed);
+  // `qp` is needed for PARAMS only (the write pool passes nullptr for PUT and DELETE);
+  // `qp_num` names the connection in logs.
+  size_t Execute(ibv_qp* qp, uint32_t qp_num, const uint8_t* msg, size_t len, uint8_t* out,
+                 size_t cap, bool* malformed);
+  // SNAPSHOT asks this handler (kvserver --data_dir); without one it answers INVALID_ARGUMENT.
+  // Set before the workers start.
+  void SetSnapshotHandler(std::function<std::string()> handler) { snapshot_ = std::move(handler); }
 
  private:
   Table* const table_;
   ServerCounters* const counters_;
   const RegionInfo region_;
   const std::function<std::string()> stats_text_;
+  std::function<std::string()> snapshot_;
 };
 
 }  // namespace rkv

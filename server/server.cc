@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <chrono>
 #include <random>
+#include <sstream>
 
 #include "common/verbs/qp_setup.h"
 #include "common/wire.h"
+#include "server/durability/recovery.h"
 
 namespace rkv {
 
@@ -29,6 +31,55 @@ void Server::StopThreads() {
   if (manual_) manual_->Join();
   if (async_) async_->Join();
   for (auto& w : workers_) w->Join();
+  if (writes_) writes_->Stop();  // after the workers: a late reply is queued to a worker, unread
+  if (snapshotter_) snapshotter_->Stop();
+}
+
+Status Server::OpenDurability() {
+  wal::Env* env = wal::Env::Posix();
+  const std::string& dir = opt_.data_dir;
+  Status s = env->CreateDirIfMissing(dir);
+  if (!s.ok()) return s;
+  s = dir_lock_.Lock(dir);
+  if (!s.ok()) return s;
+  wal::RecoveryReport report;
+  s = wal::Recover(env, dir, opt_.recover_truncate, table_.get(), &report);
+  for (const std::string& w : report.warnings) LOG(WARNING) << "recovery: " << w;
+  if (!s.ok()) return Status(s.code(), "recovery from " + dir + " failed: " + s.message());
+  LOG(INFO) << "data_dir " << dir << ": " << report.Summary();
+  s = wal::DurableLog::Open(env, dir, opt_.fsync, report.next_generation, report.next_sequence,
+                            std::chrono::milliseconds(opt_.commit_timeout_ms), &log_);
+  if (!s.ok()) return s;
+  table_->SetWriteLog(log_.get());
+  snapshotter_ = std::make_unique<wal::Snapshotter>(env, dir, log_.get(), table_.get(),
+                                                    opt_.snapshot_log_bytes);
+  LOG(INFO) << "durable: write-ahead log in " << dir << ", fsync " << wal::FsyncModeName(opt_.fsync)
+            << ", snapshot when the log passes " << opt_.snapshot_log_bytes << " bytes, "
+            << opt_.write_threads << " write threads";
+  return Status::Ok();
+}
+
+std::string Server::StatsText() const {
+  std::string text =
+      FormatStats(counters_, *table_, instance_id_, opt_.workers, uint32_t(opt_.credits));
+  std::ostringstream o;
+  o << "durable " << (log_ ? 1 : 0) << "\n";
+  if (log_) {
+    o << "wal_records " << log_->records() << "\n"
+      << "wal_failures " << log_->failures() << "\n"
+      << "wal_batches " << log_->batches() << "\n"
+      << "wal_syncs " << log_->syncs() << "\n"
+      << "wal_file_bytes " << log_->current_file_bytes() << "\n"
+      << "wal_generation " << log_->current_generation() << "\n"
+      << "wal_broken " << (log_->broken().ok() ? 0 : 1) << "\n"
+      << "snapshots_taken " << snapshotter_->taken() << "\n"
+      << "snapshots_failed " << snapshotter_->failed() << "\n"
+      << "snapshot_running " << (snapshotter_->running() ? 1 : 0) << "\n"
+      << "snapshot_last_entries " << snapshotter_->last_entries() << "\n"
+      << "snapshot_last_bytes " << snapshotter_->last_bytes() << "\n"
+      << "snapshot_last_ms " << snapshotter_->last_ms() << "\n";
+  }
+  return text + o.str();
 }
 
 Status Server::Start() {
@@ -65,6 +116,12 @@ Status Server::Start() {
                                               " is too small for the index (" +
                                               std::to_string(opt_.buckets) + " buckets requested)");
   table_ = std::make_unique<Table>(region_.get(), geo);
+  if (!opt_.data_dir.empty()) {
+    s = OpenDurability();
+    if (!s.ok()) return s;
+  } else {
+    LOG(WARNING) << "memory-only: no --data_dir, so every write is lost when kvserver stops";
+  }
   // Remote READ only: no remote write, no remote atomic.
   region_mr_.reset(ibv_reg_mr(pd_.get(), region_.get(), opt_.memory, IBV_ACCESS_REMOTE_READ));
   if (!region_mr_) return ErrnoStatus("ibv_reg_mr(table region)", errno);
@@ -77,14 +134,23 @@ Status Server::Start() {
   if (!s.ok()) return s;
 
   RegionInfo region{reinterpret_cast<uint64_t>(region_.get()), region_mr_->rkey, opt_.memory};
-  exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region, [this] {
-    return FormatStats(counters_, *table_, instance_id_, opt_.workers, uint32_t(opt_.credits));
-  });
+  exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,
+                                        [this] { return StatsText(); });
+  if (snapshotter_) {
+    exec_->SetSnapshotHandler([this] {
+      std::string message;
+      snapshotter_->Request(&message);
+      return message;
+    });
+    writes_ = std::make_unique<WritePool>(exec_.get(), opt_.write_threads,
+                                          size_t(opt_.max_connections) * size_t(slots));
+  }
   registry_ = std::make_unique<ConnRegistry>(opt_.max_connections);
   WorkerEnv wenv;
   wenv.opt = &opt_;
   wenv.srq = srq_.get();
   wenv.exec = exec_.get();
+  wenv.writes = writes_.get();
   wenv.registry = registry_.get();
   wenv.counters = &counters_;
   wenv.send_base = send_buf_.data();
@@ -143,6 +209,8 @@ Status Server::Start() {
 
 Status Server::Run() {
   for (auto& w : workers_) w->Start();
+  if (writes_) writes_->Start();
+  if (snapshotter_) snapshotter_->Start();
   Status s = async_->Start();
   if (!s.ok()) {
     StopThreads();

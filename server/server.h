@@ -28,12 +28,16 @@
 #include "server/cm_acceptor.h"
 #include "server/conn_registry.h"
 #include "server/counters.h"
+#include "server/durability/dir_lock.h"
+#include "server/durability/durable_log.h"
+#include "server/durability/snapshotter.h"
 #include "server/manual_acceptor.h"
 #include "server/rpc_executor.h"
 #include "server/server_options.h"
 #include "server/srq_pool.h"
 #include "server/table.h"
 #include "server/worker.h"
+#include "server/write_pool.h"
 
 namespace rkv {
 
@@ -53,6 +57,10 @@ class Server {
 
  private:
   wire::ServerHello MakeHello() const;
+  // --data_dir: lock the directory, recover the table from it, open the log, make the
+  // snapshotter.
+  [[nodiscard]] Status OpenDurability();
+  std::string StatsText() const;
   void StopThreads();
 
   const ServerOptions opt_;
@@ -71,11 +79,15 @@ class Server {
   };
   std::unique_ptr<uint8_t, Unmap> region_{nullptr, Unmap{0}};
   std::unique_ptr<Table> table_;
+  wal::DirLock dir_lock_;
+  std::unique_ptr<wal::DurableLog> log_;           // --data_dir only; the table's WriteLog
+  std::unique_ptr<wal::Snapshotter> snapshotter_;  // --data_dir only
   MrPtr region_mr_;
   std::vector<uint8_t> send_buf_;
   MrPtr send_mr_;
   std::unique_ptr<SrqPool> srq_;
   std::unique_ptr<RpcExecutor> exec_;
+  std::unique_ptr<WritePool> writes_;  // --data_dir only: PUT/DELETE off the workers
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<ConnRegistry> registry_;
   std::unique_ptr<AsyncEvents> async_;

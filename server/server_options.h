@@ -8,6 +8,7 @@
 
 #include "common/verbs/conn_params.h"
 #include "rkv/connection_params.h"
+#include "server/durability/log_writer.h"
 
 namespace rkv {
 
@@ -32,6 +33,13 @@ struct ServerOptions {
   int peer_timeout_ms = 30000;
   // rdma_cm: accept -> ESTABLISHED, and a manual handshake, must finish within this.
   int accept_timeout_ms = 5000;
+  // Durability (docs/design.md, "Durability"). Empty data_dir: memory-only.
+  std::string data_dir;
+  wal::FsyncMode fsync = wal::FsyncMode::kEverySec;
+  bool recover_truncate = false;  // keep what precedes a corrupt record instead of refusing
+  uint64_t snapshot_log_bytes = 64ull << 20;  // snapshot when the log file grows past (0: never)
+  int write_threads = 16;                     // durable servers: PUT/DELETE threads
+  int commit_timeout_ms = 30000;              // a log commit stalled this long breaks the log
   ExchangeOptions exchange;  // kRdmaCm: rdma_cm only; else also manual mode over this method
   QpSettings qp;             // connection parameters (docs/connection.md)
 };

@@ -259,6 +259,67 @@ uint8_t* Table::FreeRefWord(const KeyHash& kh) const {
   return best;
 }
 
+Status Table::LogPut(std::string_view key, std::string_view value, uint64_t block,
+                     const Ref* overflow) {
+  if (log_ == nullptr) return Status::Ok();
+  Status s = log_->LogPut(key, value);
+  if (s.ok()) return s;
+  // Not logged, so never published: give back what the build reserved (nothing was visible).
+  if (block != kNoBlock) heap_.Free(block, BlockBytes(key.size(), value.size()));
+  if (overflow != nullptr && overflow->type == Ref::kSlot) {
+    uint8_t zero[kSlotSize] = {};
+    WriteSlot(base_ + overflow->offset, zero);
+    FreeOverflowSlot(static_cast<uint32_t>((overflow->offset - geo_.overflow_offset) / kSlotSize));
+  }
+  return s;
+}
+
+void Table::CollectBucket(uint32_t b, std::vector<std::pair<std::string, std::string>>* out) const {
+  // Every writer of a key for which `b` is a candidate holds this stripe, and so does the
+  // cleaner when it moves such a key's block: under it the bucket and its targets are stable.
+  std::lock_guard<std::mutex> lock(stripes_[b % kStripes]);
+  const uint8_t* hdr = bucket(b);
+  const uint8_t* slots = hdr + kSlotSize;
+  auto add_block = [&](const BlockView& bv) {
+    std::string k, v;
+    FoundValue{bv.key, bv.mask, 0}.AssignTo(&k);
+    bv.Value().AssignTo(&v);
+    out->emplace_back(std::move(k), std::move(v));
+  };
+  for (uint32_t i = 0; i < kSlotsPerBucket - 1; ++i) {
+    const uint8_t* slot = slots + i * kSlotSize;
+    if (slot[16] == kEmpty) continue;
+    SlotView v;
+    CHECK(DecodeSlot(slot, geo_.seed, &v) == SlotState::kValid) << "torn slot under its lock";
+    if (v.kind == kInline) {
+      out->emplace_back(std::string(v.key), std::string(v.value));
+      continue;
+    }
+    BlockView bv;
+    CHECK(DecodeBlock(base_ + v.block_offset, v.block_size, geo_.seed, v.version, v.key_size,
+                      v.value_size, &bv))
+        << "heap block does not match its slot";
+    add_block(bv);
+  }
+  for (uint32_t r = 0; r < kRefsPerBucket; ++r) {
+    Ref ref = DecodeRef(hdr + kRefSize * r);
+    if (ref.type == Ref::kUnused) continue;
+    CHECK_LE(ref.offset + ref.length, geo_.region_size) << "overflow ref outside the region";
+    if (ref.type == Ref::kSlot) {
+      SlotView v;
+      CHECK(DecodeSlot(base_ + ref.offset, geo_.seed, &v) == SlotState::kValid &&
+            v.kind == kInline && v.version == ref.version)
+          << "overflow ref does not match its slot";
+      out->emplace_back(std::string(v.key), std::string(v.value));
+    } else {
+      BlockView bv;
+      CHECK(DecodeRefBlock(base_ + ref.offset, ref.length, geo_.seed, ref.version, &bv))
+          << "overflow ref does not match its block";
+      add_block(bv);
+    }
+  }
+}
+
 Status Table::Put(std::string_view key, std::string_view value) {
   if (key.empty()) return Status(Code::kInvalidArgument, "empty key");
   if (key.size() > wire::kMaxKeySize)
@@ -312,6 +373,8 @@ Status Table::PutLocked(std::string_view key, std::string_view value, const KeyH
   if (loc.found && !loc.ref) {
     Status s = BuildEntry(key, value, kh, image, &block, room);
     if (!s.ok()) return s;
+    s = LogPut(key, value, block, nullptr);
+    if (!s.ok()) return s;
     WriteSlot(loc.slot, image);
     CommitBlock(block);
     ReleaseEntry(loc);
@@ -322,6 +385,8 @@ Status Table::PutLocked(std::string_view key, std::string_view value, const KeyH
     // mismatch and retries.
     Status s = BuildEntry(key, value, kh, image, &block, room);
     if (!s.ok()) return s;
+    s = LogPut(key, value, block, nullptr);
+    if (!s.ok()) return s;
     WriteSlot(loc.slot, image);
     Ref r = loc.ref_value;
     r.version = LoadU64(image + 8);
@@ -331,6 +396,8 @@ Status Table::PutLocked(std::string_view key, std::string_view value, const KeyH
   if (loc.found) {  // new target (block, or slot for a value that shrank), then the ref
     Ref r;
     Status s = BuildOverflowEntry(key, value, kh, &r, &block, room);
+    if (!s.ok()) return s;
+    s = LogPut(key, value, block, &r);
     if (!s.ok()) return s;
     StoreRef(loc.ref, r);
     CommitBlock(block);
@@ -361,6 +428,8 @@ Status Table::PutLocked(std::string_view key, std::string_view value, const KeyH
   if (target) {
     Status s = BuildEntry(key, value, kh, image, &block, room);
     if (!s.ok()) return s;
+    s = LogPut(key, value, block, nullptr);
+    if (!s.ok()) return s;
     WriteSlot(target, image);
     CommitBlock(block);
   } else {  // Both buckets full: an overflow entry, published through a header ref.
@@ -369,6 +438,8 @@ Status Table::PutLocked(std::string_view key, std::string_view value, const KeyH
       return Status(Code::kTableFull, "both candidate buckets and their overflow refs are full");
     Ref r;
     Status s = BuildOverflowEntry(key, value, kh, &r, &block, room);
+    if (!s.ok()) return s;
+    s = LogPut(key, value, block, &r);
     if (!s.ok()) return s;
     StoreRef(ref_word, r);
     CommitBlock(block);
@@ -433,6 +504,10 @@ Status Table::Delete(std::string_view key) {
   StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
   Location loc = Locate(key, kh);
   if (!loc.found) return Status(Code::kNotFound, "");
+  if (log_ != nullptr) {  // on stable storage (as the fsync mode promises) before it is seen
+    Status s = log_->LogDelete(key);
+    if (!s.ok()) return s;
+  }
   if (loc.ref) {  // unpublish first; ReleaseEntry then clears and frees the target
     __atomic_store_n(reinterpret_cast<uint64_t*>(loc.ref), 0, __ATOMIC_RELEASE);
     __atomic_store_n(reinterpret_cast<uint64_t*>(loc.ref + 8), 0, __ATOMIC_RELEASE);

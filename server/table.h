@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/mutex.h"
@@ -27,6 +28,7 @@
 #include "common/table/lookup.h"
 #include "rkv/status.h"
 #include "server/heap.h"
+#include "server/write_log.h"
 
 namespace rkv {
 
@@ -43,6 +45,15 @@ class Table {
   Status Delete(std::string_view key);
   // Local read through the same lookup rules as the client (for tests and tools).
   Status Get(std::string_view key, std::string* value) const;
+  // Every write from now on is recorded in `log` before it is published (server/write_log.h);
+  // a write the log refuses fails with the log's status and changes nothing. nullptr: no log
+  // (memory-only, and start-up replay). Call before writers start; `log` must outlive them.
+  void SetWriteLog(WriteLog* log) { log_ = log; }
+  // Appends the (key, value) of every entry of bucket `b` to *out, consistently per entry (under
+  // the bucket's stripe lock, held only for the copy). A snapshot scans the buckets 0..n-1; an
+  // entry deleted and re-inserted into its other bucket meanwhile may be seen twice (its log
+  // records after the scan's start fix the order on replay).
+  void CollectBucket(uint32_t b, std::vector<std::pair<std::string, std::string>>* out) const;
 
   const layout::Geometry& geometry() const { return geo_; }
   uint64_t entries() const { return entries_.load(std::memory_order_relaxed); }
@@ -91,6 +102,10 @@ class Table {
                             layout::Ref* ref, uint64_t* block, Room* room);
   void CommitBlock(uint64_t block);
   static constexpr uint64_t kNoBlock = ~uint64_t{0};
+  // Records a built PUT in the log (if any); on failure undoes the build (`block`, and the
+  // overflow slot of `overflow` if it is one) and returns the log's status.
+  Status LogPut(std::string_view key, std::string_view value, uint64_t block,
+                const layout::Ref* overflow);
   // Frees what an entry held (its heap block; for overflow entries also its slot).
   void ReleaseEntry(const Location& loc);
   uint8_t* FreeRefWord(const layout::KeyHash& kh) const;
@@ -107,6 +122,7 @@ class Table {
   mutable std::mutex stripes_[kStripes];
   Mutex overflow_mu_;
   std::vector<uint32_t> overflow_free_ GUARDED_BY(overflow_mu_);
+  WriteLog* log_ = nullptr;
   std::atomic<uint64_t> next_version_{1};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> overflow_used_{0};

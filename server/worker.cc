@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "common/wire.h"
+
 namespace rkv {
 namespace {
 // After moving a QP to ERR, how long to wait for IBV_EVENT_QP_LAST_WQE_REACHED (not every
@@ -89,7 +91,9 @@ void Worker::Loop() {
 }
 
 void Worker::DrainCommands() {
-  for (auto& [cmd, c] : queue_.TakeAll()) {
+  for (Command& command : queue_.TakeAll()) {
+    const Cmd cmd = command.cmd;
+    const std::shared_ptr<Conn>& c = command.conn;
     if (!c->w.adopted) {  // a Close may arrive before the Adopt it raced with
       c->w.adopted = true;
       c->w.last_heard = Clock::now();
@@ -112,6 +116,10 @@ void Worker::DrainCommands() {
       case Cmd::kLastWqe:
         c->w.last_wqe = true;
         if (c->state() == Conn::State::kClosing) AdvanceClose(c);
+        break;
+      case Cmd::kReply:
+        --c->w.in_pool;
+        SendReply(c, command.reply);
         break;
     }
   }
@@ -196,18 +204,19 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
   Conn::WorkerState& w = c->w;
   w.last_heard = Clock::now();
   const int slots = SendSlots(o);
-  if (w.unacked >= slots) {
+  if (w.unacked + w.in_pool >= slots) {
     env_.counters->credit_drops.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose("sent more than " + std::to_string(slots) +
                     " requests without waiting for replies (request credits: " +
                     std::to_string(o.credits) + ")");
     return;
   }
+  if (Offload(c, env_.srq->Buffer(buf), len)) return;
   uint8_t* out = env_.send_base +
                  (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
   bool malformed = false;
-  size_t n =
-      env_.exec->Execute(c->qp(), env_.srq->Buffer(buf), len, out, kSendSlotSize, &malformed);
+  size_t n = env_.exec->Execute(c->qp(), c->qpn, env_.srq->Buffer(buf), len, out, kSendSlotSize,
+                                &malformed);
   if (malformed && ++w.bad_requests > o.max_bad_requests) {
     env_.counters->clients_dropped.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose("more than " + std::to_string(o.max_bad_requests) + " malformed requests");
@@ -218,6 +227,33 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
     return;
   }
   if (PostSend(*c, kReply, out, uint32_t(n))) {
+    ++w.next_send;
+    ++w.unacked;
+  }
+}
+
+bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len) {
+  if (env_.writes == nullptr) return false;
+  wire::Request req;
+  if (!wire::DecodeRequest(msg, len, &req).ok()) return false;  // answered here: BAD_REQUEST
+  if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete) return false;
+  WritePool::Job job;
+  job.conn = c;
+  job.worker = this;
+  job.request.assign(reinterpret_cast<const char*>(msg), len);  // the receive buffer goes back
+  if (!env_.writes->Submit(std::move(job))) return false;
+  ++c->w.in_pool;
+  return true;
+}
+
+void Worker::SendReply(const std::shared_ptr<Conn>& c, const std::string& reply) {
+  Conn::WorkerState& w = c->w;
+  if (c->state() >= Conn::State::kClosing || w.error_state || reply.empty()) return;
+  const int slots = SendSlots(*env_.opt);
+  uint8_t* out = env_.send_base +
+                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  std::memcpy(out, reply.data(), reply.size());
+  if (PostSend(*c, kReply, out, uint32_t(reply.size()))) {
     ++w.next_send;
     ++w.unacked;
   }

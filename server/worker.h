@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "server/server_options.h"
 #include "server/srq_pool.h"
 #include "server/wake_queue.h"
+#include "server/write_pool.h"
 
 namespace rkv {
 
@@ -44,6 +46,9 @@ struct WorkerEnv {
   const ServerOptions* opt = nullptr;
   SrqPool* srq = nullptr;
   RpcExecutor* exec = nullptr;
+  // PUT and DELETE go here when set (a durable server: they wait for the log); else the worker
+  // executes them itself.
+  WritePool* writes = nullptr;
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
   uint8_t* send_base = nullptr;  // registered: max_connections * SendSlots() * kSendSlotSize
@@ -75,17 +80,30 @@ class Worker {
   // Called by Conn::RequestClose only.
   void Close(std::shared_ptr<Conn> c) { Push(Cmd::kClose, std::move(c)); }
   void LastWqe(std::shared_ptr<Conn> c) { Push(Cmd::kLastWqe, std::move(c)); }
+  // Called by the WritePool: the reply to a request of `c` it executed (dropped if `c` is
+  // closing by then).
+  void Reply(std::shared_ptr<Conn> c, std::string reply) {
+    queue_.Push({Cmd::kReply, std::move(c), std::move(reply)});
+  }
 
  private:
-  enum class Cmd { kAdopt, kClose, kLastWqe };
+  enum class Cmd { kAdopt, kClose, kLastWqe, kReply };
+  struct Command {
+    Cmd cmd;
+    std::shared_ptr<Conn> conn;
+    std::string reply;  // kReply only
+  };
   enum SendKind : uint64_t { kReply = 0, kKeepalive = 1, kMarker = 2 };
   using Clock = Conn::Clock;
 
-  void Push(Cmd cmd, std::shared_ptr<Conn> c) { queue_.Push({cmd, std::move(c)}); }
+  void Push(Cmd cmd, std::shared_ptr<Conn> c) { queue_.Push({cmd, std::move(c), {}}); }
   void Loop();
   void DrainCommands();
   void HandleCompletion(const ibv_wc& wc);
   void HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len);
+  // Hands a decoded PUT/DELETE to the write pool; false if the pool is absent or full.
+  bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  void SendReply(const std::shared_ptr<Conn>& c, const std::string& reply);
   std::shared_ptr<Conn> Find(uint32_t qpn);
   bool PostSend(Conn& c, SendKind kind, const void* data, uint32_t len);
   void Tick();
@@ -96,7 +114,8 @@ class Worker {
   const WorkerEnv env_;
   CompChannelPtr channel_;
   CqPtr cq_;  // declared after channel_: destroyed first
-  WakeQueue<std::pair<Cmd, std::shared_ptr<Conn>>> queue_;
+  // Bounded by a few commands per connection plus one reply per request credit.
+  WakeQueue<Command> queue_;
   std::thread thread_;
   // Worker thread only.
   std::unordered_map<uint32_t, std::shared_ptr<Conn>> conns_;

@@ -41,8 +41,8 @@ bool ByNumber(const DataDirListing::File& a, const DataDirListing::File& b) {
 
 }  // namespace
 
-std::string LogFileName(uint64_t first_sequence) {
-  return std::string(kLogPrefix) + Hex16(first_sequence) + std::string(kLogSuffix);
+std::string LogFileName(uint64_t generation) {
+  return std::string(kLogPrefix) + Hex16(generation) + std::string(kLogSuffix);
 }
 
 std::string SnapshotFileName(uint64_t covered_sequence) {
@@ -60,8 +60,8 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
   return path;
 }
 
-bool ParseLogFileName(std::string_view name, uint64_t* first_sequence) {
-  return ParseNumbered(name, kLogPrefix, kLogSuffix, first_sequence);
+bool ParseLogFileName(std::string_view name, uint64_t* generation) {
+  return ParseNumbered(name, kLogPrefix, kLogSuffix, generation);
 }
 
 bool ParseSnapshotFileName(std::string_view name, uint64_t* covered_sequence) {

@@ -1,8 +1,9 @@
 // DataDir: the names of the files in a data directory (kvserver --data_dir) and their listing
 // (docs/wire-format.md, "Data directory").
 //
-//   wal-<16 lowercase hex digits>.log    a write-ahead log; the number is the first sequence the
-//                                        file may hold (records > the previous snapshot's)
+//   wal-<16 lowercase hex digits>.log    a write-ahead log; the number is its generation (1, 2,
+//                                        ...: a new file per start-up and per snapshot's log
+//                                        rotation); replay goes in generation order
 //   snap-<16 lowercase hex digits>.rkv   a complete snapshot covering every write <= the number
 //   <one of the above>.tmp               a file being written (a snapshot before its rename);
 //                                        left over only by a crash, never read
@@ -32,7 +33,7 @@ inline constexpr std::string_view kSnapshotSuffix = ".rkv";
 inline constexpr std::string_view kTempSuffix = ".tmp";
 
 // "wal-0000000000000001.log" for 1.
-std::string LogFileName(uint64_t first_sequence);
+std::string LogFileName(uint64_t generation);
 // "snap-00000000000000ff.rkv" for 255.
 std::string SnapshotFileName(uint64_t covered_sequence);
 // `name` + ".tmp".
@@ -41,12 +42,12 @@ std::string TempFileName(std::string_view name);
 std::string JoinPath(std::string_view dir, std::string_view name);
 
 // True (and *number set) only for a name LogFileName / SnapshotFileName makes.
-[[nodiscard]] bool ParseLogFileName(std::string_view name, uint64_t* first_sequence);
+[[nodiscard]] bool ParseLogFileName(std::string_view name, uint64_t* generation);
 [[nodiscard]] bool ParseSnapshotFileName(std::string_view name, uint64_t* covered_sequence);
 
 struct DataDirListing {
   struct File {
-    uint64_t number;   // the log's first sequence or the snapshot's covered sequence
+    uint64_t number;   // the log's generation or the snapshot's covered sequence
     std::string name;  // the file name, without the directory
   };
   std::vector<File> logs;                // ascending number
