@@ -42,6 +42,7 @@ struct RawFlags {
   std::string key_size = "0";  // 0: YCSB's user<hash> names
   std::string value_size = "64";
   bool verify = false;
+  bool reconnect = true;  // rkv::Options::auto_reconnect for every client
 };
 
 struct Config {
@@ -57,6 +58,7 @@ struct Config {
   SizeRange key_size;  // {0,0}: YCSB names
   SizeRange value_size;
   bool verify = false;
+  bool reconnect = true;
 };
 
 // Empty string on success; otherwise what is wrong, naming the flag.

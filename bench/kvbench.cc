@@ -2,8 +2,16 @@
 //   kvbench load --server=ADDR:PORT --records=N
 //   kvbench run  --server=ADDR:PORT --workload=a|b|c|d|f --operations=N [--threads=T] ...
 // Flags accept YCSB-style dashes or underscores (--value-size or --value_size). Prints a live
-// status line every second on stderr and YCSB-style summary lines on stdout. Exit status: 0 ok,
-// 1 operations failed or --verify found a wrong value, 2 bad options or no connection.
+// status line every second on stderr and YCSB-style summary lines on stdout.
+// Failed operations never stop a run: each is counted by status code ([READ], Return=CODE, n)
+// and the run goes on. With --reconnect (default) every client reconnects automatically with
+// bounded backoff (rkv::Options::auto_reconnect), so a run survives a server restart: reads
+// in flight are retried once after the reconnect, writes in flight fail (SERVER_RESTARTED or
+// CONNECTION_LOST: their outcome is unknown) and are counted; the summary reports
+// [RECONNECT], Reconnects and ServerRestarts. At most 5 error lines a second are printed on
+// stderr; the status line counts the rest.
+// Exit status: 0 ok, 1 operations failed (any error, including those of a server restart) or
+// --verify found a wrong value, 2 bad options or no connection at the start.
 //
 // Threads: each worker thread owns its --connections clients; the status thread only reads
 // the per-thread interval histograms (under their mutexes) and the shared atomic counters.
@@ -20,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -59,6 +68,9 @@ DEFINE_double(target, 0,
 DEFINE_string(json, "", "also write the figures, latency histograms and per-second series here");
 DEFINE_bool(verify, false,
             "write self-checking values (key-bound XXH3 checksum + version) and check every read");
+DEFINE_bool(reconnect, true,
+            "reconnect automatically (bounded backoff) when a connection is lost, so the run "
+            "survives a server restart; failed operations are counted as errors either way");
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -132,6 +144,8 @@ class Runner {
         r->ops[k].ok += st.ops[k].ok;
         r->ops[k].not_found += st.ops[k].not_found;
         r->ops[k].errors += st.ops[k].errors;
+        for (const auto& [code, count] : st.ops[k].errors_by_code)
+          r->ops[k].errors_by_code[code] += count;
       }
       r->verify_failures += st.verify_failures;
     }
@@ -140,6 +154,8 @@ class Runner {
       r->reads_posted += cl->counters().reads_posted;
       r->round_trips += cl->counters().round_trips;
       r->checksum_retries += cl->counters().checksum_retries;
+      r->reconnects += cl->counters().reconnects;
+      r->server_restarts += cl->counters().server_restarts;
     }
     r->series = series_;
   }
@@ -163,8 +179,13 @@ class Runner {
       ++r.ok;
     } else if (op.status.IsNotFound()) {
       ++r.not_found;
-    } else if (++r.errors <= 3) {
-      std::cerr << b::kOpNames[op.type] << " " << op.key << ": " << op.status.ToString() << "\n";
+    } else {
+      ++r.errors;
+      ++r.errors_by_code[rkv::CodeName(op.status.code())];
+      errors_.fetch_add(1, std::memory_order_relaxed);
+      // A lost server fails every thread's operations at once: print a few a second, count all.
+      if (printed_this_second_.fetch_add(1, std::memory_order_relaxed) < kErrorLinesPerSecond)
+        std::cerr << b::kOpNames[op.type] << " " << op.key << ": " << op.status.ToString() << "\n";
     }
     {
       std::lock_guard<std::mutex> l(st.mu);
@@ -266,7 +287,7 @@ class Runner {
   }
 
   void StatusLoop() {
-    uint64_t last = 0;
+    uint64_t last = 0, errors_last = 0;
     b::Histogram second;
     auto tick = start_;
     while (!finished_.load()) {
@@ -282,9 +303,19 @@ class Runner {
       }
       uint64_t d = done_.load();
       double el = std::chrono::duration<double>(Clock::now() - start_).count();
-      std::fprintf(stderr, "%.0f sec: %lu operations; %lu current ops/sec; p99 %lu us\n", el,
+      std::string errors;
+      const uint64_t errors_total = errors_.load(std::memory_order_relaxed);
+      const uint64_t printed = printed_this_second_.exchange(0, std::memory_order_relaxed);
+      if (errors_total > 0) {
+        errors = "; " + std::to_string(errors_total - errors_last) + " errors";
+        if (printed > kErrorLinesPerSecond)
+          errors += " (" + std::to_string(printed - kErrorLinesPerSecond) + " not printed)";
+        errors += ", " + std::to_string(errors_total) + " in all";
+      }
+      errors_last = errors_total;
+      std::fprintf(stderr, "%.0f sec: %lu operations; %lu current ops/sec; p99 %lu us%s\n", el,
                    (unsigned long)d, (unsigned long)(d - last),
-                   (unsigned long)second.Percentile(0.99));
+                   (unsigned long)second.Percentile(0.99), errors.c_str());
       series_.push_back({el, d - last, second.Percentile(0.5), second.Percentile(0.99),
                          second.Percentile(0.999)});
       last = d;
@@ -298,6 +329,9 @@ class Runner {
   Clock::time_point start_, deadline_;
   std::atomic<uint64_t> next_{0}, done_{0}, inserted_;
   std::atomic<bool> finished_{false};
+  static constexpr uint64_t kErrorLinesPerSecond = 5;
+  std::atomic<uint64_t> errors_{0};
+  std::atomic<uint64_t> printed_this_second_{0};  // error lines asked for since the last tick
   std::vector<ThreadStats> stats_;
   std::vector<b::SecondSample> series_;  // written by the status thread, read after join
   double runtime_ms_ = 0;
@@ -333,6 +367,7 @@ int main(int argc, char** argv) {
   raw.key_size = FLAGS_key_size;
   raw.value_size = FLAGS_value_size;
   raw.verify = FLAGS_verify;
+  raw.reconnect = FLAGS_reconnect;
   Config cfg;
   std::string err = b::Resolve(raw, &cfg);
   if (!err.empty()) return Fail(err);
@@ -343,6 +378,7 @@ int main(int argc, char** argv) {
   rkv::Options options;
   if (rkv::Status s = rkv::ConnFlags(rkv::Role::kClient, &options.exchange, &options.qp); !s.ok())
     return Fail(s.message());
+  options.auto_reconnect = cfg.reconnect;
   std::vector<std::unique_ptr<rkv::Client>> clients(size_t(cfg.threads) * cfg.connections);
   for (auto& c : clients) {
     rkv::Status s = rkv::Client::Connect(FLAGS_server, options, &c);
@@ -363,6 +399,7 @@ int main(int argc, char** argv) {
   report.qp_num = info.qp_num;
   report.gid_index = info.gid_index;
   report.verify = cfg.verify;
+  report.reconnect = cfg.reconnect;
   std::printf(
       "# rkv kvbench %s workload=%s distribution=%s threads=%d connections=%d depth=%d "
       "key_size=%s value_size=%s\n",

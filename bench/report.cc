@@ -38,6 +38,8 @@ void PrintSummary(const Report& r, FILE* out) {
     std::fprintf(out, "[%s], Return=OK, %lu\n", n, UL(o.ok));
     if (o.not_found) std::fprintf(out, "[%s], Return=NOT_FOUND, %lu\n", n, UL(o.not_found));
     if (o.errors) std::fprintf(out, "[%s], Return=ERROR, %lu\n", n, UL(o.errors));
+    for (const auto& [code, count] : o.errors_by_code)
+      std::fprintf(out, "[%s], Return=%s, %lu\n", n, code.c_str(), UL(count));
   }
   if (r.gets) {
     std::fprintf(out, "[RKV], READsPerGet, %.3f\n", double(r.reads_posted) / double(r.gets));
@@ -45,6 +47,10 @@ void PrintSummary(const Report& r, FILE* out) {
     std::fprintf(out, "[RKV], ChecksumRetries, %lu\n", UL(r.checksum_retries));
   }
   if (r.verify) std::fprintf(out, "[VERIFY], Failures, %lu\n", UL(r.verify_failures));
+  if (r.reconnect || r.reconnects || r.server_restarts) {
+    std::fprintf(out, "[RECONNECT], Reconnects, %lu\n", UL(r.reconnects));
+    std::fprintf(out, "[RECONNECT], ServerRestarts, %lu\n", UL(r.server_restarts));
+  }
 }
 
 void WriteJson(const Report& r, FILE* f) {
@@ -56,12 +62,14 @@ void WriteJson(const Report& r, FILE* f) {
                "\"qp_num\": %u,\n "
                "\"runtime_ms\": %.0f, \"operations\": %lu, \"throughput_ops\": %.1f,\n "
                "\"reads_per_get\": %.4f, \"rounds_per_get\": %.4f, \"checksum_retries\": %lu, "
-               "\"verify\": %s, \"verify_failures\": %lu,\n \"ops\": {",
+               "\"verify\": %s, \"verify_failures\": %lu,\n \"reconnect\": %s, "
+               "\"reconnects\": %lu, \"server_restarts\": %lu,\n \"ops\": {",
                r.phase.c_str(), r.workload.c_str(), r.distribution.c_str(), r.threads,
                r.connections, r.depth, r.server.c_str(), r.device.c_str(), r.port, r.gid_index,
                r.path_mtu, r.qp_num, r.runtime_ms, UL(r.operations), r.throughput(),
                double(r.reads_posted) / gets, double(r.round_trips) / gets, UL(r.checksum_retries),
-               r.verify ? "true" : "false", UL(r.verify_failures));
+               r.verify ? "true" : "false", UL(r.verify_failures), r.reconnect ? "true" : "false",
+               UL(r.reconnects), UL(r.server_restarts));
   bool first = true;
   for (int k = 0; k < kNumOps; ++k) {
     const OpResult& o = r.ops[k];
@@ -73,6 +81,13 @@ void WriteJson(const Report& r, FILE* f) {
                  first ? "" : ",", kOpNames[k], UL(h.count()), UL(o.ok), UL(o.not_found),
                  UL(o.errors), h.mean(), UL(h.min()), UL(h.max()));
     first = false;
+    std::fprintf(f, ", \"errors_by_code\": {");
+    bool first_code = true;
+    for (const auto& [code, count] : o.errors_by_code) {
+      std::fprintf(f, "%s\"%s\": %lu", first_code ? "" : ", ", code.c_str(), UL(count));
+      first_code = false;
+    }
+    std::fprintf(f, "}");
     for (const Quantile& q : kQuantiles)
       std::fprintf(f, ", \"%s\": %lu", q.json, UL(h.Percentile(q.q)));
     std::fprintf(f, ", \"histogram_us\": [");

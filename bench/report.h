@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace rkv::bench {
 struct OpResult {
   Histogram latency_us;
   uint64_t ok = 0, not_found = 0, errors = 0;
+  // The errors by status code name ("CONNECTION_LOST", "SERVER_RESTARTED", ...); they add up
+  // to `errors` when the caller fills both.
+  std::map<std::string, uint64_t> errors_by_code;
 };
 
 // One second of the run, as seen by the status line.
@@ -38,13 +42,18 @@ struct Report {
   uint64_t gets = 0, reads_posted = 0, round_trips = 0, checksum_retries = 0;
   bool verify = false;
   uint64_t verify_failures = 0;
+  bool reconnect = false;  // clients reconnected automatically (kvbench --reconnect)
+  uint64_t reconnects = 0, server_restarts = 0;  // summed over the clients
   std::vector<SecondSample> series;
   double throughput() const { return runtime_ms > 0 ? operations / (runtime_ms / 1000.0) : 0; }
   uint64_t errors() const;
 };
 
 // "[OVERALL], RunTime(ms), 1234" ... one line per figure, operation types in kOpNames order
-// (types with no operations are left out), then [RKV] and [VERIFY] lines.
+// (types with no operations are left out); a type's "Return=ERROR, N" (all its errors) is
+// followed by one "Return=CODE, n" line per status code; then [RKV], [VERIFY] and (with
+// reconnect, or when any happened) "[RECONNECT], Reconnects, N" and
+// "[RECONNECT], ServerRestarts, N".
 void PrintSummary(const Report& r, FILE* out);
 // One JSON object: the summary's figures, each type's full histogram as [lower_us, count]
 // pairs, and the per-second series.

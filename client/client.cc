@@ -1,13 +1,52 @@
 #include "rkv/client.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
 #include "client/client_impl.h"
 #include "common/parse.h"
 
 namespace rkv {
 
-Status ClientImpl::Open() {
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t MsSince(SteadyClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - t).count();
+}
+std::string InstanceChange(uint64_t from, uint64_t to) {
+  return "server instance changed: " + std::to_string(from) + " -> " + std::to_string(to);
+}
+}  // namespace
+
+ClientImpl::ClientImpl(std::string host, uint16_t port, Options options)
+    : host_(std::move(host)),
+      port_(port),
+      options_(std::move(options)),
+      jitter_(static_cast<uint32_t>(SteadyClock::now().time_since_epoch().count() ^
+                                    reinterpret_cast<uintptr_t>(this))) {}
+
+Status ClientImpl::ValidateOptions(const Options& o) {
+  auto bad = [](const char* name, int v, const std::string& rule) {
+    return Status(Code::kInvalidArgument,
+                  std::string("Options::") + name + " = " + std::to_string(v) + ": " + rule);
+  };
+  if (o.reconnect_initial_backoff_ms < 0)
+    return bad("reconnect_initial_backoff_ms", o.reconnect_initial_backoff_ms, "must be >= 0");
+  if (o.reconnect_max_backoff_ms < o.reconnect_initial_backoff_ms)
+    return bad("reconnect_max_backoff_ms", o.reconnect_max_backoff_ms,
+               "must be >= reconnect_initial_backoff_ms (" +
+                   std::to_string(o.reconnect_initial_backoff_ms) + ")");
+  if (o.reconnect_timeout_ms < 0)
+    return bad("reconnect_timeout_ms", o.reconnect_timeout_ms, "must be >= 0");
+  return Status::Ok();
+}
+
+Status ClientImpl::Open(const Options& options) {
   std::unique_ptr<Connection> c;
-  Status s = Connection::Open(host_, port_, options_, &c);
+  Status s = Connection::Open(host_, port_, options, &c);
   if (!s.ok()) return s;
   conn_ = std::move(c);
   info_ = conn_->info();
@@ -64,16 +103,88 @@ Status ClientImpl::Delete(std::string_view key) {
 
 Status ClientImpl::Stats(std::string* text) { return RpcStatus(wire::Op::kStats, {}, {}, text); }
 
-Status ClientImpl::Reconnect() {
-  uint64_t old_instance = info_.instance_id;
+Status ClientImpl::Reopen(const Options& options, bool* restarted) {
+  const uint64_t old_instance = info_.instance_id;
   conn_.reset();
-  Status s = Open();
+  Status s = Open(options);
+  if (!s.ok()) return s;  // info_ keeps the last connected instance's id
+  ++counters_.reconnects;
+  *restarted = old_instance != 0 && info_.instance_id != old_instance;
+  if (*restarted) ++counters_.server_restarts;
+  return Status::Ok();
+}
+
+Status ClientImpl::Reconnect() {
+  const uint64_t old_instance = info_.instance_id;
+  bool restarted = false;
+  Status s = Reopen(options_, &restarted);
   if (!s.ok()) return s;
-  if (old_instance != 0 && info_.instance_id != old_instance)
+  if (restarted)
     return Status(Code::kServerRestarted,
                   "server instance changed (" + std::to_string(old_instance) + " -> " +
                       std::to_string(info_.instance_id) + "); its table was rebuilt");
   return Status::Ok();
+}
+
+Status ClientImpl::ReconnectWithBackoff(const Status& cause, bool* restarted) {
+  return ReconnectWithin("connection to " + Where() + " lost (" + cause.ToString() + ")",
+                         restarted);
+}
+
+Status ClientImpl::ReconnectWithin(const std::string& context, bool* restarted) {
+  const SteadyClock::time_point start = SteadyClock::now();
+  const int64_t budget_ms = options_.reconnect_timeout_ms;
+  int64_t backoff_ms = options_.reconnect_initial_backoff_ms;
+  Options attempt_options = options_;
+  Status last;
+  int attempts = 0;
+  for (;;) {
+    // Each attempt's own deadlines are cut to what remains of the budget (a budget of 0 is one
+    // attempt with the full deadlines).
+    if (budget_ms > 0) {
+      const int remaining = int(std::clamp<int64_t>(budget_ms - MsSince(start), 1, budget_ms));
+      attempt_options.connect_timeout_ms = std::min(options_.connect_timeout_ms, remaining);
+      attempt_options.exchange.timeout_ms = std::min(options_.exchange.timeout_ms, remaining);
+    }
+    ++attempts;
+    last = Reopen(attempt_options, restarted);
+    if (last.ok()) return last;
+    const int64_t left_ms = budget_ms - MsSince(start);
+    if (left_ms <= 0) break;
+    // Equal jitter: a wait drawn from [w/2, w], never past the budget.
+    const int64_t half = backoff_ms / 2;
+    const int64_t wait_ms =
+        std::min(left_ms, half + int64_t(jitter_() % uint64_t(backoff_ms - half + 1)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait_ms));
+    if (wait_ms >= left_ms) break;
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, options_.reconnect_max_backoff_ms);
+  }
+  return Status(Code::kConnectionLost,
+                context + "; reconnecting failed: " + std::to_string(attempts) + " attempt(s) in " +
+                    std::to_string(MsSince(start)) + " ms (reconnect_timeout_ms " +
+                    std::to_string(budget_ms) + "), last: " + last.ToString() +
+                    "; the next call tries again");
+}
+
+Status ClientImpl::LostWrite(const char* op, bool sent, const Status& cause) {
+  const std::string context =
+      sent ? std::string(op) + " outcome unknown: the connection to " + Where() +
+                 " failed after the request was sent (" + cause.ToString() + ")"
+           : std::string(op) + " not sent: the connection to " + Where() +
+                 " had been lost before this call (" + cause.ToString() + ")";
+  const std::string verdict =
+      sent ? std::string("; the ") + op + " was not retried: it may or may not have been applied"
+           : std::string("; the ") + op + " was not applied";
+  const uint64_t old_instance = info_.instance_id;
+  bool restarted = false;
+  Status s = ReconnectWithin(context, &restarted);
+  if (!s.ok()) return s;  // kConnectionLost: context + why reconnecting failed
+  if (restarted)
+    return Status(Code::kServerRestarted,
+                  context + "; the connection was re-established to a new server instance (" +
+                      InstanceChange(old_instance, info_.instance_id) + ")" + verdict);
+  return Status(Code::kConnectionLost,
+                context + "; the connection was re-established (same server instance)" + verdict);
 }
 
 Status Client::Connect(const std::string& address, const Options& options,
@@ -81,6 +192,8 @@ Status Client::Connect(const std::string& address, const Options& options,
   std::string host;
   uint16_t port;
   Status s = ParseHostPort(address, &host, &port);
+  if (!s.ok()) return s;
+  s = ClientImpl::ValidateOptions(options);
   if (!s.ok()) return s;
   auto impl = std::make_unique<ClientImpl>(host, port, options);
   s = impl->Open();
@@ -91,14 +204,45 @@ Status Client::Connect(const std::string& address, const Options& options,
 
 Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
 Client::~Client() = default;
-Status Client::Get(std::string_view key, std::string* value) { return impl_->Get(key, value); }
+// The reconnect policy (rkv/client.h, "Reconnection"). On success and on errors of a usable
+// connection (NOT_FOUND included) a call pays one inline test; the rest is the error path.
+Status Client::Get(std::string_view key, std::string* value) {
+  Status s = impl_->Get(key, value);
+  if (s.ok() || !impl_->ShouldReconnect()) return s;
+  bool restarted = false;
+  s = impl_->ReconnectWithBackoff(s, &restarted);
+  if (!s.ok()) return s;
+  return impl_->Get(key, value);
+}
 Status Client::MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                         std::vector<Status>* statuses) {
+  Status s = impl_->MultiGet(keys, values, statuses);
+  if (s.ok() || !impl_->ShouldReconnect()) return s;
+  bool restarted = false;
+  s = impl_->ReconnectWithBackoff(s, &restarted);
+  if (!s.ok()) return s;
   return impl_->MultiGet(keys, values, statuses);
 }
-Status Client::Put(std::string_view key, std::string_view value) { return impl_->Put(key, value); }
-Status Client::Delete(std::string_view key) { return impl_->Delete(key); }
-Status Client::Stats(std::string* text) { return impl_->Stats(text); }
+Status Client::Put(std::string_view key, std::string_view value) {
+  const uint64_t rpcs = impl_->counters().rpcs;
+  Status s = impl_->Put(key, value);
+  if (s.ok() || !impl_->ShouldReconnect()) return s;
+  return impl_->LostWrite("PUT", impl_->counters().rpcs != rpcs, s);
+}
+Status Client::Delete(std::string_view key) {
+  const uint64_t rpcs = impl_->counters().rpcs;
+  Status s = impl_->Delete(key);
+  if (s.ok() || !impl_->ShouldReconnect()) return s;
+  return impl_->LostWrite("DELETE", impl_->counters().rpcs != rpcs, s);
+}
+Status Client::Stats(std::string* text) {
+  Status s = impl_->Stats(text);
+  if (s.ok() || !impl_->ShouldReconnect()) return s;
+  bool restarted = false;
+  s = impl_->ReconnectWithBackoff(s, &restarted);
+  if (!s.ok()) return s;
+  return impl_->Stats(text);
+}
 Status Client::Reconnect() { return impl_->Reconnect(); }
 const ClientCounters& Client::counters() const { return impl_->counters(); }
 const ServerInfo& Client::server_info() const { return impl_->info(); }

@@ -4,6 +4,7 @@
 #define RKV_CLIENT_CLIENT_IMPL_H_
 
 #include <memory>
+#include <random>
 #include <string>
 
 #include "client/connection.h"
@@ -14,9 +15,10 @@ namespace rkv {
 
 class ClientImpl {
  public:
-  ClientImpl(std::string host, uint16_t port, Options options)
-      : host_(std::move(host)), port_(port), options_(options) {}
-  Status Open();
+  ClientImpl(std::string host, uint16_t port, Options options);
+  // kInvalidArgument naming the first reconnect_* option that breaks its rule (rkv/client.h).
+  static Status ValidateOptions(const Options& options);
+  Status Open() { return Open(options_); }
   Status Get(std::string_view key, std::string* value);  // get_path.cc
   Status MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                   std::vector<Status>* statuses);  // multi_get.cc
@@ -24,6 +26,21 @@ class ClientImpl {
   Status Delete(std::string_view key);
   Status Stats(std::string* text);
   Status Reconnect();
+
+  // Automatic reconnection (the policy is in client.cc, Client's methods; see rkv/client.h).
+  // True when auto_reconnect is on and the connection is unusable (never opened after a failed
+  // reconnect, or broken by a failed completion, post, timeout or reply). Inline: it is the only
+  // cost a failed GET (NOT_FOUND included) pays when nothing was lost.
+  bool ShouldReconnect() const {
+    return options_.auto_reconnect && (!conn_ || conn_->state() != Connection::State::kConnected);
+  }
+  // Reconnects with bounded backoff (Options::reconnect_*). OK once connected (*restarted: the
+  // instance id changed); otherwise kConnectionLost naming `cause` and the last connect error.
+  Status ReconnectWithBackoff(const Status& cause, bool* restarted);
+  // For a PUT or DELETE (`op`) that failed with `cause` on a lost connection: reconnects, never
+  // resends, and returns kServerRestarted or kConnectionLost saying whether the write's outcome
+  // is unknown (`sent`: it went out on the lost connection) or it was not sent.
+  Status LostWrite(const char* op, bool sent, const Status& cause);
   const ClientCounters& counters() const { return counters_; }
   const ServerInfo& info() const { return info_; }
 
@@ -31,6 +48,12 @@ class ClientImpl {
   enum class Step { kDone, kRetry };
   // The GET attempt loop for a validated, already counted key.
   Status ReadKey(std::string_view key, std::string* value);
+  Status Open(const Options& options);
+  // Replaces the connection by one opened with `options`; counts the reconnect.
+  Status Reopen(const Options& options, bool* restarted);
+  // The backoff loop; a failure is kConnectionLost: `context`, then why reconnecting failed.
+  Status ReconnectWithin(const std::string& context, bool* restarted);
+  std::string Where() const { return host_ + ":" + std::to_string(port_); }
   Status Usable() const;
   Status CheckKey(std::string_view key) const;
   // Finishes a GET whose candidate buckets have been probed: reads its targets if any.
@@ -49,6 +72,7 @@ class ClientImpl {
   std::unique_ptr<Connection> conn_;
   ClientCounters counters_;
   ServerInfo info_;
+  std::minstd_rand jitter_;  // backoff jitter (not seeded from random_device: it may throw)
 };
 
 }  // namespace rkv

@@ -68,6 +68,43 @@ TEST(BenchReport, YcsbSummaryLines) {
             "[RKV], ChecksumRetries, 0\n"
             "[VERIFY], Failures, 0\n");
 }
+TEST(BenchReport, ErrorsByCodeAndReconnectLines) {
+  Report r = Sample();
+  r.verify = false;
+  r.ops[kUpdate].errors = 3;
+  r.ops[kUpdate].errors_by_code = {{"SERVER_RESTARTED", 1}, {"CONNECTION_LOST", 2}};
+  r.reconnect = true;
+  r.reconnects = 4;
+  r.server_restarts = 2;
+  std::string s = Capture(PrintSummary, r);
+  EXPECT_NE(s.find("[UPDATE], Return=ERROR, 3\n"
+                   "[UPDATE], Return=CONNECTION_LOST, 2\n"
+                   "[UPDATE], Return=SERVER_RESTARTED, 1\n"
+                   "[RKV], READsPerGet"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("[RKV], ChecksumRetries, 0\n"
+                   "[RECONNECT], Reconnects, 4\n"
+                   "[RECONNECT], ServerRestarts, 2\n"),
+            std::string::npos)
+      << s;
+  const std::string last = "[RECONNECT], ServerRestarts, 2\n";
+  ASSERT_GE(s.size(), last.size());
+  EXPECT_EQ(s.substr(s.size() - last.size()), last);  // the summary's last line
+  // With reconnect off and none happened, no [RECONNECT] lines (the summary above keeps its
+  // exact form); with reconnect on they are there even when 0.
+  EXPECT_EQ(Capture(PrintSummary, Sample()).find("[RECONNECT]"), std::string::npos);
+  Report on = Sample();
+  on.reconnect = true;
+  EXPECT_NE(Capture(PrintSummary, on).find("[RECONNECT], ServerRestarts, 0\n"), std::string::npos);
+  std::string j = Capture(WriteJson, r);
+  for (const char* want :
+       {"\"reconnect\": true, \"reconnects\": 4, \"server_restarts\": 2",
+        "\"errors_by_code\": {\"CONNECTION_LOST\": 2, \"SERVER_RESTARTED\": 1}",
+        "\"READ\": {\"operations\": 3, \"ok\": 2, \"not_found\": 1, \"errors\": 0, "})
+    EXPECT_NE(j.find(want), std::string::npos) << want << "\n" << j;
+  EXPECT_NE(j.find("\"errors_by_code\": {}"), std::string::npos) << j;
+}
 TEST(BenchReport, JsonHasFiguresHistogramsAndSeries) {
   std::string s = Capture(WriteJson, Sample());
   for (const char* want :

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -550,6 +551,211 @@ TEST_F(Integration, ServerRestartAndLostConnectionAreReported) {
   EXPECT_TRUE(c->Get("r", &v).IsNotFound());  // new, empty table; connection usable
   kill(pid, SIGTERM);
   waitpid(pid, nullptr, 0);
+}
+
+// Automatic reconnection (Options::auto_reconnect) against a private kvserver that the test
+// kills with SIGKILL and starts again on the same port. Every child (servers, kvbench) is
+// killed and reaped by a guard, also when an assertion ends the test early.
+class ChildGuard {
+ public:
+  ChildGuard() = default;
+  ChildGuard(const ChildGuard&) = delete;
+  ChildGuard& operator=(const ChildGuard&) = delete;
+  ~ChildGuard() { Stop(SIGKILL); }
+  // Forks and execs argv[0] with stdout and stderr appended to `log`. Everything the child
+  // needs is prepared before fork (the test may have other threads running).
+  void Start(const std::vector<std::string>& argv, const std::string& log) {
+    Stop(SIGKILL);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    FILE* f = std::fopen(log.c_str(), "a");
+    const int fd = f ? fileno(f) : -1;
+    pid_ = fork();
+    if (pid_ == 0) {
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    if (f) std::fclose(f);
+  }
+  void Stop(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  // Waits up to timeout_ms for the child to exit; false (child still running) on timeout.
+  bool Wait(int timeout_ms, int* status) {
+    for (int waited = 0; pid_ > 0; waited += 50) {
+      if (waitpid(pid_, status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return true;
+      }
+      if (waited >= timeout_ms) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class Reconnect : public ::testing::Test {
+ protected:
+  static constexpr const char* kPort = "7478";
+  void SetUp() override {
+    bin_ = Env("RKV_KVSERVER");
+    ip_ = Env("RKV_SANDBOX_ADDR");
+    if (bin_.empty() || ip_.empty()) GTEST_SKIP() << "RKV_KVSERVER/RKV_SANDBOX_ADDR not set";
+    addr_ = ip_ + ":" + kPort;
+    log_ = ::testing::TempDir() + "rkv-reconnect-kvserver.log";
+  }
+  void StartServer() {
+    server_.Start({bin_, "--listen=" + addr_, "--memory=16M"}, log_);
+    std::unique_ptr<Client> probe;
+    for (int i = 0; i < 100 && !Client::Connect(addr_, Options(), &probe).ok(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(probe) << "kvserver on " << addr_ << " did not come up (log: " << log_ << ")";
+  }
+  void RestartServer() {
+    server_.Stop(SIGKILL);
+    StartServer();
+  }
+  static Options AutoOptions(int timeout_ms) {
+    Options o;
+    o.auto_reconnect = true;
+    o.reconnect_initial_backoff_ms = 20;
+    o.reconnect_max_backoff_ms = 200;
+    o.reconnect_timeout_ms = timeout_ms;
+    return o;
+  }
+  std::string bin_, ip_, addr_, log_;
+  ChildGuard server_;
+};
+
+TEST_F(Reconnect, SurvivesServerRestart) {
+  std::unique_ptr<Client> c;
+  {  // Bad reconnect options are refused before any connection is tried, naming the option.
+    Options bad = AutoOptions(1000);
+    bad.reconnect_max_backoff_ms = 10;  // < initial 20
+    Status s = Client::Connect(addr_, bad, &c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("reconnect_max_backoff_ms"), std::string::npos) << s.ToString();
+    bad = AutoOptions(-1);
+    s = Client::Connect(addr_, bad, &c);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("reconnect_timeout_ms"), std::string::npos) << s.ToString();
+  }
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  Status s = Client::Connect(addr_, AutoOptions(20000), &c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string v;
+  ASSERT_TRUE(c->Put("before", "1").ok());
+  ASSERT_TRUE(c->Get("before", &v).ok());
+  EXPECT_EQ(v, "1");
+  const uint64_t instance = c->server_info().instance_id;
+
+  // A read after a restart reconnects and is retried transparently: the new, empty table.
+  ASSERT_NO_FATAL_FAILURE(RestartServer());
+  s = c->Get("missing-after-restart", &v);
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_GE(c->counters().reconnects, 1u);
+  EXPECT_GE(c->counters().server_restarts, 1u);
+  EXPECT_NE(c->server_info().instance_id, instance);
+  EXPECT_GE(c->counters().gets, 2u) << "counters survive the reconnect";
+  s = c->Stats(&v);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+
+  // A write in flight while the server is down is not retried: its outcome is unknown.
+  server_.Stop(SIGKILL);
+  Status put;
+  std::thread writer([&] { put = c->Put("during", "x"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  StartServer();
+  writer.join();
+  EXPECT_TRUE(put.code() == Code::kServerRestarted || put.code() == Code::kConnectionLost)
+      << put.ToString();
+  EXPECT_NE(put.message().find("re-established"), std::string::npos) << put.ToString();
+  std::cout << "[ measure ] PUT across a restart: " << put.ToString() << "\n";
+  s = c->Put("after", "2");  // the next call works normally
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(c->Get("after", &v).ok());
+  EXPECT_EQ(v, "2");
+  EXPECT_GE(c->counters().server_restarts, 2u);
+
+  // No server and a short reconnect_timeout_ms: a call gives up with kConnectionLost (bounded),
+  // and so does the next one (not connected: it tries again).
+  std::unique_ptr<Client> quick;
+  s = Client::Connect(addr_, AutoOptions(500), &quick);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  server_.Stop(SIGKILL);
+  for (int call = 0; call < 2; ++call) {
+    auto t0 = std::chrono::steady_clock::now();
+    s = quick->Get("x", &v);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_EQ(s.code(), Code::kConnectionLost) << s.ToString();
+    EXPECT_NE(s.message().find("reconnecting failed"), std::string::npos) << s.ToString();
+    EXPECT_LT(secs, 30) << "call " << call;
+    std::cout << "[ measure ] GET with no server, reconnect_timeout_ms=500: " << secs << " s\n";
+  }
+  s = quick->Delete("x");  // a write that found the connection lost is not sent
+  EXPECT_EQ(s.code(), Code::kConnectionLost) << s.ToString();
+  EXPECT_NE(s.message().find("not sent"), std::string::npos) << s.ToString();
+}
+
+TEST_F(Reconnect, KvbenchSurvivesServerRestart) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  const std::string dir = bin_.substr(0, bin_.rfind('/') + 1);
+  const std::string out = ::testing::TempDir() + "rkv-reconnect-kvbench.txt";
+  const std::string json = ::testing::TempDir() + "rkv-reconnect-kvbench.json";
+  std::remove(out.c_str());
+  ChildGuard bench;
+  bench.Start({dir + "kvbench", "run", "--server=" + addr_, "--workload=a", "--records=500",
+               "--threads=2", "--duration=20", "--json=" + json},
+              out);
+  // Restart after 3 s. A client may notice only after rpc_timeout_ms (10 s; soft-RoCE does not
+  // always fail the QP), which leaves the run several seconds on the new server.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  ASSERT_NO_FATAL_FAILURE(RestartServer());
+  int status = 0;
+  ASSERT_TRUE(bench.Wait(120000, &status)) << "kvbench did not finish";
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  const std::string o = text.str();
+  ASSERT_TRUE(WIFEXITED(status)) << o;
+  // 1: the writes in flight at the restart failed (counted); never 2 or a crash.
+  EXPECT_TRUE(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 1) << o;
+  const std::string restarts = "[RECONNECT], ServerRestarts, ";
+  auto at = o.find(restarts);
+  ASSERT_NE(at, std::string::npos) << o;
+  EXPECT_GE(std::atoi(o.c_str() + at + restarts.size()), 1) << o;
+  const std::string runtime = "[OVERALL], RunTime(ms), ";
+  at = o.find(runtime);
+  ASSERT_NE(at, std::string::npos) << o;
+  EXPECT_GE(std::atof(o.c_str() + at + runtime.size()), 19000) << "the run stopped early\n" << o;
+  // Operations completed in the run's last second, after the restart.
+  std::ifstream jf(json);
+  std::stringstream js;
+  js << jf.rdbuf();
+  const std::string j = js.str();
+  at = j.rfind("{\"t\": ");
+  ASSERT_NE(at, std::string::npos) << j;
+  at = j.find("\"ops\": ", at);
+  ASSERT_NE(at, std::string::npos) << j;
+  EXPECT_GT(std::atol(j.c_str() + at + 7), 0) << j;
+  std::cout << "[ measure ] kvbench across a restart:\n";
+  for (const char* tag : {"[OVERALL]", "Return=", "[RECONNECT]"}) {
+    std::istringstream lines(o);
+    for (std::string l; std::getline(lines, l);)
+      if (l.find(tag) != std::string::npos) std::cout << "  " << l << "\n";
+  }
 }
 
 }  // namespace

@@ -8,8 +8,33 @@
 // Thread safety: a Client is NOT thread-safe. Use one Client per thread (each owns its own QP,
 // CQ and buffers). Different Clients may be used concurrently.
 // Ownership: the Client owns every verbs/rdma_cm object it creates; destroying it disconnects.
-// Errors: no exceptions; every call returns rkv::Status. After kConnectionLost every call fails
-// fast until Reconnect() succeeds.
+// Errors: no exceptions; every call returns rkv::Status. By default (Options::auto_reconnect
+// false), after kConnectionLost every call fails fast until Reconnect() succeeds.
+// Reconnection (Options::auto_reconnect true): a call finds the connection lost when it fails
+// and the connection is unusable: an error completion (the server died or the QP failed), a
+// failed post, no completion within rpc_timeout_ms (kTimeout), a malformed reply, or a
+// connection an earlier call already lost. That call then reconnects to the same address: an
+// attempt at once, then attempts separated by waits of reconnect_initial_backoff_ms doubling up
+// to reconnect_max_backoff_ms, each drawn at random from [w/2, w], all within
+// reconnect_timeout_ms. If no attempt succeeds, the call returns kConnectionLost whose message
+// carries the original failure and the last connect error; the next call tries again. If one
+// succeeds (the server may be the same instance or a restarted one with a new id, region and
+// rkey; reconnects and server_restarts count these):
+//  - Get, MultiGet and Stats are retried once on the new connection and return the retried
+//    result (reads are safe to repeat). A Get of a key the restarted server does not hold returns
+//    NOT_FOUND. If the retry fails too, its failure is returned (not retried again).
+//  - Put and Delete are never sent twice. A write that was sent on the lost connection has an
+//    unknown outcome: the old server may or may not have applied it (retrying could overwrite
+//    another client's newer write, or report NOT_FOUND for a DELETE that happened). A write issued
+//    when the connection was already lost is not sent at all. Either way the call returns
+//    kServerRestarted if the reconnect found a new server instance id, else kConnectionLost, with
+//    a message saying the connection was re-established and whether the write's outcome is
+//    unknown or it was not sent; the caller decides whether to issue it again. The next call
+//    works normally. A write whose reconnect fails returns kConnectionLost (same wording).
+// So a call that meets a lost server may take up to rpc_timeout_ms to notice it (an error
+// completion when the QP's retries run out, else the timeout: on soft-RoCE a killed server was
+// noticed only by the timeout), then up to about reconnect_timeout_ms reconnecting, then a
+// read's retry. Connect itself does not retry: it fails fast if the server cannot be reached.
 // Consistency: per key linearizable. Once Put returns OK, every Get that starts later, from any
 // client, returns that value or a newer one.
 #ifndef RKV_CLIENT_H_
@@ -36,6 +61,22 @@ struct Options {
   ExchangeOptions exchange;
   // Connection parameters a user may set (device, port, GID index, MTU, PSN, timers, ...).
   QpSettings qp;
+  // Reconnect automatically when a call finds the connection lost (see "Reconnection" in the
+  // Client contract below: reads are retried once, writes never). Off: calls fail fast with
+  // kConnectionLost until Reconnect() is called.
+  bool auto_reconnect = false;
+  // Wait before the second connection attempt of a reconnect (the first is made at once); each
+  // later wait doubles, up to reconnect_max_backoff_ms. A wait of w ms is drawn uniformly from
+  // [w/2, w] so that many clients do not retry in step. Must be >= 0 (0: no wait).
+  int reconnect_initial_backoff_ms = 50;
+  // Cap on the wait between attempts. Must be >= reconnect_initial_backoff_ms.
+  int reconnect_max_backoff_ms = 1000;
+  // Total time one call may spend reconnecting, attempts and waits included (each attempt's
+  // connect_timeout_ms and exchange.timeout_ms are cut to what remains). Must be >= 0 (0: a
+  // single attempt with the full connect_timeout_ms). Past it the call returns kConnectionLost.
+  int reconnect_timeout_ms = 30000;
+  // Connect returns kInvalidArgument naming the option if a reconnect_* value breaks its rule
+  // (checked whether or not auto_reconnect is on).
 };
 
 // Counters kept by the client; cumulative since Connect.
@@ -45,7 +86,10 @@ struct ClientCounters {
   uint64_t round_trips = 0;       // batches of READs waited for (one network round trip each)
   uint64_t checksum_retries = 0;  // GET attempts restarted after a torn or inconsistent entry
   uint64_t rpcs = 0;              // PUT/DELETE/STATS requests sent
+  uint64_t reconnects = 0;        // successful reconnects: automatic, or by Reconnect()
+  uint64_t server_restarts = 0;   // reconnects that found a new server instance id
 };
+// (A Get or MultiGet retried after an automatic reconnect counts its keys in `gets` again.)
 
 // What the server advertised in the rdma_cm accept, plus the connection in use.
 struct ServerInfo {
@@ -102,10 +146,12 @@ class Client {
   Status Delete(std::string_view key);
   // Server counters as "name value" lines.
   Status Stats(std::string* text);
-  // Drops the current connection and connects again to the same address. Returns
-  // kServerRestarted (after connecting) if the server's instance id changed.
+  // Drops the current connection and connects again to the same address: one attempt, no
+  // backoff, whatever Options::auto_reconnect says. Returns kServerRestarted (after connecting)
+  // if the server's instance id changed.
   Status Reconnect();
 
+  // Cumulative since Connect: they survive reconnects.
   const ClientCounters& counters() const;
   const ServerInfo& server_info() const;
 
