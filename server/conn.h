@@ -44,6 +44,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -113,8 +114,11 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
   // Worker-only state.
   struct WorkerState {
-    int unacked = 0;          // requests received whose reply has not completed
-    int in_pool = 0;          // requests handed to the write pool, reply not yet back
+    int unacked = 0;  // requests received whose reply has not completed
+    int in_pool = 0;  // requests handed to the write pool, reply not yet back (0 or 1)
+    // PUT/DELETE requests waiting for this connection's request in the pool: a connection's
+    // writes run one at a time, in the order it sent them (bounded by its request credits).
+    std::deque<std::string> waiting_writes;
     uint32_t next_send = 0;   // reply slot ring
     int sends_in_flight = 0;  // replies + keepalives + marker posted, not yet completed
     int bad_requests = 0;

@@ -38,12 +38,8 @@ void Server::StopThreads() {
 Status Server::OpenDurability() {
   wal::Env* env = wal::Env::Posix();
   const std::string& dir = opt_.data_dir;
-  Status s = env->CreateDirIfMissing(dir);
-  if (!s.ok()) return s;
-  s = dir_lock_.Lock(dir);
-  if (!s.ok()) return s;
   wal::RecoveryReport report;
-  s = wal::Recover(env, dir, opt_.recover_truncate, table_.get(), &report);
+  Status s = wal::Recover(env, dir, opt_.recover_truncate, table_.get(), &report);
   for (const std::string& w : report.warnings) LOG(WARNING) << "recovery: " << w;
   if (!s.ok()) return Status(s.code(), "recovery from " + dir + " failed: " + s.message());
   LOG(INFO) << "data_dir " << dir << ": " << report.Summary();
@@ -111,6 +107,13 @@ Status Server::Start() {
   region_ = std::unique_ptr<uint8_t, Unmap>(static_cast<uint8_t*>(mem), Unmap{opt_.memory});
   layout::Geometry geo;
   uint64_t seed = instance_id_ * 0x9E3779B97F4A7C15ull;
+  if (!opt_.data_dir.empty()) {  // the data's seed: keys go back to the buckets they had
+    wal::Env* env = wal::Env::Posix();
+    s = env->CreateDirIfMissing(opt_.data_dir);
+    if (s.ok()) s = dir_lock_.Lock(opt_.data_dir);
+    if (s.ok()) s = wal::LoadOrCreateSeed(env, opt_.data_dir, seed, &seed);
+    if (!s.ok()) return s;
+  }
   if (!layout::ComputeGeometry(opt_.memory, opt_.buckets, opt_.index_fraction, seed, &geo))
     return Status(Code::kInvalidArgument, "--memory=" + std::to_string(opt_.memory) +
                                               " is too small for the index (" +

@@ -328,6 +328,10 @@ Status Table::Put(std::string_view key, std::string_view value) {
   if (value.size() > wire::kMaxValueSize)
     return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes exceeds " +
                                        std::to_string(wire::kMaxValueSize));
+  if (log_ != nullptr) {
+    Status ready = log_->Ready();
+    if (!ready.ok()) return ready;
+  }
   const KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
   // When the heap must clean, the cleaning allocates this Put's block (MakeRoomAndAllocate), so
   // other writers cannot take the room; a bounded number of attempts within a deadline (a worker
@@ -500,6 +504,10 @@ void Table::MoveBlock(uint64_t offset, uint32_t size) {
 Status Table::Delete(std::string_view key) {
   if (key.empty()) return Status(Code::kInvalidArgument, "empty key");
   if (key.size() > wire::kMaxKeySize) return Status(Code::kNotFound, "");
+  if (log_ != nullptr) {
+    Status ready = log_->Ready();
+    if (!ready.ok()) return ready;
+  }
   KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
   StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
   Location loc = Locate(key, kh);

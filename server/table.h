@@ -50,9 +50,10 @@ class Table {
   // (memory-only, and start-up replay). Call before writers start; `log` must outlive them.
   void SetWriteLog(WriteLog* log) { log_ = log; }
   // Appends the (key, value) of every entry of bucket `b` to *out, consistently per entry (under
-  // the bucket's stripe lock, held only for the copy). A snapshot scans the buckets 0..n-1; an
-  // entry deleted and re-inserted into its other bucket meanwhile may be seen twice (its log
-  // records after the scan's start fix the order on replay).
+  // the bucket's stripe lock, held only for the copy). A snapshot scans the buckets 0..num_buckets
+  // (the last home bucket's second candidate too); an entry deleted and re-inserted into its other
+  // bucket meanwhile may be seen twice (its log records after the scan's start fix the order on
+  // replay).
   void CollectBucket(uint32_t b, std::vector<std::pair<std::string, std::string>>* out) const;
 
   const layout::Geometry& geometry() const { return geo_; }

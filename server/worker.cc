@@ -120,6 +120,7 @@ void Worker::DrainCommands() {
       case Cmd::kReply:
         --c->w.in_pool;
         SendReply(c, command.reply);
+        SubmitNextWrite(c);
         break;
     }
   }
@@ -204,7 +205,7 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
   Conn::WorkerState& w = c->w;
   w.last_heard = Clock::now();
   const int slots = SendSlots(o);
-  if (w.unacked + w.in_pool >= slots) {
+  if (w.unacked + w.in_pool + int(w.waiting_writes.size()) >= slots) {
     env_.counters->credit_drops.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose("sent more than " + std::to_string(slots) +
                     " requests without waiting for replies (request credits: " +
@@ -237,13 +238,43 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
   wire::Request req;
   if (!wire::DecodeRequest(msg, len, &req).ok()) return false;  // answered here: BAD_REQUEST
   if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete) return false;
+  // One write of a connection in the pool at a time, in the order it sent them: a client cannot
+  // take more than one pool thread per connection, and "PUT k=1; PUT k=2" ends as 2.
+  c->w.waiting_writes.emplace_back(reinterpret_cast<const char*>(msg), len);
+  SubmitNextWrite(c);
+  return true;
+}
+
+void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
+  Conn::WorkerState& w = c->w;
+  if (w.in_pool > 0 || w.waiting_writes.empty()) return;
+  if (c->state() >= Conn::State::kClosing) {  // nobody will read the replies
+    w.waiting_writes.clear();
+    return;
+  }
   WritePool::Job job;
   job.conn = c;
   job.worker = this;
-  job.request.assign(reinterpret_cast<const char*>(msg), len);  // the receive buffer goes back
-  if (!env_.writes->Submit(std::move(job))) return false;
-  ++c->w.in_pool;
-  return true;
+  job.request = std::move(w.waiting_writes.front());
+  w.waiting_writes.pop_front();
+  ++w.in_pool;
+  if (!env_.writes->Submit(std::move(job))) {
+    // The pool is stopping (shutdown) or full beyond the credit bound: answer here instead.
+    --w.in_pool;
+    const std::string& r = job.request;
+    const int slots = SendSlots(*env_.opt);
+    uint8_t* out =
+        env_.send_base +
+        (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+    bool malformed = false;
+    size_t n = env_.exec->Execute(c->qp(), c->qpn, reinterpret_cast<const uint8_t*>(r.data()),
+                                  r.size(), out, kSendSlotSize, &malformed);
+    if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
+      ++w.next_send;
+      ++w.unacked;
+    }
+    SubmitNextWrite(c);
+  }
 }
 
 void Worker::SendReply(const std::shared_ptr<Conn>& c, const std::string& reply) {

@@ -101,8 +101,10 @@ class Worker {
   void DrainCommands();
   void HandleCompletion(const ibv_wc& wc);
   void HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len);
-  // Hands a decoded PUT/DELETE to the write pool; false if the pool is absent or full.
+  // Takes a decoded PUT/DELETE for the write pool (false: no pool, execute it here).
   bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  // Submits the connection's next waiting write if none of its writes is in the pool.
+  void SubmitNextWrite(const std::shared_ptr<Conn>& c);
   void SendReply(const std::shared_ptr<Conn>& c, const std::string& reply);
   std::shared_ptr<Conn> Find(uint32_t qpn);
   bool PostSend(Conn& c, SendKind kind, const void* data, uint32_t len);

@@ -24,6 +24,9 @@ class WriteLog {
   virtual ~WriteLog() = default;
   [[nodiscard]] virtual Status LogPut(std::string_view key, std::string_view value) = 0;
   [[nodiscard]] virtual Status LogDelete(std::string_view key) = 0;
+  // OK, or why every record would be refused now (checked before a write takes any lock, so
+  // that writes fail fast instead of queueing behind a log that cannot take them).
+  [[nodiscard]] virtual Status Ready() const = 0;
 };
 
 }  // namespace rkv

@@ -61,13 +61,15 @@ DurableLog::~DurableLog() {
   }
   stop_cv_.notify_all();
   if (sync_thread_.joinable()) sync_thread_.join();
-  std::shared_ptr<LogWriter> w;
+  std::shared_ptr<LogWriter> w, prev;
   {
     MutexLock l(&mu_);
     w = writer_;
+    prev = previous_;
   }
-  if (w && mode_ != FsyncMode::kNo) {
-    Status s = w->SyncWritten();  // a clean shutdown leaves nothing unsynced
+  for (const auto& f : {prev, w}) {  // a clean shutdown leaves nothing unsynced
+    if (!f) continue;
+    Status s = f->SyncWritten();
     if (!s.ok()) LOG(ERROR) << "write-ahead log: final sync: " << s.message();
   }
 }
@@ -111,6 +113,15 @@ Status DurableLog::Append(RecordType type, std::string_view key, std::string_vie
     return s;
   }
   failures_.fetch_add(1, std::memory_order_relaxed);
+  if (Status st = w->sticky(); !st.ok()) {  // the file's tail is unknown: stop for good
+    MutexLock l(&mu_);
+    if (broken_.ok()) {
+      broken_ =
+          Status(Code::kIoError, st.message() + "; writes are refused until kvserver restarts");
+      LOG(ERROR) << broken_.message();
+    }
+    return s;
+  }
   if (s.code() == Code::kTimeout) {
     // The record may still reach the file after we give up on it: from now on the file could
     // hold a write memory does not, so nothing more is accepted (see the header).

@@ -49,6 +49,7 @@ class DurableLog : public WriteLog {
 
   [[nodiscard]] Status LogPut(std::string_view key, std::string_view value) override;
   [[nodiscard]] Status LogDelete(std::string_view key) override;
+  [[nodiscard]] Status Ready() const override { return broken(); }
 
   // Starts the next log file. *covered: the last sequence handed out before the switch; every
   // record up to it is in an older file, every later one in the new file or after.

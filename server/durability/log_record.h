@@ -2,11 +2,12 @@
 // "Write-ahead log" and "Snapshot").
 //
 // A log file is a 32-byte file header followed by records. Every integer is little-endian.
-//   file header: "RKVWAL01" (8 bytes), u32 format version (1), u32 reserved (0), u64 log id,
+//   file header: "RKVWAL01" (8 bytes), u32 format version (1), u32 reserved (0), u64 generation,
 //                u64 XXH3-64 of the first 24 bytes (seed kLogSeed)
 //   record:      u32 body length, u64 XXH3-64 of the body (seed kLogSeed), then the body:
-//                u8 type (1 PUT, 2 DELETE), 3 bytes reserved (0), u64 sequence (the write's
-//                table version), u32 key size, u32 value size, key, value (none for DELETE)
+//                u8 type (1 PUT, 2 DELETE), 3 bytes reserved (0), u64 sequence (the data
+//                directory's write counter), u32 key size, u32 value size, key, value (none for
+//                DELETE)
 // A snapshot file has the same shape: a 32-byte header ("RKVSNP01", version 1, reserved 0, u64
 // covered sequence, XXH3-64 of the first 24 bytes with seed kSnapshotSeed), PUT records in the
 // same encoding, and one END record (type 3, key empty, sequence = the covered sequence, value =

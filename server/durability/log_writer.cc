@@ -79,7 +79,13 @@ Status LogWriter::SyncWritten() {
   uint64_t size, ticket;
   {
     MutexLock l(&mu_);
-    if (syncing_ || synced_size_ == file_size_) return Status::Ok();
+    LockableMutex lockable(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (syncing_) {
+      if (cv_.wait_until(lockable, deadline) == std::cv_status::timeout && syncing_)
+        return Status(Code::kTimeout, "write-ahead log: another sync did not finish in 30 s");
+    }
+    if (synced_size_ == file_size_) return Status::Ok();
     syncing_ = true;
     size = file_size_;
     ticket = resolved_;
@@ -92,7 +98,13 @@ Status LogWriter::SyncWritten() {
     synced_size_ = size;
     synced_ticket_ = std::max(synced_ticket_, ticket);
   }
+  cv_.notify_all();
   return s;
+}
+
+Status LogWriter::sticky() const {
+  MutexLock l(&mu_);
+  return sticky_;
 }
 
 uint64_t LogWriter::written() const {

@@ -48,9 +48,12 @@ class LogWriter {
   // that lost it. Waits at most `timeout` (kTimeout: outcome unknown).
   [[nodiscard]] Status Commit(uint64_t ticket,
                               std::chrono::milliseconds timeout = std::chrono::seconds(10));
-  // kEverySec's periodic sync of what is written.
+  // Syncs what is written (kEverySec's periodic sync; a rotation's final sync). If another sync
+  // is running, waits for it (at most 30 s) and then syncs what it may not have covered.
   [[nodiscard]] Status SyncWritten();
 
+  // OK, or why the writer refuses everything for good (a failed batch could not be cut off).
+  Status sticky() const;
   uint64_t written() const;  // bytes of good data in the file
   uint64_t synced() const;   // ... of which known to be on stable storage
   uint64_t batches() const;  // writes issued (group commit: fewer than records)

@@ -1,7 +1,12 @@
 #include "server/durability/recovery.h"
 
+#include <xxhash.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <sstream>
+#include <unordered_set>
 
 #include "server/durability/data_dir.h"
 #include "server/durability/log_reader.h"
@@ -11,7 +16,12 @@
 namespace rkv::wal {
 namespace {
 
-constexpr uint64_t kMaxLogFile = uint64_t{1} << 40;  // larger than any log we write
+// A log file is read whole: each is bounded by --snapshot_log_size plus what is written while a
+// snapshot runs, far below this.
+constexpr uint64_t kMaxLogFile = uint64_t{16} << 30;
+// Sequences count writes from 1; one at or beyond 2^63 can only come from a damaged or planted
+// file (and would let the counter wrap).
+constexpr uint64_t kMaxSequence = uint64_t{1} << 63;
 
 Status Corrupt(const std::string& path, uint64_t offset, const std::string& why) {
   return Status(Code::kIoError, path + ": corrupt at offset " + std::to_string(offset) + ": " +
@@ -32,7 +42,52 @@ Status Apply(Table* table, RecordType type, std::string_view key, std::string_vi
                               " (is --memory smaller than when the data was written?)");
 }
 
+constexpr char kSeedMagic[8] = {'R', 'K', 'V', 'S', 'E', 'E', 'D', '1'};
+
 }  // namespace
+
+Status LoadOrCreateSeed(Env* env, const std::string& dir, uint64_t proposed, uint64_t* seed) {
+  const std::string path = JoinPath(dir, "SEED");
+  std::vector<std::string> names;
+  Status s = env->GetChildren(dir, &names);
+  if (!s.ok()) return s;
+  std::string bytes;
+  if (std::find(names.begin(), names.end(), "SEED") != names.end()) {
+    s = env->ReadFile(path, 64, &bytes);
+    if (!s.ok()) return s;
+    uint64_t sum, value;
+    uint32_t version;
+    if (bytes.size() != 32 || std::memcmp(bytes.data(), kSeedMagic, 8) != 0)
+      return Status(Code::kIoError, path + ": not a seed file (32 bytes starting RKVSEED1)");
+    std::memcpy(&version, bytes.data() + 8, 4);
+    std::memcpy(&value, bytes.data() + 16, 8);
+    std::memcpy(&sum, bytes.data() + 24, 8);
+    if (version != 1 || sum != XXH3_64bits_withSeed(bytes.data(), 24, kLogSeed))
+      return Status(Code::kIoError, path + ": corrupt at offset 0: bad version or checksum");
+    *seed = value;
+    return Status::Ok();
+  }
+  // First start on this directory.
+  bytes.assign(kSeedMagic, 8);
+  uint32_t version = 1, reserved = 0;
+  bytes.append(reinterpret_cast<const char*>(&version), 4);
+  bytes.append(reinterpret_cast<const char*>(&reserved), 4);
+  bytes.append(reinterpret_cast<const char*>(&proposed), 8);
+  uint64_t sum = XXH3_64bits_withSeed(bytes.data(), 24, kLogSeed);
+  bytes.append(reinterpret_cast<const char*>(&sum), 8);
+  const std::string tmp = path + ".new";
+  (void)env->RemoveFile(tmp);
+  std::unique_ptr<WritableFile> f;
+  s = env->NewWritableFile(tmp, &f);
+  if (s.ok()) s = f->Append(bytes);
+  if (s.ok()) s = f->Sync();
+  f.reset();
+  if (s.ok()) s = env->RenameFile(tmp, path);
+  if (s.ok()) s = env->SyncDir(dir);
+  if (!s.ok()) return s;
+  *seed = proposed;
+  return Status::Ok();
+}
 
 std::string RecoveryReport::Summary() const {
   std::ostringstream o;
@@ -56,41 +111,82 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
     report->warnings.push_back("removed " + t + " (an unfinished snapshot)");
   }
 
-  // The newest snapshot.
+  // Numbers in use, discarded files included, so that new ones never repeat them.
+  uint64_t max_generation = 0, max_sequence = 0;
+  for (const std::string& name : listing.unknown) {
+    constexpr std::string_view kDiscarded = ".discarded";
+    uint64_t n;
+    if (name.size() <= kDiscarded.size() ||
+        name.compare(name.size() - kDiscarded.size(), kDiscarded.size(), kDiscarded) != 0)
+      continue;
+    const std::string base = name.substr(0, name.size() - kDiscarded.size());
+    if (ParseLogFileName(base, &n)) max_generation = std::max(max_generation, n);
+    if (ParseSnapshotFileName(base, &n)) max_sequence = std::max(max_sequence, n);
+  }
+  for (const auto& f : listing.snapshots) max_sequence = std::max(max_sequence, f.number);
+  if (max_sequence >= kMaxSequence)
+    return Status(Code::kIoError, dir + ": a snapshot is numbered " + std::to_string(max_sequence) +
+                                      ", beyond any sequence");
+
+  // The newest snapshot's header: what it covers.
   uint64_t covered = 0;
+  std::unique_ptr<SnapshotReader> snapshot;
+  std::string snapshot_path;
   if (!listing.snapshots.empty()) {
     const DataDirListing::File& snap = listing.snapshots.back();
-    const std::string path = dir + "/" + snap.name;
-    std::unique_ptr<SnapshotReader> r;
-    s = SnapshotReader::Open(env, path, &r);
+    snapshot_path = JoinPath(dir, snap.name);
+    s = SnapshotReader::Open(env, snapshot_path, &snapshot);
     if (!s.ok()) {
       if (!truncate_corruption) return s;
-      report->warnings.push_back("snapshot " + snap.name + " unreadable, ignored: " + s.message());
+      report->warnings.push_back("snapshot " + snap.name + " unreadable, renamed to " + snap.name +
+                                 ".discarded: " + s.message());
+      s = env->RenameFile(snapshot_path, snapshot_path + ".discarded");
+      if (!s.ok()) return s;
+      snapshot.reset();
     } else {
-      covered = r->covered_sequence();
+      covered = snapshot->covered_sequence();
       report->snapshot = snap.name;
       report->covered = covered;
-      for (;;) {
-        std::string_view key, value;
-        SnapshotReader::Result res = r->Next(&key, &value);
-        if (res == SnapshotReader::Result::kEnd) break;
-        if (res == SnapshotReader::Result::kCorrupt) {
-          if (!truncate_corruption) return Status(Code::kIoError, r->error());
-          report->warnings.push_back("kept the " + std::to_string(report->snapshot_entries) +
-                                     " entries before the defect: " + r->error());
-          break;
-        }
-        s = Apply(table, RecordType::kPut, key, value, path);
-        if (!s.ok()) return s;
-        ++report->snapshot_entries;
-      }
-      report->bytes_read += r->offset();
     }
+  }
+
+  // Keys written after the snapshot's sequence: their snapshot entries are skipped, the log
+  // alone rebuilds them. (The snapshot was scanned while writes went on; loading both could hold
+  // a key deleted during the scan and the one inserted in its place, more than the table ever
+  // held at once.)
+  std::unordered_set<std::string> rewritten;
+  for (const auto& log : listing.logs) {
+    std::string bytes;
+    if (!env->ReadFile(JoinPath(dir, log.name), kMaxLogFile, &bytes).ok()) continue;
+    if (bytes.size() < kFileHeaderSize) continue;
+    LogReader reader(std::string_view(bytes).substr(kFileHeaderSize), kFileHeaderSize);
+    LogRecord rec;
+    while (reader.Next(&rec) == LogReader::Result::kRecord) {
+      if (rec.sequence > covered) rewritten.emplace(rec.key);
+    }
+  }
+
+  if (snapshot) {
+    for (;;) {
+      std::string_view key, value;
+      SnapshotReader::Result res = snapshot->Next(&key, &value);
+      if (res == SnapshotReader::Result::kEnd) break;
+      if (res == SnapshotReader::Result::kCorrupt) {
+        if (!truncate_corruption) return Status(Code::kIoError, snapshot->error());
+        report->warnings.push_back("kept the " + std::to_string(report->snapshot_entries) +
+                                   " entries before the defect: " + snapshot->error());
+        break;
+      }
+      ++report->snapshot_entries;
+      if (rewritten.count(std::string(key)) != 0) continue;
+      s = Apply(table, RecordType::kPut, key, value, snapshot_path);
+      if (!s.ok()) return s;
+    }
+    report->bytes_read += snapshot->offset();
   }
 
   // The logs, in generation order.
   uint64_t last_seq = covered;
-  uint64_t max_generation = 0;
   for (size_t i = 0; i < listing.logs.size(); ++i) {
     const DataDirListing::File& log = listing.logs[i];
     max_generation = std::max(max_generation, log.number);
@@ -138,6 +234,11 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
           defect = reader.error();
           break;
         }
+        if (rec.sequence >= kMaxSequence) {
+          good_end = reader.offset() - EncodedSize(rec.key.size(), rec.value.size());
+          defect = "sequence " + std::to_string(rec.sequence) + " is out of range";
+          break;
+        }
         if (rec.sequence <= covered) {
           ++report->log_skipped;
           continue;
@@ -178,7 +279,7 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
   }
   s = env->SyncDir(dir);
   if (!s.ok()) return s;
-  report->next_sequence = last_seq + 1;
+  report->next_sequence = std::max(last_seq, max_sequence) + 1;
   report->next_generation = max_generation + 1;
   report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Status::Ok();

@@ -42,6 +42,13 @@ struct RecoveryReport {
   std::string Summary() const;
 };
 
+// The table's hash seed, kept in DIR/SEED so that a restarted server places every key in the
+// buckets it had (with another seed, keys that fit before may not fit). On the first start
+// `proposed` is written there (32 bytes: "RKVSEED1", u32 version 1, u32 0, u64 seed, u64 XXH3 of
+// the first 24 bytes; synced, renamed into place, directory synced); later starts read it.
+[[nodiscard]] Status LoadOrCreateSeed(Env* env, const std::string& dir, uint64_t proposed,
+                                      uint64_t* seed);
+
 [[nodiscard]] Status Recover(Env* env, const std::string& dir, bool truncate_corruption,
                              Table* table, RecoveryReport* report);
 

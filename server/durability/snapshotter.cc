@@ -76,7 +76,8 @@ Status Snapshotter::TakeOne() {
   std::unique_ptr<SnapshotWriter> w;
   s = SnapshotWriter::Create(env_, dir_, covered, &w);
   std::vector<std::pair<std::string, std::string>> entries;
-  const uint32_t buckets = table_->geometry().num_buckets;
+  // num_buckets home buckets plus the last one's second candidate (layout.h).
+  const uint32_t buckets = table_->geometry().num_buckets + 1;
   for (uint32_t b = 0; s.ok() && b < buckets; ++b) {
     entries.clear();
     table_->CollectBucket(b, &entries);
@@ -116,7 +117,7 @@ void Snapshotter::RemoveObsolete(uint64_t generation, uint64_t covered) {
     if (!s.ok()) LOG(WARNING) << "snapshot: " << s.message();
   }
   for (const DataDirListing::File& f : listing.snapshots) {
-    if (f.number >= covered) continue;
+    if (f.number == covered) continue;  // every other one is older (or was left unreadable)
     s = env_->RemoveFile(dir_ + "/" + f.name);
     if (!s.ok()) LOG(WARNING) << "snapshot: " << s.message();
   }

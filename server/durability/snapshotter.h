@@ -52,7 +52,7 @@ class Snapshotter {
 
  private:
   void Loop();
-  // Deletes log files older than `generation` and snapshots older than `covered`.
+  // Deletes log files older than `generation` and every snapshot but `covered`'s.
   void RemoveObsolete(uint64_t generation, uint64_t covered);
 
   Env* const env_;
