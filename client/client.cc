@@ -102,6 +102,9 @@ Status ClientImpl::Delete(std::string_view key) {
 }
 
 Status ClientImpl::Stats(std::string* text) { return RpcStatus(wire::Op::kStats, {}, {}, text); }
+Status ClientImpl::RequestSnapshot(std::string* message) {
+  return RpcStatus(wire::Op::kSnapshot, {}, {}, message);
+}
 
 Status ClientImpl::Reopen(const Options& options, bool* restarted) {
   const uint64_t old_instance = info_.instance_id;
@@ -242,6 +245,14 @@ Status Client::Stats(std::string* text) {
   s = impl_->ReconnectWithBackoff(s, &restarted);
   if (!s.ok()) return s;
   return impl_->Stats(text);
+}
+Status Client::RequestSnapshot(std::string* message) {
+  Status s = impl_->RequestSnapshot(message);
+  if (s.ok() || !impl_->ShouldReconnect()) return s;
+  bool restarted = false;
+  s = impl_->ReconnectWithBackoff(s, &restarted);
+  if (!s.ok()) return s;
+  return impl_->RequestSnapshot(message);  // asking twice is harmless
 }
 Status Client::Reconnect() { return impl_->Reconnect(); }
 const ClientCounters& Client::counters() const { return impl_->counters(); }

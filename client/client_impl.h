@@ -25,6 +25,7 @@ class ClientImpl {
   Status Put(std::string_view key, std::string_view value);
   Status Delete(std::string_view key);
   Status Stats(std::string* text);
+  Status RequestSnapshot(std::string* message);
   Status Reconnect();
 
   // Automatic reconnection (the policy is in client.cc, Client's methods; see rkv/client.h).

@@ -5,15 +5,21 @@
 //   kvctl --server=ADDR:PORT stats              server counters
 //   kvctl --server=ADDR:PORT info               every connection parameter, both QPs
 //   kvctl --server=ADDR:PORT check              the validator, without connecting a data QP
+//   kvctl --server=ADDR:PORT snapshot           asks a durable server for a snapshot and waits
+//                                               for it (--snapshot_wait_s); prints its figures
 // Connection flags (--exchange=cm|tcp|file|etcd, --path_mtu, --psn, ...):
 // common/verbs/conn_flags.cc. Exit status: 0 OK, 1 NOT_FOUND (get/del) or a broken rule (check), 2
 // any other error.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
@@ -21,6 +27,7 @@
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver address ADDR:PORT");
 DEFINE_int32(timeout_ms, 5000, "connect and RPC timeout");
+DEFINE_int32(snapshot_wait_s, 600, "snapshot: how long to wait for it to finish");
 
 namespace {
 int Report(const rkv::Status& s) {
@@ -35,8 +42,52 @@ int Report(const rkv::Status& s) {
 int Usage() {
   std::cerr
       << "usage: kvctl --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | stats | info | "
-         "check\n";
+         "check | snapshot\n";
   return 2;
+}
+// The server's counter `name` (0 if absent).
+uint64_t Counter(const std::string& stats, const std::string& name) {
+  std::istringstream in(stats);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
+        line[name.size()] == ' ')
+      return std::strtoull(line.c_str() + name.size() + 1, nullptr, 10);
+  }
+  return 0;
+}
+
+// Asks for a snapshot, then watches the stats until it (or one already running, then ours)
+// finished.
+int Snapshot(rkv::Client* client) {
+  std::string before, message;
+  rkv::Status s = client->Stats(&before);
+  if (!s.ok()) return Report(s);
+  const uint64_t done0 = Counter(before, "snapshots_taken") + Counter(before, "snapshots_failed");
+  const uint64_t need = Counter(before, "snapshot_running") ? 2 : 1;
+  s = client->RequestSnapshot(&message);
+  if (!s.ok()) return Report(s);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(FLAGS_snapshot_wait_s);
+  std::string now;
+  for (;;) {
+    s = client->Stats(&now);
+    if (!s.ok()) return Report(s);
+    if (Counter(now, "snapshots_taken") + Counter(now, "snapshots_failed") >= done0 + need) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::cerr << "kvctl: snapshot did not finish within " << FLAGS_snapshot_wait_s << " s\n";
+      return 2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (Counter(now, "snapshots_failed") > Counter(before, "snapshots_failed")) {
+    std::cerr << "kvctl: snapshot failed (kvserver's log says why; the log files are kept)\n";
+    return 2;
+  }
+  std::cout << "snapshot taken: " << Counter(now, "snapshot_last_entries") << " entries, "
+            << Counter(now, "snapshot_last_bytes") << " bytes, " << Counter(now, "snapshot_last_ms")
+            << " ms\n";
+  return 0;
 }
 }  // namespace
 
@@ -49,7 +100,7 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   size_t want = cmd == "put" ? 3 : (cmd == "get" || cmd == "del") ? 3 : 2;
   if (cmd != "get" && cmd != "put" && cmd != "del" && cmd != "stats" && cmd != "info" &&
-      cmd != "check")
+      cmd != "check" && cmd != "snapshot")
     return Usage();
   if (size_t(argc) < want || size_t(argc) > (cmd == "put" ? 4u : want)) return Usage();
 
@@ -93,6 +144,7 @@ int main(int argc, char** argv) {
     if (s.ok()) std::cout << text;
     return Report(s);
   }
+  if (cmd == "snapshot") return Snapshot(client.get());
   const rkv::ServerInfo& i = client->server_info();
   std::cout << "exchange " << rkv::ExchangeName(i.exchange) << "\ndevice " << i.device << "\nport "
             << int(i.port) << "\nlink_layer " << i.link_layer << "\ngid_index " << i.gid_index

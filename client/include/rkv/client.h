@@ -146,6 +146,11 @@ class Client {
   Status Delete(std::string_view key);
   // Server counters as "name value" lines.
   Status Stats(std::string* text);
+  // Asks a durable server (kvserver --data_dir) to take a snapshot in the background; returns at
+  // once with the server's answer in *message ("snapshot started", or one is already running).
+  // Watch Stats' snapshots_taken / snapshots_failed for the outcome. INVALID_ARGUMENT from a
+  // memory-only server.
+  Status RequestSnapshot(std::string* message);
   // Drops the current connection and connects again to the same address: one attempt, no
   // backoff, whatever Options::auto_reconnect says. Returns kServerRestarted (after connecting)
   // if the server's instance id changed.
