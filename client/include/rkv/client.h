@@ -20,7 +20,8 @@
 // carries the original failure and the last connect error; the next call tries again. If one
 // succeeds (the server may be the same instance or a restarted one with a new id, region and
 // rkey; reconnects and server_restarts count these):
-//  - Get, MultiGet and Stats are retried once on the new connection and return the retried
+//  - Get, MultiGet, Stats and RequestSnapshot are retried once on the new connection and return the
+//  retried
 //    result (reads are safe to repeat). A Get of a key the restarted server does not hold returns
 //    NOT_FOUND. If the retry fails too, its failure is returned (not retried again).
 //  - Put and Delete are never sent twice. A write that was sent on the lost connection has an
