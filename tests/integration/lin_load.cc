@@ -12,12 +12,39 @@
 // 3. Records every op (call/return on steady_clock, result) into a History
 //    (tests/lincheck/history.h), writes it to --history, checks it (tests/lincheck/checker.h)
 //    and prints what the run exercised and the checker's summary.
-// Exit status: 0 linearizable and no unexpected errors; 1 violations, inconclusive keys or
-// unexpected errors (any error status; TABLE_FULL on a test key is a sizing problem of the
-// driver); 2 bad flags or no connection.
+// Across server restarts (tests/integration/durability.sh): --reconnect sets the client's
+// auto_reconnect (bounded backoff, a 60 s reconnect budget that spans a restart), so the clients
+// keep going while kvserver is killed and started again on the same data directory:
+//  - a PUT/DELETE that returns kConnectionLost/kServerRestarted/kTimeout is recorded with an
+//    unknown outcome (it may or may not have been applied), or as failed when the client says it
+//    was not sent at all ("... was not applied"); a GET that fails is dropped from the history
+//    (reads are retried by the client after a reconnect). Such errors are expected, not counted
+//    as errors; a reconnect that fails within its budget is.
+//  - --duration_s runs the load for a time instead of --ops; --stop_file ends it when the file
+//    appears (the test creates it after the last restart). The prefill runs once, at the start.
+//  - --final_reads: after the run, every test key is read once more (recorded in the history).
+//  - --owned_keys=N: N more keys per client that only that client writes (sequential PUTs of
+//    unique values and DELETEs, ~1/4 of its ops). After the final reads a plain durability
+//    tally checks each: if its last acknowledged write was PUT v, the final read returns v or
+//    the value of a later unknown-outcome PUT (NOT_FOUND if a later DELETE's outcome is
+//    unknown); if it was a DELETE (OK or NOT_FOUND), NOT_FOUND or a later unknown-outcome PUT's
+//    value. (An unknown write whose reconnect found the same server instance may still be
+//    executed after later writes, so such a write counts as "later" wherever it was issued; one
+//    lost with a killed server cannot: the restarted server replays its log before it serves.)
+//    Prints "durability: ..." with the counts and each violation; any violation fails.
+// --batch=FILE (a helper for durability.sh, instead of the load): runs FILE's commands in order
+// on one connection, one per line: "put KEY @VALUEFILE", "del KEY", "get KEY @VALUEFILE" (the
+// key must hold exactly that file's bytes) or "get KEY -" (must be absent). Prints one line per
+// command ("batch: put k: OK", "batch: put k: IO_ERROR: ...", "batch: get k: MISMATCH ...");
+// stops at the first PUT or DELETE that fails; exit 0 if every command did what it should, 1
+// otherwise.
+// Exit status: 0 linearizable and no unexpected errors; 1 violations (linearizability or the
+// durability tally), inconclusive keys or unexpected errors (any error status; TABLE_FULL on a
+// test key is a sizing problem of the driver); 2 bad flags or no connection.
 // Threads: one per client; each records into its own vector; main merges after join.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -25,6 +52,8 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +86,20 @@ DEFINE_int32(rogue_replays, 0,
              "negative control: during the run, a client that records nothing puts back, this "
              "many times, a value of the first test key that it read 20 ms earlier; the checker "
              "must then report violations (exit 1)");
+DEFINE_bool(reconnect, false,
+            "clients reconnect automatically (rkv::Options::auto_reconnect, backoff 50..500 ms, "
+            "60 s budget): the load survives kvserver restarts; lost writes are recorded with an "
+            "unknown outcome, failed reads are dropped");
+DEFINE_double(duration_s, 0, "run phase length in seconds instead of --ops (0: use --ops)");
+DEFINE_string(stop_file, "", "end the run phase when this file exists (checked every 50 ms)");
+DEFINE_bool(final_reads, false,
+            "after the run, read every test key once more (part of the history)");
+DEFINE_string(batch, "",
+              "instead of the load: run the put/get/del commands of this file (see the file "
+              "comment) and check what the gets return");
+DEFINE_int32(owned_keys, 0,
+             "keys per client written only by that client; checked by a durability tally after "
+             "the final reads (implies --final_reads)");
 
 namespace {
 
@@ -116,19 +159,55 @@ struct Stats {
   uint64_t ops = 0, gets = 0, get_nf = 0, gets_retried = 0, multigets = 0, multiget_keys = 0;
   uint64_t puts = 0, puts_inline = 0, puts_heap = 0, dels = 0, del_nf = 0;
   uint64_t errors = 0, unknown = 0, table_full = 0, garbage_reads = 0, reconnects = 0;
+  uint64_t not_sent = 0, gets_dropped = 0, final_reads = 0;
   rkv::ClientCounters counters;
-  std::string first_error;
+  uint64_t max_server_restarts = 0;  // the most restarts one client saw
+  std::string first_error, first_lost;
   void Add(const Stats& o) {
     ops += o.ops, gets += o.gets, get_nf += o.get_nf, gets_retried += o.gets_retried;
     multigets += o.multigets, multiget_keys += o.multiget_keys, puts += o.puts;
     puts_inline += o.puts_inline, puts_heap += o.puts_heap, dels += o.dels, del_nf += o.del_nf;
     errors += o.errors, unknown += o.unknown, table_full += o.table_full;
     garbage_reads += o.garbage_reads, reconnects += o.reconnects;
+    not_sent += o.not_sent, gets_dropped += o.gets_dropped, final_reads += o.final_reads;
     counters.gets += o.counters.gets, counters.reads_posted += o.counters.reads_posted;
     counters.round_trips += o.counters.round_trips;
     counters.checksum_retries += o.counters.checksum_retries, counters.rpcs += o.counters.rpcs;
+    counters.reconnects += o.counters.reconnects;
+    counters.server_restarts += o.counters.server_restarts;
+    max_server_restarts = std::max(max_server_restarts, o.counters.server_restarts);
     if (first_error.empty()) first_error = o.first_error;
+    if (first_lost.empty()) first_lost = o.first_lost;
   }
+};
+
+// The run phase ends when this is set (--duration_s, --stop_file, or --ops reached by all).
+std::atomic<bool> g_stop{false};
+
+// A failure the auto-reconnecting client reports for a lost connection (rkv/client.h,
+// "Reconnection"): expected while kvserver restarts.
+bool Lost(rkv::Code c) {
+  return c == rkv::Code::kConnectionLost || c == rkv::Code::kServerRestarted ||
+         c == rkv::Code::kTimeout;
+}
+// The client could not reconnect within its budget: the server stayed away too long.
+bool ReconnectFailed(const rkv::Status& s) {
+  return s.message().find("reconnecting failed") != std::string::npos;
+}
+
+// One write to an owned key, in the order its client issued them (outcome kFailed excluded).
+struct OwnedWrite {
+  OpType type;
+  Outcome outcome;
+  std::string token;           // PUT: the token written
+  bool may_land_late = false;  // unknown outcome, same server instance: may come after later writes
+};
+struct OwnedKey {
+  std::string key;
+  std::vector<OwnedWrite> writes;
+  bool read = false;     // the final read succeeded
+  bool present = false;  // ... and found the key
+  std::string token;     // ... with this token
 };
 
 bool Uncertain(rkv::Code c) {
@@ -140,7 +219,14 @@ bool Uncertain(rkv::Code c) {
 class Worker {
  public:
   Worker(uint32_t id, const std::vector<std::string>* hot, const std::vector<std::string>* cold)
-      : id_(id), hot_(hot), cold_(cold), rng_(FLAGS_seed * 7919 + id) {}
+      : id_(id), hot_(hot), cold_(cold), rng_(FLAGS_seed * 7919 + id) {
+    for (int i = 0; i < FLAGS_owned_keys; ++i) {
+      std::string k = "lin" + std::to_string(FLAGS_seed) + ".own" + std::to_string(id) + "." +
+                      std::to_string(i);
+      if (i % 5 == 0) k.resize(60, 'o');  // values in the heap
+      owned_.push_back(OwnedKey{k, {}, false, false, {}});
+    }
+  }
 
   bool Connect(const rkv::Options& options) {
     rkv::Status s = rkv::Client::Connect(FLAGS_server, options, &client_);
@@ -148,10 +234,14 @@ class Worker {
     return s.ok();
   }
 
-  // The run phase: `ops` history ops.
+  // The run phase: `ops` history ops (or until g_stop when ops < 0).
   void Run(int64_t ops) {
     std::uniform_real_distribution<double> u(0, 1);
-    while (int64_t(stats_.ops) < ops && !fatal_) {
+    while ((ops < 0 || int64_t(stats_.ops) < ops) && !fatal_ && !g_stop.load()) {
+      if (!owned_.empty() && u(rng_) < 0.25) {
+        OwnedOp(&owned_[rng_() % owned_.size()]);
+        continue;
+      }
       const std::string& key = PickKey();
       double r = u(rng_);
       if (r < 0.5) {
@@ -167,9 +257,11 @@ class Worker {
     }
   }
 
-  void Put(const std::string& key, size_t size) {
+  // Returns the recorded outcome; *token gets the token written.
+  Outcome Put(const std::string& key, size_t size, std::string* token = nullptr) {
     Op op = Begin(OpType::kPut, key);
     op.value = std::to_string(id_) + "." + std::to_string(++seq_);
+    if (token) *token = op.value;
     std::string v = MakeValue(key, id_, seq_, size);
     rkv::Status s = client_->Put(key, v);
     op.return_ns = NowNs();
@@ -177,17 +269,116 @@ class Worker {
     (key.size() + v.size() <= rkv::layout::kInlineCapacity ? stats_.puts_inline
                                                            : stats_.puts_heap) += 1;
     op.outcome = WriteOutcome(s, "PUT " + key);
+    Outcome o = op.outcome;
     End(std::move(op));
+    return o;
+  }
+
+  // After the run: reads each of `keys` once (recorded), retrying a read that fails (dropped)
+  // up to 5 times; then the owned keys, remembering what was read for the tally.
+  void FinalReads(const std::vector<std::string>& keys) {
+    for (const std::string& k : keys) FinalRead(k, nullptr);
+    for (OwnedKey& o : owned_) FinalRead(o.key, &o);
+  }
+
+  // The durability tally of the owned keys (see the file comment). Adds to the counts and
+  // appends a line per violation to *report.
+  void Tally(uint64_t* acked_puts, uint64_t* acked_dels, uint64_t* unknown, uint64_t* checked,
+             uint64_t* unread, uint64_t* violations, std::vector<std::string>* report) const {
+    for (const OwnedKey& o : owned_) {
+      size_t last_ack = o.writes.size();  // none: the key started absent
+      for (size_t i = 0; i < o.writes.size(); ++i) {
+        const OwnedWrite& w = o.writes[i];
+        if (w.outcome == Outcome::kUnknown) {
+          ++*unknown;
+        } else {
+          ++*(w.type == OpType::kPut ? acked_puts : acked_dels);
+          last_ack = i;
+        }
+      }
+      if (!o.read) {
+        ++*unread;
+        continue;
+      }
+      ++*checked;
+      // Allowed final states: the last acknowledged write's, or any later unknown write's.
+      bool absent_ok = last_ack == o.writes.size() || o.writes[last_ack].type == OpType::kDelete;
+      std::vector<std::string> tokens;
+      if (!absent_ok) tokens.push_back(o.writes[last_ack].token);
+      size_t later = last_ack == o.writes.size() ? 0 : last_ack + 1;
+      for (size_t i = 0; i < o.writes.size(); ++i) {
+        if (i < later && !o.writes[i].may_land_late) continue;
+        if (o.writes[i].type == OpType::kDelete)
+          absent_ok = true;
+        else
+          tokens.push_back(o.writes[i].token);
+      }
+      bool ok =
+          o.present ? std::find(tokens.begin(), tokens.end(), o.token) != tokens.end() : absent_ok;
+      if (ok) continue;
+      ++*violations;
+      std::string expect;
+      if (last_ack == o.writes.size())
+        expect = "no acknowledged write (absent)";
+      else if (o.writes[last_ack].type == OpType::kPut)
+        expect = "last acknowledged write PUT " + o.writes[last_ack].token;
+      else
+        expect = std::string("last acknowledged write DELETE (") +
+                 (o.writes[last_ack].outcome == Outcome::kOk ? "OK" : "NOT_FOUND") + ")";
+      std::string unknowns;
+      for (size_t i = 0; i < o.writes.size(); ++i)
+        if (i >= later || o.writes[i].may_land_late)
+          unknowns += std::string(" ") +
+                      (o.writes[i].type == OpType::kPut ? "PUT " + o.writes[i].token : "DELETE");
+      report->push_back("key " + o.key + ": final read " +
+                        (o.present ? "returned " + o.token : std::string("NOT_FOUND")) + "; " +
+                        expect + "; unknown-outcome writes that may come after it:" +
+                        (unknowns.empty() ? " none" : unknowns) + "; " +
+                        std::to_string(o.writes.size()) + " writes in all");
+    }
   }
 
   const Stats& stats() {
     stats_.counters = client_ ? client_->counters() : rkv::ClientCounters();
     return stats_;
   }
+  size_t owned() const { return owned_.size(); }
   std::vector<Op>* ops() { return &ops_; }
   bool fatal() const { return fatal_; }
 
  private:
+  // One op on an owned key (no other client writes it): GET 30%, PUT 55%, DELETE 15%.
+  void OwnedOp(OwnedKey* o) {
+    uint32_t r = rng_() % 100;
+    if (r < 30) {
+      Get(o->key);
+      return;
+    }
+    OwnedWrite w{r < 85 ? OpType::kPut : OpType::kDelete, Outcome::kOk, {}};
+    w.outcome = w.type == OpType::kPut ? Put(o->key, ValueSize(), &w.token) : Delete(o->key);
+    w.may_land_late = w.outcome == Outcome::kUnknown && last_code_ != rkv::Code::kServerRestarted;
+    if (w.outcome != Outcome::kFailed) o->writes.push_back(std::move(w));
+  }
+
+  void FinalRead(const std::string& key, OwnedKey* o) {
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      Op op = Begin(OpType::kGet, key);
+      rkv::Status s = client_->Get(key, &value_);
+      op.return_ns = NowNs();
+      RecordRead(&op, s, value_);
+      if (op.outcome == Outcome::kFailed) continue;  // dropped; read again
+      ++stats_.final_reads;
+      if (o) {
+        o->read = true;
+        o->present = op.outcome == Outcome::kOk;
+        o->token = op.value;
+      }
+      End(std::move(op));
+      return;
+    }
+    Error("final read of " + key + " failed 6 times");
+  }
+
   const std::string& PickKey() {
     bool hot = cold_->empty() || (!hot_->empty() && rng_() % 2 == 0);
     const auto& v = hot ? *hot_ : *cold_;
@@ -212,8 +403,10 @@ class Worker {
     return op;
   }
   void End(Op op) {
-    ops_.push_back(std::move(op));
     ++stats_.ops;
+    // With --reconnect a failed GET is dropped from the history (it has no result).
+    if (FLAGS_reconnect && op.type == OpType::kGet && op.outcome == Outcome::kFailed) return;
+    ops_.push_back(std::move(op));
   }
 
   void Error(const std::string& what) {
@@ -221,8 +414,10 @@ class Worker {
     if (stats_.first_error.empty()) stats_.first_error = what;
   }
 
-  // After an error that may have broken the connection.
+  // After an error that may have broken the connection (without --reconnect: the client's own
+  // reconnects then handle it).
   void MaybeReconnect(const rkv::Status& s) {
+    if (FLAGS_reconnect) return;
     if (s.code() != rkv::Code::kConnectionLost && s.code() != rkv::Code::kTimeout) return;
     ++stats_.reconnects;
     rkv::Status r = client_->Reconnect();
@@ -236,8 +431,20 @@ class Worker {
   }
 
   Outcome WriteOutcome(const rkv::Status& s, const std::string& what) {
+    last_code_ = s.code();
     if (s.ok()) return Outcome::kOk;
     if (s.IsNotFound()) return Outcome::kNotFound;
+    if (FLAGS_reconnect && Lost(s.code())) {
+      // The client reconnected (or tried to): expected while kvserver restarts.
+      if (ReconnectFailed(s)) Error(what + ": " + s.ToString());
+      if (stats_.first_lost.empty()) stats_.first_lost = what + ": " + s.ToString();
+      if (s.message().find("was not applied") != std::string::npos) {
+        ++stats_.not_sent;
+        return Outcome::kFailed;  // never sent: definitely not applied
+      }
+      ++stats_.unknown;
+      return Outcome::kUnknown;
+    }
     if (s.code() == rkv::Code::kTableFull) ++stats_.table_full;
     Error(what + ": " + s.ToString());
     if (Uncertain(s.code())) {
@@ -260,7 +467,13 @@ class Worker {
       ++stats_.get_nf;
     } else {
       op->outcome = Outcome::kFailed;
-      Error("GET " + op->key + ": " + s.ToString());
+      if (FLAGS_reconnect && Lost(s.code())) {
+        ++stats_.gets_dropped;  // dropped from the history (End skips failed GETs)
+        if (ReconnectFailed(s)) Error("GET " + op->key + ": " + s.ToString());
+        if (stats_.first_lost.empty()) stats_.first_lost = "GET " + op->key + ": " + s.ToString();
+      } else {
+        Error("GET " + op->key + ": " + s.ToString());
+      }
     }
   }
 
@@ -302,14 +515,16 @@ class Worker {
     if (!s.ok()) MaybeReconnect(s);
   }
 
-  void Delete(const std::string& key) {
+  Outcome Delete(const std::string& key) {
     Op op = Begin(OpType::kDelete, key);
     rkv::Status s = client_->Delete(key);
     op.return_ns = NowNs();
     ++stats_.dels;
     if (s.IsNotFound()) ++stats_.del_nf;
     op.outcome = WriteOutcome(s, "DELETE " + key);
+    Outcome o = op.outcome;
     End(std::move(op));
+    return o;
   }
 
   uint32_t id_;
@@ -322,6 +537,8 @@ class Worker {
   std::vector<std::string> values_;
   std::vector<rkv::Status> statuses_;
   std::vector<Op> ops_;
+  std::vector<OwnedKey> owned_;
+  rkv::Code last_code_ = rkv::Code::kOk;  // of the last write
   Stats stats_;
   bool fatal_ = false;
 };
@@ -366,6 +583,58 @@ uint64_t Prefill(const rkv::Options& options, uint64_t count, std::atomic<bool>*
   return done.load();
 }
 
+// --batch: see the file comment.
+int RunBatch(rkv::Client* c) {
+  std::ifstream in(FLAGS_batch);
+  if (!in) return Fail("cannot read " + FLAGS_batch);
+  std::string line, value;
+  int bad = 0, n = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    ++n;
+    std::istringstream f(line);
+    std::string cmd, key, arg, expect;
+    f >> cmd >> key >> arg;
+    bool absent = arg == "-";
+    if (!arg.empty() && arg[0] == '@') {
+      std::ifstream vf(arg.substr(1), std::ios::binary);
+      if (!vf) return Fail("batch line " + std::to_string(n) + ": cannot read " + arg.substr(1));
+      expect.assign(std::istreambuf_iterator<char>(vf), std::istreambuf_iterator<char>());
+    }
+    if (key.empty() || (cmd == "put" && arg.empty()) || (cmd == "get" && arg.empty()) ||
+        (cmd != "put" && cmd != "get" && cmd != "del"))
+      return Fail("batch line " + std::to_string(n) + ": bad command '" + line + "'");
+    if (cmd == "put" || cmd == "del") {
+      rkv::Status s = cmd == "put" ? c->Put(key, expect) : c->Delete(key);
+      std::printf("batch: %s %s: %s\n", cmd.c_str(), key.c_str(), s.ToString().c_str());
+      if (!s.ok() && !(cmd == "del" && s.IsNotFound())) {
+        std::printf("batch: stopped at command %d\n", n);
+        ++bad;
+        break;
+      }
+      continue;
+    }
+    rkv::Status s = c->Get(key, &value);
+    std::string verdict;
+    if (s.IsNotFound()) {
+      verdict = absent ? "NOT_FOUND, as expected" : "NOT_FOUND, MISMATCH";
+    } else if (!s.ok()) {
+      verdict = s.ToString() + ", MISMATCH";
+    } else if (absent) {
+      verdict = "present (" + std::to_string(value.size()) + " bytes), MISMATCH: expected absent";
+    } else if (value != expect) {
+      verdict = "MISMATCH: " + std::to_string(value.size()) + " bytes '" + value.substr(0, 40) +
+                "', expected " + std::to_string(expect.size()) + " bytes";
+    } else {
+      verdict = "OK (" + std::to_string(value.size()) + " bytes as expected)";
+    }
+    if (verdict.find("MISMATCH") != std::string::npos) ++bad;
+    std::printf("batch: get %s: %s\n", key.c_str(), verdict.c_str());
+  }
+  std::printf("batch: %d commands, %d not as expected\n", n, bad);
+  return bad == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -377,18 +646,26 @@ int main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   if (FLAGS_clients < 1 || FLAGS_ops < 0 || FLAGS_hot_keys < 0 || FLAGS_keys < 0 ||
       FLAGS_hot_keys + FLAGS_keys < 1 || FLAGS_prefill < 0 || FLAGS_prefill > 1 ||
-      FLAGS_max_value < 1001)
+      FLAGS_max_value < 1001 || FLAGS_duration_s < 0 || FLAGS_owned_keys < 0)
     return Fail(
         "bad flags (need clients >= 1, hot_keys + keys >= 1, 0 <= prefill <= 1, "
-        "max_value > 1000)");
+        "max_value > 1000, duration_s >= 0, owned_keys >= 0)");
+  if (FLAGS_owned_keys > 0) FLAGS_final_reads = true;
   rkv::Options options;
   options.connect_timeout_ms = FLAGS_timeout_ms;
   options.rpc_timeout_ms = FLAGS_timeout_ms;
+  if (FLAGS_reconnect) {
+    options.auto_reconnect = true;
+    options.reconnect_initial_backoff_ms = 50;
+    options.reconnect_max_backoff_ms = 500;
+    options.reconnect_timeout_ms = 60000;  // spans a restart (recovery included)
+  }
   if (rkv::Status s = rkv::ConnFlags(rkv::Role::kClient, &options.exchange, &options.qp); !s.ok())
     return Fail(s.message());
   std::unique_ptr<rkv::Client> ctl;
   if (rkv::Status s = rkv::Client::Connect(FLAGS_server, options, &ctl); !s.ok())
     return Fail("connect " + FLAGS_server + ": " + s.ToString());
+  if (!FLAGS_batch.empty()) return RunBatch(ctl.get());
   auto server_stats = [&] {
     std::string text;
     rkv::Status s = ctl->Stats(&text);
@@ -451,15 +728,36 @@ int main(int argc, char** argv) {
       start["heap_blocks_moved"]);
   std::fflush(stdout);
 
-  // 2. The run.
+  // 2. The run: --ops, or --duration_s / --stop_file.
+  std::printf("lin_load: run phase started (%d clients%s%s)\n", FLAGS_clients,
+              FLAGS_reconnect ? ", auto_reconnect" : "",
+              FLAGS_owned_keys > 0
+                  ? (", " + std::to_string(FLAGS_owned_keys) + " owned keys each").c_str()
+                  : "");
+  std::fflush(stdout);
   auto t_run = Clock::now();
+  const bool timed = FLAGS_duration_s > 0 || !FLAGS_stop_file.empty();
+  std::thread stopper;
+  std::atomic<bool> joined{false};
+  if (timed) {
+    stopper = std::thread([&] {
+      auto deadline = t_run + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(FLAGS_duration_s));
+      while (!joined.load() && !g_stop.load()) {
+        if ((FLAGS_duration_s > 0 && Clock::now() >= deadline) ||
+            (!FLAGS_stop_file.empty() && access(FLAGS_stop_file.c_str(), F_OK) == 0))
+          g_stop.store(true);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    });
+  }
   int64_t per = FLAGS_ops / FLAGS_clients;
   std::vector<std::thread> ts;
   for (int t = 0; t < FLAGS_clients; ++t) {
-    int64_t mine = per + (t < FLAGS_ops % FLAGS_clients ? 1 : 0);
+    int64_t mine = timed ? -1 : per + (t < FLAGS_ops % FLAGS_clients ? 1 : 0);
     Worker* w = workers[size_t(t)].get();
     int64_t base = int64_t(w->ops()->size());
-    ts.emplace_back([w, mine, base] { w->Run(base + mine); });
+    ts.emplace_back([w, mine, base] { w->Run(mine < 0 ? -1 : base + mine); });
   }
   std::atomic<bool> run_done{false};
   std::atomic<int> replays{0};
@@ -479,12 +777,30 @@ int main(int argc, char** argv) {
     });
   }
   for (auto& t : ts) t.join();
+  joined.store(true);
+  if (stopper.joinable()) stopper.join();
   run_done.store(true);
   if (rogue.joinable()) rogue.join();
   if (FLAGS_rogue_replays > 0)
     std::printf("lin_load: negative control: an unrecorded client put back %d old values\n",
                 replays.load());
   double run_s = std::chrono::duration<double>(Clock::now() - t_run).count();
+
+  // 3. Final reads: every test key once more, spread over the clients; each client reads its
+  // owned keys.
+  if (FLAGS_final_reads) {
+    std::vector<std::string> all(hot);
+    all.insert(all.end(), cold.begin(), cold.end());
+    std::vector<std::thread> fr;
+    for (int t = 0; t < FLAGS_clients; ++t)
+      fr.emplace_back([&, t] {
+        std::vector<std::string> mine;
+        for (size_t i = size_t(t); i < all.size(); i += size_t(FLAGS_clients))
+          mine.push_back(all[i]);
+        workers[size_t(t)]->FinalReads(mine);
+      });
+    for (auto& t : fr) t.join();
+  }
   auto end = server_stats();
 
   Stats total;
@@ -512,9 +828,22 @@ int main(int argc, char** argv) {
               c.checksum_retries, c.gets ? double(c.reads_posted) / double(c.gets) : 0,
               c.gets ? double(c.round_trips) / double(c.gets) : 0);
   std::printf("lin_load:   errors %" PRIu64 " (TABLE_FULL %" PRIu64 ", unknown outcome %" PRIu64
-              ", reconnects %" PRIu64 ")%s%s\n",
+              ", Reconnect() calls %" PRIu64 ")%s%s\n",
               total.errors, total.table_full, total.unknown, total.reconnects,
               total.first_error.empty() ? "" : "; first: ", total.first_error.c_str());
+  if (FLAGS_reconnect) {
+    std::printf("lin_load:   across restarts: writes of unknown outcome %" PRIu64
+                ", writes not sent %" PRIu64 ", failed GETs dropped %" PRIu64
+                "; client reconnects %" PRIu64 ", server restarts seen %" PRIu64
+                " (by the client that saw most; %" PRIu64 " over all clients)\n",
+                total.unknown, total.not_sent, total.gets_dropped, c.reconnects,
+                total.max_server_restarts, c.server_restarts);
+    if (!total.first_lost.empty())
+      std::printf("lin_load:   first lost-connection status: %s\n", total.first_lost.c_str());
+  }
+  if (FLAGS_final_reads)
+    std::printf("lin_load:   final reads: %" PRIu64 " keys read after the run\n",
+                total.final_reads);
   std::printf(
       "lin_load: table at the end: entries %.0f, load %.3f, overflow_entries %.0f, "
       "heap_bytes_in_use %.0f, heap_blocks_moved %.0f\n",
@@ -532,6 +861,24 @@ int main(int argc, char** argv) {
                 FLAGS_history.c_str());
   }
   bool ok = total.errors == 0 && !fatal;
+  if (FLAGS_owned_keys > 0) {
+    uint64_t acked_puts = 0, acked_dels = 0, unknown = 0, checked = 0, unread = 0, violations = 0;
+    size_t owned = 0;
+    std::vector<std::string> report;
+    for (auto& w : workers) {
+      w->Tally(&acked_puts, &acked_dels, &unknown, &checked, &unread, &violations, &report);
+      owned += w->owned();
+    }
+    std::printf("durability: %zu owned keys (%d per client), %" PRIu64 " checked, %" PRIu64
+                " unread; acknowledged PUTs %" PRIu64 ", acknowledged DELETEs %" PRIu64
+                ", unknown-outcome writes %" PRIu64 "; server restarts seen %" PRIu64 "; %" PRIu64
+                " violations\n",
+                owned, FLAGS_owned_keys, checked, unread, acked_puts, acked_dels, unknown,
+                total.max_server_restarts, violations);
+    for (size_t i = 0; i < report.size() && i < 20; ++i)
+      std::printf("durability: VIOLATION %s\n", report[i].c_str());
+    ok = ok && violations == 0 && unread == 0;
+  }
   if (FLAGS_check) {
     rkv::lincheck::CheckReport report = rkv::lincheck::Checker().Check(history);
     std::printf("%s\n", report.Summary().c_str());
