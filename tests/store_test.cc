@@ -244,6 +244,60 @@ TEST(Store, CorruptionInTheMiddleIsRefusedWithFileAndOffsetUnlessTruncating) {
   EXPECT_NE(s.report.warnings[0].find("offset " + std::to_string(fourth)), std::string::npos);
 }
 
+TEST(Store, DamageInALogTheSnapshotCoversLosesNothing) {
+  // A crash between a snapshot's rename and the removal of the logs it covers leaves an obsolete
+  // log behind. Damage there must neither block a strict start nor make --recover=truncate
+  // discard the newer logs.
+  for (bool truncate : {false, true}) {
+    TempDir d;
+    std::map<std::string, std::string> model;
+    std::string old_log, old_bytes;
+    {
+      Store s(Env::Posix(), d.path);
+      Churn(s.table.get(), 300, 50, 1, &model);
+      old_log = OnlyLog(d.path);
+      ASSERT_TRUE(Env::Posix()->ReadFile(old_log, 1 << 24, &old_bytes).ok());
+      ASSERT_TRUE(s.snapshots->TakeOne().ok());
+      Churn(s.table.get(), 300, 50, 2, &model);
+    }
+    ASSERT_NE(OnlyLog(d.path), old_log) << "the snapshot rotated the log";
+    old_bytes[old_bytes.size() / 2] ^= 0x40;  // the restored obsolete log is damaged mid-file
+    {
+      std::ofstream f(old_log, std::ios::binary | std::ios::trunc);
+      f.write(old_bytes.data(), std::streamsize(old_bytes.size()));
+    }
+    Store s(Env::Posix(), d.path, FsyncMode::kAlways, truncate);
+    ASSERT_TRUE(s.recovered.ok()) << s.recovered.ToString();
+    EXPECT_EQ(s.Contents(), model);
+    bool said = false;
+    for (const std::string& w : s.report.warnings)
+      said |= w.find("nothing lost") != std::string::npos;
+    EXPECT_TRUE(said) << "a warning names the obsolete log";
+    struct stat st;
+    EXPECT_EQ(stat((old_log + ".discarded").c_str(), &st), 0);
+  }
+}
+
+TEST(Store, LogsAreMappedNotCopied) {
+  TempDir d;
+  const std::string path = d.path + "/f";
+  std::unique_ptr<ReadOnlyFile> file;
+  { std::ofstream f(path, std::ios::binary); }
+  ASSERT_TRUE(Env::Posix()->OpenReadOnly(path, 10, &file).ok());  // empty: nothing to map
+  EXPECT_TRUE(file->data().empty());
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << std::string(100000, 'z');
+  }
+  EXPECT_FALSE(Env::Posix()->OpenReadOnly(path, 99999, &file).ok()) << "over the limit";
+  ASSERT_TRUE(Env::Posix()->OpenReadOnly(path, 100000, &file).ok());
+  EXPECT_EQ(file->data(), std::string(100000, 'z'));
+  ASSERT_EQ(symlink(path.c_str(), (d.path + "/link").c_str()), 0);
+  EXPECT_FALSE(Env::Posix()->OpenReadOnly(d.path + "/link", 1 << 20, &file).ok()) << "symlink";
+  ASSERT_EQ(mkfifo((d.path + "/fifo").c_str(), 0600), 0);
+  EXPECT_FALSE(Env::Posix()->OpenReadOnly(d.path + "/fifo", 1 << 20, &file).ok()) << "FIFO";
+}
+
 TEST(Store, CorruptSnapshotIsRefusedWithOffset) {
   TempDir d;
   {

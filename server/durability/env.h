@@ -47,6 +47,15 @@ class SequentialFile {
   virtual uint64_t Size() const = 0;
 };
 
+// A file's bytes, read-only, for as long as this object lives: mapped (the page cache holds
+// them, so a large log costs no heap) or, where mapping is impossible, read into memory.
+// The file must not shrink while it is mapped (a data directory is locked: dir_lock.h).
+class ReadOnlyFile {
+ public:
+  virtual ~ReadOnlyFile() = default;
+  virtual std::string_view data() const = 0;
+};
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -63,6 +72,10 @@ class Env {
   // Reads the whole file if it is at most `max_bytes` long.
   [[nodiscard]] virtual Status ReadFile(const std::string& path, uint64_t max_bytes,
                                         std::string* out) = 0;
+  // Gives the bytes of the file if it is at most `max_bytes` long. The default reads the file
+  // with ReadFile (so a fault-injecting Env sees the read); Posix() maps it.
+  [[nodiscard]] virtual Status OpenReadOnly(const std::string& path, uint64_t max_bytes,
+                                            std::unique_ptr<ReadOnlyFile>* out);
   // Replaces *names with the names in `dir` (without "." and ".."), in no particular order.
   [[nodiscard]] virtual Status GetChildren(const std::string& dir,
                                            std::vector<std::string>* names) = 0;

@@ -16,8 +16,8 @@
 namespace rkv::wal {
 namespace {
 
-// A log file is read whole: each is bounded by --snapshot_log_size plus what is written while a
-// snapshot runs, far below this.
+// A log file is mapped (Env::OpenReadOnly: page cache, not heap); each is bounded by
+// --snapshot_log_size plus what is written while a snapshot runs, far below this.
 constexpr uint64_t kMaxLogFile = uint64_t{16} << 30;
 // Sequences count writes from 1; one at or beyond 2^63 can only come from a damaged or planted
 // file (and would let the counter wrap).
@@ -154,17 +154,29 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
   // alone rebuilds them. (The snapshot was scanned while writes went on; loading both could hold
   // a key deleted during the scan and the one inserted in its place, more than the table ever
   // held at once.)
+  // Also the first sequence in each log (0: none readable), which tells obsolete logs apart.
   std::unordered_set<std::string> rewritten;
-  for (const auto& log : listing.logs) {
-    std::string bytes;
-    if (!env->ReadFile(JoinPath(dir, log.name), kMaxLogFile, &bytes).ok()) continue;
+  std::vector<uint64_t> first_sequence(listing.logs.size(), 0);
+  for (size_t i = 0; i < listing.logs.size(); ++i) {
+    std::unique_ptr<ReadOnlyFile> file;
+    if (!env->OpenReadOnly(JoinPath(dir, listing.logs[i].name), kMaxLogFile, &file).ok()) continue;
+    const std::string_view bytes = file->data();
     if (bytes.size() < kFileHeaderSize) continue;
-    LogReader reader(std::string_view(bytes).substr(kFileHeaderSize), kFileHeaderSize);
+    LogReader reader(bytes.substr(kFileHeaderSize), kFileHeaderSize);
     LogRecord rec;
     while (reader.Next(&rec) == LogReader::Result::kRecord) {
+      if (first_sequence[i] == 0) first_sequence[i] = rec.sequence;
       if (rec.sequence > covered) rewritten.emplace(rec.key);
     }
   }
+  // Log i is obsolete when a later log starts at or before covered + 1: sequences grow from one
+  // log to the next, so every record of log i is in the snapshot. (Its file is deleted once the
+  // snapshot is durable; a crash can leave it.) Damage there loses nothing.
+  auto obsolete = [&](size_t i) {
+    for (size_t j = i + 1; j < listing.logs.size(); ++j)
+      if (first_sequence[j] != 0) return first_sequence[j] <= covered + 1;
+    return false;
+  };
 
   if (snapshot) {
     for (;;) {
@@ -191,9 +203,10 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
     const DataDirListing::File& log = listing.logs[i];
     max_generation = std::max(max_generation, log.number);
     const std::string path = dir + "/" + log.name;
-    std::string bytes;
-    s = env->ReadFile(path, kMaxLogFile, &bytes);
+    std::unique_ptr<ReadOnlyFile> file;
+    s = env->OpenReadOnly(path, kMaxLogFile, &file);
     if (!s.ok()) return s;
+    const std::string_view bytes = file->data();
     report->bytes_read += bytes.size();
     ++report->log_files;
     uint64_t id = 0;
@@ -204,14 +217,15 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
       // A crash while the file was being created: nothing in it was ever acknowledged.
       report->warnings.push_back(log.name + ": torn file header (" + std::to_string(bytes.size()) +
                                  " bytes) dropped");
+      file.reset();
       s = env->RemoveFile(path);
       if (!s.ok()) return s;
       continue;
     }
-    if (!DecodeFileHeader(std::string_view(bytes).substr(0, kFileHeaderSize), &id, &error)) {
+    if (!DecodeFileHeader(bytes.substr(0, kFileHeaderSize), &id, &error)) {
       defect = "file header: " + error;
     } else {
-      LogReader reader(std::string_view(bytes).substr(kFileHeaderSize), kFileHeaderSize);
+      LogReader reader(bytes.substr(kFileHeaderSize), kFileHeaderSize);
       for (;;) {
         LogRecord rec;
         LogReader::Result res = reader.Next(&rec);
@@ -225,6 +239,7 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
                                      std::to_string(good_end) + " (a crash during an append), " +
                                      std::to_string(reader.remaining()) +
                                      " bytes dropped; it was never acknowledged");
+          file.reset();
           s = env->TruncateFile(path, good_end);
           if (!s.ok()) return s;
           break;
@@ -257,9 +272,20 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
       }
     }
     if (defect.empty()) continue;
+    const uint64_t size = bytes.size();
+    file.reset();  // unmapped before the file is cut or renamed
+    if (obsolete(i)) {
+      report->warnings.push_back(
+          log.name + ": corrupt at offset " + std::to_string(good_end) + " (" + defect +
+          "), but every record in it is in the snapshot (covers " + std::to_string(covered) +
+          "): renamed to " + log.name + ".discarded, nothing lost");
+      s = env->RenameFile(path, path + ".discarded");
+      if (!s.ok()) return s;
+      continue;
+    }
     if (!truncate_corruption) return Corrupt(path, good_end, defect);
     report->warnings.push_back(log.name + ": corrupt at offset " + std::to_string(good_end) + " (" +
-                               defect + "): cut there, " + std::to_string(bytes.size() - good_end) +
+                               defect + "): cut there, " + std::to_string(size - good_end) +
                                " bytes dropped");
     if (good_end < kFileHeaderSize) {
       s = env->RenameFile(path, path + ".discarded");

@@ -11,7 +11,10 @@
 // sequences that do not increase) refuses recovery with an error naming the file and the
 // offset, unless `truncate_corruption` (kvserver --recover=truncate): then what precedes the
 // defect is kept, the damaged log is cut there, later log files are renamed *.discarded, and
-// the warnings say what was dropped.
+// the warnings say what was dropped. Damage in a log the snapshot wholly covers (a later log
+// starts at or before S+1: a crash after a snapshot's rename, before old logs were removed) loses
+// nothing: that file is renamed *.discarded with a warning, in either mode.
+// Log files are read through Env::OpenReadOnly (mapped by the POSIX Env).
 // Thread safety: single-threaded (runs before any other thread touches the table).
 #ifndef RKV_SERVER_DURABILITY_RECOVERY_H_
 #define RKV_SERVER_DURABILITY_RECOVERY_H_
