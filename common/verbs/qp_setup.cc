@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <random>
 #include <vector>
 
+#include "common/secure_random.h"
 #include "common/verbs/qp_plan.h"
 
 namespace rkv {
@@ -100,13 +100,7 @@ Status OpenDeviceFor(uint32_t local_ipv4, QpSettings* s, ContextPtr* out) {
   return OpenDevice(s->device, out);
 }
 
-uint32_t RandomPsn() {
-  static thread_local std::mt19937 rng{std::random_device{}()};
-  uint32_t v;
-  do v = rng() & 0xffffff;
-  while (v == 0);
-  return v;
-}
+Status RandomPsn(uint32_t* out) { return SecureRandom::Psn(out); }
 
 Status FillLocalParams(ibv_context* ctx, const QpSettings& s, ConnParams* p) {
   const std::string dev = ibv_get_device_name(ctx->device);
@@ -209,7 +203,11 @@ Status FillLocalParams(ibv_context* ctx, const QpSettings& s, ConnParams* p) {
   p->retry_cnt = static_cast<uint8_t>(s.retry_cnt);
   p->rnr_retry = static_cast<uint8_t>(s.rnr_retry);
   if (s.psn > 0xffffff) return Status(Code::kInvalidArgument, "psn must fit in 24 bits");
-  p->psn = s.psn >= 0 ? static_cast<uint32_t>(s.psn) : RandomPsn();
+  if (s.psn >= 0) {
+    p->psn = static_cast<uint32_t>(s.psn);
+  } else if (Status r = RandomPsn(&p->psn); !r.ok()) {
+    return Status(r.code(), "choosing a PSN: " + r.message());
+  }
   return Status::Ok();
 }
 

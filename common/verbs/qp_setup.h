@@ -30,8 +30,9 @@ namespace rkv {
 // s->gid_index when unset; else the first device.
 [[nodiscard]] Status OpenDeviceFor(uint32_t local_ipv4, QpSettings* s, ContextPtr* out);
 
-// A random 24-bit PSN, never 0.
-uint32_t RandomPsn();
+// A 24-bit PSN from the kernel's CSPRNG (SecureRandom::Psn), never 0: independent of every
+// other PSN, so one disclosed (a CHECK reply carries the server's record) predicts nothing.
+[[nodiscard]] Status RandomPsn(uint32_t* out);
 
 // Fills everything of *p that comes from the port and the settings: link layer, LID, GID and
 // its index, active/path MTU, P_Key index and value, SL, rd_atomic depths (device max capped
