@@ -57,10 +57,8 @@ logs=${3:?usage: durability.sh BUILD_DIR ADDR LOGDIR}
 mkdir -p "$logs" || exit 2
 logs=$(cd "$logs" && pwd)
 
-knob() {  # NAME DEFAULT -> $DUR_NAME, else $RKV_DUR_NAME, else DEFAULT
-  local a="DUR_$1" b="RKV_DUR_$1"
-  echo "${!a:-${!b:-$2}}"
-}
+KNOB_PREFIX=DUR
+. "$(dirname "$0")/common.sh"
 CYCLES=$(knob CYCLES 10)
 CLIENTS=$(knob CLIENTS 4)
 OWNED=$(knob OWNED 8)
@@ -72,8 +70,6 @@ NEGATIVE=$(knob NEGATIVE 1)
 KVSERVER=$(knob SERVER "$build/kvserver")
 KVCTL=$build/kvctl
 LOAD=$build/lin_load
-CRASH_PATTERN="ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error:|Segmentation fault|terminate called|Check failed"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 for t in "$KVSERVER" "$LOAD" "$KVCTL"; do
   [ -x "$t" ] || { echo "durability: $t is missing (build kvserver kvctl lin_load)"; exit 2; }
 done

@@ -28,10 +28,8 @@ addr=${2:?usage: hostile.sh BUILD_DIR ADDR LOGDIR}
 logs=${3:?usage: hostile.sh BUILD_DIR ADDR LOGDIR}
 mkdir -p "$logs" || exit 2
 
-knob() {  # NAME DEFAULT -> $HOSTILE_NAME, else $RKV_HOSTILE_NAME, else DEFAULT
-  local a="HOSTILE_$1" b="RKV_HOSTILE_$1"
-  echo "${!a:-${!b:-$2}}"
-}
+KNOB_PREFIX=HOSTILE
+. "$(dirname "$0")/common.sh"
 KVSERVER=${RKV_HOSTILE_SERVER:-$build/kvserver}
 RAW=$build/raw_client
 KVCTL=$build/kvctl
@@ -40,7 +38,6 @@ ROUNDS=$(knob ROUNDS 200)
 CASES=$(knob CASES "vanish credits flood halfopen slow-exchange get-only")
 PORT_BASE=$(knob PORT_BASE 7490)
 # Sanitizer builds: report, keep running; leaks are judged by the RSS check, not LeakSanitizer.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 # ThreadSanitizer: glibc's tzset_internal runs under glibc's own lock (tzset_lock), which TSan
 # cannot see, so concurrent glog lines (LogMessageTime::CalcGmtOffset -> localtime_r) are
 # reported as a race in every kvserver log. Suppressed by that frame only; a caller's
@@ -101,7 +98,6 @@ verdict() {  # case why [what passed] -> pass if why is empty; on failure the cr
     grep -v -E "^[IW][0-9]{8} " "$srv_log" | grep -m1 -A12 -E "$CRASH_PATTERN" | sed 's/^/  log: /'
   fi
 }
-CRASH_PATTERN="ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error:|SUMMARY: (Address|Thread|UndefinedBehavior)Sanitizer|Segmentation fault|terminate called"
 
 now_ms() { date +%s%3N; }
 

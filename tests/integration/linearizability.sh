@@ -32,10 +32,8 @@ addr=${2:?usage: linearizability.sh BUILD_DIR ADDR LOGDIR}
 logs=${3:?usage: linearizability.sh BUILD_DIR ADDR LOGDIR}
 mkdir -p "$logs" || exit 2
 
-knob() {  # NAME DEFAULT -> $LIN_NAME, else $RKV_LIN_NAME, else DEFAULT
-  local a="LIN_$1" b="RKV_LIN_$1"
-  echo "${!a:-${!b:-$2}}"
-}
+KNOB_PREFIX=LIN
+. "$(dirname "$0")/common.sh"
 OPS1=$(knob OPS1 60000)
 OPS2=$(knob OPS2 100000)
 CLIENTS=$(knob CLIENTS 8)
@@ -45,8 +43,6 @@ PORT=$(knob PORT 7480)
 KVSERVER=$(knob SERVER "$build/kvserver")
 NEGATIVE=$(knob NEGATIVE 1)
 LOAD=$build/lin_load
-CRASH_PATTERN="ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error:|Segmentation fault|terminate called|Check failed"
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 
 for t in "$KVSERVER" "$LOAD" "$build/kvctl"; do
   [ -x "$t" ] || { echo "linearizability: $t is missing (build kvserver kvctl lin_load)"; exit 2; }
