@@ -1,10 +1,26 @@
-// FileMailbox: a Mailbox in a directory both sides can read and write (a local or shared file
-// system: the `file` exchange method). An entry is a file written to a temporary name and
-// renamed into place, so a reader never sees half of it. Heartbeat() refreshes the
-// modification time of this mailbox's files; a file older than kStaleMs is stale.
+// FileMailbox: a Mailbox in a directory (a local or shared file system: the `file` exchange
+// method). An entry is a file written to an unguessable temporary name and renamed into place
+// without replacing anything, so a reader never sees half of it and nothing planted at the
+// name is overwritten or followed. Heartbeat() refreshes the modification time of this
+// mailbox's files; a file older than kStaleMs is stale.
+//
+// Security (issue 12; docs/connection.md "file"): client and server run as the SAME user
+// (entries are mode 0600: a server's reply carries its memory parameters). The mailbox
+// refuses, each with a Status naming the path and the reason, never blocking:
+// - a directory not owned by this process's user, or writable by group/others unless it is
+//   sticky (then others cannot rename or remove this user's files);
+// - an entry that is not a regular file (symlink, FIFO, socket, device, directory), that is
+//   owned by another user, or that is larger than kMaxFileBytes;
+// - an entry name with '/' or a leading '.', and a Put whose name already exists.
+// Every access goes through the directory's file descriptor (openat & co), so replacing the
+// directory path after Open changes nothing.
 // Thread safety: one user thread plus one heartbeat thread (own_ is guarded by mu_).
+// Ownership: owns the directory descriptor (closed in the destructor).
 #ifndef RKV_COMMON_EXCHANGE_FILE_MAILBOX_H_
 #define RKV_COMMON_EXCHANGE_FILE_MAILBOX_H_
+
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include <memory>
 #include <mutex>
@@ -18,7 +34,12 @@ namespace rkv {
 
 class FileMailbox : public Mailbox {
  public:
+  // The largest entry file read or written; records are small (an exchange message is at most
+  // 8 KiB), so anything larger is refused unread.
+  static constexpr size_t kMaxFileBytes = Mailbox::kMaxEntryBytes;
+
   [[nodiscard]] static Status Open(const std::string& dir, std::unique_ptr<Mailbox>* out);
+  ~FileMailbox() override;
   Status Put(const std::string& name, const std::string& bytes) override;
   Status WaitFor(const std::string& name, std::string* bytes, int timeout_ms) override;
   Status List(const std::string& suffix, std::vector<std::string>* out) override;
@@ -29,9 +50,22 @@ class FileMailbox : public Mailbox {
     return "file " + dir_ + "/" + name;
   }
 
+  // The directory rule above, on the directory's stat: OK, or kInvalidArgument naming `dir`
+  // and the reason. Pure (for tests).
+  [[nodiscard]] static Status CheckDirectory(const std::string& dir, const struct stat& st,
+                                             uid_t euid);
+  // The entry rule above, on an entry's lstat/fstat. Pure (for tests).
+  [[nodiscard]] static Status CheckEntry(const std::string& path, const struct stat& st,
+                                         uid_t euid);
+
  private:
-  explicit FileMailbox(std::string dir) : dir_(std::move(dir)) {}
+  FileMailbox(std::string dir, int dir_fd) : dir_(std::move(dir)), dir_fd_(dir_fd) {}
+  // Reads `name` if it exists: *absent is true if it does not (yet).
+  Status ReadEntry(const std::string& name, std::string* bytes, bool* absent) const;
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+
   const std::string dir_;
+  const int dir_fd_;
   Mutex mu_;
   std::set<std::string> own_ GUARDED_BY(mu_);
 };

@@ -9,6 +9,7 @@
 #ifndef RKV_COMMON_EXCHANGE_MAILBOX_H_
 #define RKV_COMMON_EXCHANGE_MAILBOX_H_
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,17 @@ class Mailbox {
  public:
   static constexpr int kHeartbeatMs = 1000;
   static constexpr int kStaleMs = 10000;
+  // The largest entry a mailbox stores or reads back: an exchange message is at most
+  // kMaxExchangeMessage (8 KiB); anything bigger is refused, so a peer cannot make a reader
+  // allocate or wait for more.
+  static constexpr size_t kMaxEntryBytes = 16 * 1024;
 
   virtual ~Mailbox() = default;
   // Stores `bytes` under `name`; readers see all of it or nothing.
   [[nodiscard]] virtual Status Put(const std::string& name, const std::string& bytes) = 0;
   // Waits up to timeout_ms for `name` to exist, then reads it (kTimeout if it never appears).
+  // An entry that exists but is refused (not a regular file, too large, foreign owner...)
+  // returns its error at once, without waiting for the timeout.
   [[nodiscard]] virtual Status WaitFor(const std::string& name, std::string* bytes,
                                        int timeout_ms) = 0;
   // Names that exist now and end with `suffix`.

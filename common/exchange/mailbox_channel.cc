@@ -1,17 +1,26 @@
 #include "common/exchange/mailbox_channel.h"
 
 #include <chrono>
-#include <cstdio>
-#include <random>
 #include <vector>
 
+#include "common/secure_random.h"
+
 namespace rkv {
+namespace {
+// A client id as ConnectClient makes them: 2*kClientIdBytes lowercase hex digits. Anything
+// else under the server's prefix or directory is not a client (and its name is not used to
+// form the server's reply names).
+bool ValidClientId(const std::string& id) {
+  return id.size() == 2 * MailboxChannel::kClientIdBytes &&
+         id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+}  // namespace
 
 Status MailboxChannel::ConnectClient(std::unique_ptr<Mailbox> mb,
                                      std::unique_ptr<ExchangeChannel>* out) {
-  std::random_device rd;
-  char id[24];
-  std::snprintf(id, sizeof id, "%08x%08x", rd(), rd());
+  std::string id;
+  Status s = SecureRandom::Hex(kClientIdBytes, &id);
+  if (!s.ok()) return s;
   *out = std::make_unique<MailboxChannel>(std::shared_ptr<Mailbox>(std::move(mb)), id, true);
   return Status::Ok();
 }
@@ -92,6 +101,7 @@ Status MailboxListener::Accept(std::unique_ptr<ExchangeChannel>* out, int timeou
     std::set<std::string> present;
     for (const std::string& n : names) {
       std::string id = n.substr(0, n.size() - 4);
+      if (!ValidClientId(id)) continue;
       present.insert(id);
       if (seen_.count(id)) continue;
       if (!mb_->Alive(n)) {  // left behind by a client that died: clean up

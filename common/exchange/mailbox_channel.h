@@ -1,6 +1,8 @@
 // MailboxChannel / MailboxListener: the exchange protocol over a Mailbox (file and etcd
-// methods). A client picks a random 64-bit id; its k-th message is the entry "<id>.c.<k>",
-// the server's k-th reply "<id>.s.<k>". The server discovers clients by listing "*.c.1".
+// methods). A client picks a random 64-bit id, 16 lowercase hex digits from getrandom (so
+// nobody can guess it to plant or squat its names); its k-th message is the entry
+// "<id>.c.<k>", the server's k-th reply "<id>.s.<k>". The server discovers clients by listing
+// "*.c.1" and ignores names whose id is not 16 lowercase hex digits.
 // Liveness: a client channel runs a heartbeat thread (owned by the channel, joined in its
 // destructor) so that its entries stay fresh; the server's entries are kept fresh by the
 // listener's Tick(). PeerGone() is true once the peer's first entry is gone or stale.
@@ -22,6 +24,7 @@ namespace rkv {
 
 class MailboxChannel : public ExchangeChannel {
  public:
+  static constexpr size_t kClientIdBytes = 8;
   [[nodiscard]] static Status ConnectClient(std::unique_ptr<Mailbox> mb,
                                             std::unique_ptr<ExchangeChannel>* out);
   MailboxChannel(std::shared_ptr<Mailbox> mb, std::string id, bool client);
