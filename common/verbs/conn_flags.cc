@@ -10,6 +10,12 @@ DEFINE_string(exchange, "cm",
 DEFINE_string(exchange_dir, "", "--exchange=file: directory both sides can read and write");
 DEFINE_string(etcd, "http://127.0.0.1:2379", "--exchange=etcd: etcd v3 JSON gateway endpoint");
 DEFINE_string(etcd_prefix, "/rkv", "--exchange=etcd: key prefix (one per server)");
+DEFINE_string(etcd_cacert, "", "--exchange=etcd: CA file verifying etcd's TLS certificate (https)");
+DEFINE_string(etcd_cert, "", "--exchange=etcd: TLS client certificate (PEM; with --etcd_key)");
+DEFINE_string(etcd_key, "", "--exchange=etcd: TLS client private key (PEM)");
+DEFINE_string(etcd_user, "", "--exchange=etcd: etcd user (v3 auth; with --etcd_password_file)");
+DEFINE_string(etcd_password_file, "",
+              "--exchange=etcd: file holding --etcd_user's password (mode 0600 or stricter)");
 DEFINE_int32(exchange_timeout_ms, 10000, "manual mode: how long to wait for the peer's record");
 DEFINE_string(device, "", "manual mode: RDMA device (default: the one with the address, or first)");
 DEFINE_int32(ib_port, 0, "manual mode: device port number (default 1)");
@@ -54,6 +60,11 @@ Status ConnFlags(Role role, ExchangeOptions* x, QpSettings* q) {
   x->dir = FLAGS_exchange_dir;
   x->etcd_endpoint = FLAGS_etcd;
   x->etcd_prefix = FLAGS_etcd_prefix;
+  x->etcd_cacert = FLAGS_etcd_cacert;
+  x->etcd_cert = FLAGS_etcd_cert;
+  x->etcd_key = FLAGS_etcd_key;
+  x->etcd_user = FLAGS_etcd_user;
+  x->etcd_password_file = FLAGS_etcd_password_file;
   if (FLAGS_exchange_timeout_ms < 1) return bad("--exchange_timeout_ms must be positive");
   x->timeout_ms = FLAGS_exchange_timeout_ms;
   if (x->method == Exchange::kFile && x->dir.empty())

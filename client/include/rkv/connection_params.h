@@ -65,7 +65,13 @@ struct ExchangeOptions {
   std::string dir;                                      // kFile: directory both sides can read
   std::string etcd_endpoint = "http://127.0.0.1:2379";  // kEtcd: v3 JSON gateway
   std::string etcd_prefix = "/rkv";                     // kEtcd: key prefix (one per server)
-  int timeout_ms = 10000;                               // waiting for the peer's record
+  // kEtcd security (all optional; docs/connection.md): TLS needs an https:// endpoint.
+  std::string etcd_cacert;         // CA bundle that verifies etcd's certificate
+  std::string etcd_cert;           // client certificate (PEM), with etcd_key
+  std::string etcd_key;            // client private key (PEM)
+  std::string etcd_user;           // etcd v3 auth user (needs etcd_password_file)
+  std::string etcd_password_file;  // file holding the user's password (not readable by others)
+  int timeout_ms = 10000;          // waiting for the peer's record
 };
 
 // Parameters a user may set. -1 / 0 means "derive" as documented per field. In rdma_cm mode
