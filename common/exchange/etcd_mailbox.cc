@@ -1,245 +1,420 @@
 #include "common/exchange/etcd_mailbox.h"
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <exception>
 #include <nlohmann/json.hpp>
+
+#include "common/exchange/etcd_json.h"
+#include "common/verbs/rdma.h"
 
 namespace rkv {
 namespace {
 using json = nlohmann::json;
 
-std::string B64(const std::string& in) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v =
-        uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], t[v & 63]};
-  }
-  if (i + 1 == in.size()) {
-    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
-    out += {t[v >> 18], t[(v >> 12) & 63], '=', '='};
-  } else if (i + 2 == in.size()) {
-    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8;
-    out += {t[v >> 18], t[(v >> 12) & 63], t[(v >> 6) & 63], '='};
-  }
-  return out;
-}
+constexpr size_t kMaxPasswordBytes = 4096;
+constexpr int kListLimit = 4096;  // keys per List: well inside kMaxEtcdResponseBytes
 
-bool Unb64(const std::string& in, std::string* out) {
-  out->clear();
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    int v;
-    if (c >= 'A' && c <= 'Z')
-      v = c - 'A';
-    else if (c >= 'a' && c <= 'z')
-      v = c - 'a' + 26;
-    else if (c >= '0' && c <= '9')
-      v = c - '0' + 52;
-    else if (c == '+')
-      v = 62;
-    else if (c == '/')
-      v = 63;
-    else if (c == '=')
-      break;
-    else
-      return false;
-    acc = acc << 6 | uint32_t(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(char((acc >> bits) & 0xff));
-    }
+// Request bodies: invalid UTF-8 (a password, a prefix) is replaced, never thrown about.
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+// Runs `f`, turning any exception (bad_alloc; a bug) into a Status: none leaves this class.
+template <class F>
+Status NoThrow(const char* what, F f) {
+  try {
+    return f();
+  } catch (const std::exception& e) {
+    return Status(Code::kIoError, std::string("etcd ") + what + ": unexpected: " + e.what());
+  } catch (...) {
+    return Status(Code::kIoError, std::string("etcd ") + what + ": unexpected exception");
   }
-  return true;
 }
 
 struct Sink {
   std::string* data;
-  bool (*stop)(const std::string&, void*);
+  EtcdMailbox::Consumer consume;
   void* arg;
-  bool stopped = false;
+  bool stopped = false;   // the consumer had enough
+  bool overflow = false;  // more than kMaxEtcdResponseBytes unconsumed
+  bool failed = false;    // an exception in the callback (allocation)
 };
 
 size_t Write(char* p, size_t size, size_t n, void* user) {
   auto* s = static_cast<Sink*>(user);
-  s->data->append(p, size * n);
-  if (s->stop && s->stop(*s->data, s->arg)) {
-    s->stopped = true;
-    return 0;  // ends the transfer
+  const size_t len = size * n;
+  try {
+    if (s->data->size() + len > kMaxEtcdResponseBytes) {
+      s->overflow = true;
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    s->data->append(p, len);
+    if (s->consume != nullptr && s->consume(s->data, s->arg)) {
+      s->stopped = true;
+      return 0;
+    }
+  } catch (...) {  // nothing may unwind through libcurl
+    s->failed = true;
+    return 0;
   }
-  return size * n;
+  return len;
 }
 
 const bool kCurlReady = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 
-// The watch stream is a sequence of JSON objects; is there a PUT event for the key yet?
+// The host part of an http(s) URL ("[::1]" keeps its brackets).
+std::string UrlHost(const std::string& url) {
+  size_t b = url.find("://");
+  b = b == std::string::npos ? 0 : b + 3;
+  size_t at = url.find('@', b), slash = url.find('/', b);
+  if (at != std::string::npos && (slash == std::string::npos || at < slash)) b = at + 1;
+  size_t e = url[b] == '[' ? url.find(']', b) : url.find_first_of(":/", b);
+  if (e == std::string::npos) return url.substr(b);
+  return url.substr(b, url[b] == '[' ? e + 1 - b : e - b);
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+bool StartsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+// A watch: the gateway streams one JSON message per line.
 struct WatchState {
-  std::string key_b64;
+  std::string key;
   std::string value;
   bool found = false;
+  Status status;  // an error message or a canceled watch
 };
-bool WatchSawPut(const std::string& data, void* arg) {
+
+// Handles one complete message; true when the wait is over (found, or failed).
+bool WatchHandle(WatchState* w, std::string_view msg) {
+  if (msg.find_first_not_of(" \t\r\n") == std::string_view::npos) return false;
+  bool found = false;
+  std::string v;
+  Status s = ParseEtcdWatchMessage(msg, w->key, &found, &v);
+  if (!s.ok()) {
+    w->status = s;
+    return true;
+  }
+  if (found) {
+    w->found = true;
+    w->value = std::move(v);
+  }
+  return found;
+}
+
+bool WatchConsume(std::string* data, void* arg) {
   auto* w = static_cast<WatchState*>(arg);
-  // Objects are separated by newlines (grpc-gateway's streaming format).
   size_t start = 0;
-  while (start < data.size()) {
-    size_t end = data.find('\n', start);
-    if (end == std::string::npos) end = data.size();
-    json j = json::parse(data.begin() + start, data.begin() + end, nullptr, false);
-    start = end + 1;
-    if (j.is_discarded() || !j.contains("result")) continue;
-    for (const auto& e : j["result"].value("events", json::array())) {
-      if (e.value("type", "PUT") != "PUT" || !e.contains("kv")) continue;
-      if (e["kv"].value("key", "") == w->key_b64) {
-        w->found = Unb64(e["kv"].value("value", ""), &w->value);
-        if (w->found) return true;
-      }
-    }
+  for (size_t end; (end = data->find('\n', start)) != std::string::npos; start = end + 1) {
+    if (WatchHandle(w, std::string_view(*data).substr(start, end - start))) return true;
+  }
+  data->erase(0, start);
+  // A last message whose newline has not come yet (or never will).
+  if (!data->empty() && data->back() == '}' && json::accept(*data)) {
+    std::string msg = std::move(*data);
+    data->clear();
+    return WatchHandle(w, msg);
   }
   return false;
 }
 }  // namespace
 
-Status EtcdMailbox::Open(const std::string& endpoint, const std::string& prefix,
-                         std::unique_ptr<Mailbox>* out) {
-  if (!kCurlReady) return Status(Code::kIoError, "curl_global_init failed");
-  if (endpoint.empty()) return Status(Code::kInvalidArgument, "the etcd exchange needs --etcd");
-  std::unique_ptr<EtcdMailbox> m(new EtcdMailbox(endpoint, prefix.empty() ? "/rkv" : prefix));
-  std::string resp;
-  Status s = m->Post("/v3/lease/grant", json{{"TTL", kStaleMs / 1000}}.dump(), &resp, 5000);
-  if (!s.ok()) return s;
-  json j = json::parse(resp, nullptr, false);
-  if (j.is_discarded() || !j.contains("ID"))
-    return Status(Code::kProtocolError,
-                  "etcd lease grant: unexpected answer: " + resp.substr(0, 200));
-  m->lease_ = j["ID"].is_string() ? j["ID"].get<std::string>() : j["ID"].dump();
-  *out = std::move(m);
+Status EtcdMailbox::CheckOptions(const ExchangeOptions& o) {
+  auto bad = [](const std::string& m) { return Status(Code::kInvalidArgument, m); };
+  const std::string& ep = o.etcd_endpoint;
+  if (ep.empty()) return bad("the etcd exchange needs --etcd=http(s)://HOST:PORT");
+  const bool https = StartsWith(ep, "https://");
+  if (!https && !StartsWith(ep, "http://"))
+    return bad("--etcd=" + ep + ": expected http://HOST:PORT or https://HOST:PORT");
+  if (!https && (!o.etcd_cacert.empty() || !o.etcd_cert.empty() || !o.etcd_key.empty()))
+    return bad("--etcd_cacert/--etcd_cert/--etcd_key need an https:// endpoint (--etcd=" + ep +
+               ")");
+  if (o.etcd_cert.empty() != o.etcd_key.empty())
+    return bad("--etcd_cert and --etcd_key go together (a client certificate and its key)");
+  if (o.etcd_user.empty() != o.etcd_password_file.empty())
+    return bad("--etcd_user and --etcd_password_file go together");
+  if (!o.etcd_user.empty() && !https && !IsLoopback(UrlHost(ep)))
+    return bad("refusing to send the etcd password in clear to " + UrlHost(ep) +
+               ": use an https:// endpoint");
   return Status::Ok();
 }
 
+Status EtcdMailbox::ReadPasswordFile(const std::string& path, std::string* password) {
+  const std::string what = "etcd password file '" + path + "'";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return ErrnoStatus("open(" + what + ")", errno);
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return ErrnoStatus("fstat(" + what + ")", err);
+  }
+  auto refuse = [&](const std::string& why) {
+    close(fd);
+    return Status(Code::kInvalidArgument, what + ": " + why);
+  };
+  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
+  if ((st.st_mode & 077) != 0) return refuse("group or others may access it (chmod 600)");
+  if (uint64_t(st.st_size) > kMaxPasswordBytes)
+    return refuse("larger than " + std::to_string(kMaxPasswordBytes) + " bytes");
+  std::string buf(kMaxPasswordBytes + 1, '\0');
+  size_t got = 0;
+  while (got < buf.size()) {
+    ssize_t n = read(fd, buf.data() + got, buf.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      close(fd);
+      return ErrnoStatus("read(" + what + ")", err);
+    }
+    if (n == 0) break;
+    got += size_t(n);
+  }
+  close(fd);
+  if (got > kMaxPasswordBytes)
+    return Status(Code::kInvalidArgument,
+                  what + ": larger than " + std::to_string(kMaxPasswordBytes) + " bytes");
+  buf.resize(got);
+  if (!buf.empty() && buf.back() == '\n') buf.pop_back();
+  if (!buf.empty() && buf.back() == '\r') buf.pop_back();
+  if (buf.empty()) return Status(Code::kInvalidArgument, what + ": empty");
+  *password = std::move(buf);
+  return Status::Ok();
+}
+
+Status EtcdMailbox::Open(const ExchangeOptions& o, std::unique_ptr<Mailbox>* out) {
+  return NoThrow("open", [&]() -> Status {
+    Status s = CheckOptions(o);
+    if (!s.ok()) return s;
+    if (!kCurlReady) return Status(Code::kIoError, "curl_global_init failed");
+    ExchangeOptions opts = o;
+    if (opts.etcd_prefix.empty()) opts.etcd_prefix = "/rkv";
+    std::unique_ptr<EtcdMailbox> m(new EtcdMailbox(std::move(opts)));
+    if (!o.etcd_user.empty()) {
+      s = ReadPasswordFile(o.etcd_password_file, &m->password_);
+      if (s.ok()) s = m->Authenticate();
+      if (!s.ok()) return s;
+    }
+    std::string resp;
+    s = m->Post("/v3/lease/grant", Dump(json{{"TTL", kStaleMs / 1000}}), &resp, 5000);
+    if (s.ok()) s = ParseEtcdLeaseGrantResponse(resp, &m->lease_);
+    if (!s.ok()) return s;
+    *out = std::move(m);
+    return Status::Ok();
+  });
+}
+
 EtcdMailbox::~EtcdMailbox() {
+  if (lease_.empty()) return;
   std::string resp;
-  if (!lease_.empty()) (void)Post("/v3/lease/revoke", json{{"ID", lease_}}.dump(), &resp, 2000);
+  (void)NoThrow("lease revoke", [&] {
+    return Post("/v3/lease/revoke", Dump(json{{"ID", lease_}}), &resp, 2000);
+  });
+}
+
+Status EtcdMailbox::Authenticate() {
+  std::string resp, token;
+  long http = 0;
+  Status s =
+      PostOnce("/v3/auth/authenticate", Dump(json{{"name", o_.etcd_user}, {"password", password_}}),
+               &resp, 5000, nullptr, nullptr, &http);
+  if (s.ok() && http != 200)
+    s = Status(Code::kIoError, "etcd authenticate as '" + EtcdSnippet(o_.etcd_user, 64) +
+                                   "': HTTP " + std::to_string(http) + ": " + EtcdSnippet(resp));
+  if (s.ok()) s = ParseEtcdAuthenticateResponse(resp, &token);
+  if (!s.ok()) return s;
+  MutexLock l(&mu_);
+  token_ = std::move(token);
+  return Status::Ok();
 }
 
 Status EtcdMailbox::Post(const std::string& path, const std::string& body, std::string* response,
-                         int timeout_ms, bool (*stop)(const std::string&, void*),
-                         void* stop_arg) const {
+                         int timeout_ms, Consumer consume, void* arg) {
+  long http = 0;
+  Status s = PostOnce(path, body, response, timeout_ms, consume, arg, &http);
+  if (s.ok() && http == 401 && !o_.etcd_user.empty()) {  // the token expired: renew, retry
+    s = Authenticate();
+    if (s.ok()) s = PostOnce(path, body, response, timeout_ms, consume, arg, &http);
+  }
+  if (s.ok() && http != 200 && http != 0)
+    return Status(Code::kIoError, "etcd " + o_.etcd_endpoint + path + ": HTTP " +
+                                      std::to_string(http) + ": " + EtcdSnippet(*response));
+  return s;
+}
+
+// *http gets the status code; 0 when a consumer ended the transfer (that is a success).
+Status EtcdMailbox::PostOnce(const std::string& path, const std::string& body,
+                             std::string* response, int timeout_ms, Consumer consume, void* arg,
+                             long* http) {
+  *http = 0;
   CURL* c = curl_easy_init();
   if (c == nullptr) return Status(Code::kIoError, "curl_easy_init failed");
-  std::string url = endpoint_ + path;
+  const std::string url = o_.etcd_endpoint + path;
+  std::string auth;
+  if (path != "/v3/auth/authenticate") {
+    MutexLock l(&mu_);
+    if (!token_.empty()) auth = "Authorization: " + token_;
+  }
   response->clear();
-  Sink sink{response, stop, stop_arg};
+  Sink sink{response, consume, arg};
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (!auth.empty()) headers = curl_slist_append(headers, auth.c_str());
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS, long(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
   curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
   curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body.size()));
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Write);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  if (consume == nullptr)  // refused before the body, when the length is announced
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(kMaxEtcdResponseBytes));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(timeout_ms));
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(std::min(timeout_ms, 3000)));
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  if (!o_.etcd_cacert.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, o_.etcd_cacert.c_str());
+  if (!o_.etcd_cert.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, o_.etcd_cert.c_str());
+  if (!o_.etcd_key.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, o_.etcd_key.c_str());
   CURLcode rc = curl_easy_perform(c);
-  long http = 0;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
+  long code = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   curl_slist_free_all(headers);
   curl_easy_cleanup(c);
   if (sink.stopped) return Status::Ok();
-  if (rc == CURLE_OPERATION_TIMEDOUT && stop != nullptr)
+  if (sink.overflow || rc == CURLE_FILESIZE_EXCEEDED)
+    return Status(Code::kProtocolError, "etcd " + url + ": response larger than " +
+                                            std::to_string(kMaxEtcdResponseBytes) +
+                                            " bytes; transfer aborted");
+  if (sink.failed) return Status(Code::kIoError, "etcd " + url + ": out of memory");
+  if (rc == CURLE_OPERATION_TIMEDOUT && consume != nullptr)
     return Status(Code::kTimeout, "etcd watch timed out");
   if (rc != CURLE_OK)
     return Status(Code::kIoError, "etcd " + url + ": " + curl_easy_strerror(rc) +
                                       (rc == CURLE_COULDNT_CONNECT ? " (is etcd running?)" : ""));
-  if (http != 200)
-    return Status(Code::kIoError, "etcd " + url + ": HTTP " + std::to_string(http) + ": " +
-                                      response->substr(0, 200));
+  *http = code;
   return Status::Ok();
 }
 
 Status EtcdMailbox::Range(const std::string& key, bool* found, std::string* value,
-                          int64_t* revision) const {
+                          int64_t* revision) {
   std::string resp;
-  Status s = Post("/v3/kv/range", json{{"key", B64(key)}}.dump(), &resp, 5000);
+  Status s = Post("/v3/kv/range", Dump(json{{"key", EncodeBase64(key)}}), &resp, 5000);
+  EtcdRangeResponse r;
+  if (s.ok()) s = ParseEtcdRangeResponse(resp, &r);
   if (!s.ok()) return s;
-  json j = json::parse(resp, nullptr, false);
-  if (j.is_discarded()) return Status(Code::kProtocolError, "etcd range: not JSON");
-  *revision = std::stoll(j["header"].value("revision", std::string("0")));
+  *revision = r.revision;
   *found = false;
-  for (const auto& kv : j.value("kvs", json::array())) {
-    if (!Unb64(kv.value("value", ""), value))
-      return Status(Code::kProtocolError, "etcd range: bad base64 value");
+  for (EtcdKv& kv : r.kvs) {
+    if (kv.key != key) continue;  // not what was asked for: ignored
+    *value = std::move(kv.value);
     *found = true;
   }
   return Status::Ok();
 }
 
 Status EtcdMailbox::Put(const std::string& name, const std::string& bytes) {
-  std::string resp;
-  return Post("/v3/kv/put",
-              json{{"key", B64(Key(name))}, {"value", B64(bytes)}, {"lease", lease_}}.dump(), &resp,
-              5000);
+  return NoThrow("put", [&]() -> Status {
+    if (bytes.size() > kMaxEntryBytes)
+      return Status(Code::kInvalidArgument,
+                    "etcd put " + Key(name) + ": " + std::to_string(bytes.size()) +
+                        " bytes, more than " + std::to_string(kMaxEntryBytes));
+    std::string resp;
+    return Post(
+        "/v3/kv/put",
+        Dump(json{
+            {"key", EncodeBase64(Key(name))}, {"value", EncodeBase64(bytes)}, {"lease", lease_}}),
+        &resp, 5000);
+  });
 }
 
 Status EtcdMailbox::WaitFor(const std::string& name, std::string* bytes, int timeout_ms) {
-  bool found = false;
-  int64_t rev = 0;
-  Status s = Range(Key(name), &found, bytes, &rev);
-  if (!s.ok() || found) return s;
-  WatchState w;
-  w.key_b64 = B64(Key(name));
-  json req = {
-      {"create_request", {{"key", w.key_b64}, {"start_revision", std::to_string(rev + 1)}}}};
-  std::string resp;
-  s = Post("/v3/watch", req.dump(), &resp, timeout_ms, WatchSawPut, &w);
-  if (!s.ok()) return s;
-  if (!w.found) return Status(Code::kTimeout, "no key " + Key(name));
-  *bytes = w.value;
-  return Status::Ok();
+  return NoThrow("wait", [&]() -> Status {
+    bool found = false;
+    int64_t rev = 0;
+    std::string value;
+    Status s = Range(Key(name), &found, &value, &rev);
+    if (!s.ok()) return s;
+    WatchState w;
+    if (!found) {
+      w.key = Key(name);
+      json req = {{"create_request",
+                   {{"key", EncodeBase64(w.key)}, {"start_revision", std::to_string(rev + 1)}}}};
+      std::string resp;
+      s = Post("/v3/watch", Dump(req), &resp, timeout_ms, WatchConsume, &w);
+      if (!s.ok()) return s;
+      if (!w.status.ok()) return w.status;
+      if (!w.found && !resp.empty()) (void)WatchHandle(&w, resp);  // stream ended unterminated
+      if (!w.status.ok()) return w.status;
+      if (!w.found) return Status(Code::kTimeout, "no key " + Key(name));
+      value = std::move(w.value);
+    }
+    if (value.size() > kMaxEntryBytes)
+      return Status(Code::kProtocolError, "etcd " + Key(name) + ": " +
+                                              std::to_string(value.size()) + " bytes, more than " +
+                                              std::to_string(kMaxEntryBytes));
+    *bytes = std::move(value);
+    return Status::Ok();
+  });
 }
 
 Status EtcdMailbox::List(const std::string& suffix, std::vector<std::string>* out) {
   out->clear();
-  std::string start = prefix_ + "/", end = start;
-  end.back() = char(end.back() + 1);
-  std::string resp;
-  Status s = Post("/v3/kv/range",
-                  json{{"key", B64(start)}, {"range_end", B64(end)}, {"keys_only", true}}.dump(),
-                  &resp, 5000);
-  if (!s.ok()) return s;
-  json j = json::parse(resp, nullptr, false);
-  if (j.is_discarded()) return Status(Code::kProtocolError, "etcd range: not JSON");
-  for (const auto& kv : j.value("kvs", json::array())) {
-    std::string k;
-    if (!Unb64(kv.value("key", ""), &k) || k.size() <= start.size()) continue;
-    std::string n = k.substr(start.size());
-    if (n.size() > suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
-      out->push_back(n);
-  }
-  return Status::Ok();
+  return NoThrow("list", [&]() -> Status {
+    std::string start = o_.etcd_prefix + "/", end = start;
+    end.back() = char(end.back() + 1);
+    std::string resp;
+    Status s = Post("/v3/kv/range",
+                    Dump(json{{"key", EncodeBase64(start)},
+                              {"range_end", EncodeBase64(end)},
+                              {"keys_only", true},
+                              {"limit", std::to_string(kListLimit)}}),
+                    &resp, 5000);
+    EtcdRangeResponse r;
+    if (s.ok()) s = ParseEtcdRangeResponse(resp, &r);
+    if (!s.ok()) return s;
+    for (const EtcdKv& kv : r.kvs) {
+      if (kv.key.size() <= start.size() || kv.key.compare(0, start.size(), start) != 0) continue;
+      std::string n = kv.key.substr(start.size());
+      if (n.size() > suffix.size() &&
+          n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+        out->push_back(n);
+    }
+    return Status::Ok();
+  });
 }
 
 bool EtcdMailbox::Alive(const std::string& name) {
   bool found = false;
-  std::string v;
-  int64_t rev = 0;
+  Status s = NoThrow("alive", [&] {
+    std::string v;
+    int64_t rev = 0;
+    return Range(Key(name), &found, &v, &rev);
+  });
   // An unreachable etcd is not proof that the peer left: report alive.
-  if (!Range(Key(name), &found, &v, &rev).ok()) return true;
-  return found;
+  return !s.ok() || found;
 }
 
 void EtcdMailbox::Remove(const std::string& name) {
   std::string resp;
-  (void)Post("/v3/kv/deleterange", json{{"key", B64(Key(name))}}.dump(), &resp, 2000);
+  (void)NoThrow("remove", [&] {
+    return Post("/v3/kv/deleterange", Dump(json{{"key", EncodeBase64(Key(name))}}), &resp, 2000);
+  });
 }
 
 void EtcdMailbox::Heartbeat() {
   std::string resp;
-  (void)Post("/v3/lease/keepalive", json{{"ID", lease_}}.dump(), &resp, 2000);
+  (void)NoThrow("keepalive", [&] {
+    return Post("/v3/lease/keepalive", Dump(json{{"ID", lease_}}), &resp, 2000);
+  });
 }
 
 }  // namespace rkv

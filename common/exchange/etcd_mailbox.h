@@ -1,11 +1,20 @@
 // EtcdMailbox: a Mailbox in etcd (the `etcd` exchange method), spoken to through etcd's v3
-// JSON gateway (HTTP POST of JSON to /v3/kv/*, /v3/lease/*, /v3/watch; keys and values
-// base64) with libcurl and nlohmann::json. Entries live under "<prefix>/<name>", all attached
-// to one lease of this mailbox (TTL kStaleMs): Heartbeat() keeps the lease alive, the
-// destructor revokes it (deleting the entries), and a dead process's entries expire with it.
-// WaitFor reads the key and, if absent, watches it from the next revision (no polling).
+// JSON gateway (HTTP POST of JSON to /v3/kv/*, /v3/lease/*, /v3/watch, /v3/auth/authenticate;
+// keys and values base64) with libcurl and nlohmann::json. Entries live under
+// "<prefix>/<name>", all attached to one lease of this mailbox (TTL kStaleMs): Heartbeat()
+// keeps the lease alive, the destructor revokes it (deleting the entries), and a dead
+// process's entries expire with it. WaitFor reads the key and, if absent, watches it from the
+// next revision (no polling).
+//
+// Security (issue 12): what answers at the endpoint is untrusted. Its answers are decoded by
+// the pure functions of etcd_json.h (every field and type checked); no exception leaves any
+// method of this class; a response over kMaxEtcdResponseBytes aborts its transfer. Optional:
+// TLS (https:// endpoint; etcd_cacert verifies the server, etcd_cert/etcd_key authenticate
+// this side) and etcd v3 auth (etcd_user + etcd_password_file: /v3/auth/authenticate gives a
+// token sent in the Authorization header; renewed once when etcd answers 401). A password is
+// never sent in clear to a host other than the loopback.
 // Thread safety: one user thread plus one heartbeat thread (every call uses its own curl
-// handle; the mailbox state is immutable after Open).
+// handle; the auth token is guarded by mu_; the rest is immutable after Open).
 #ifndef RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
 #define RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
 
@@ -13,13 +22,15 @@
 #include <string>
 
 #include "common/exchange/mailbox.h"
+#include "common/mutex.h"
+#include "rkv/connection_params.h"
 
 namespace rkv {
 
 class EtcdMailbox : public Mailbox {
  public:
-  [[nodiscard]] static Status Open(const std::string& endpoint, const std::string& prefix,
-                                   std::unique_ptr<Mailbox>* out);
+  // Uses o.etcd_endpoint, etcd_prefix and the etcd security fields of `o`.
+  [[nodiscard]] static Status Open(const ExchangeOptions& o, std::unique_ptr<Mailbox>* out);
   ~EtcdMailbox() override;
   Status Put(const std::string& name, const std::string& bytes) override;
   Status WaitFor(const std::string& name, std::string* bytes, int timeout_ms) override;
@@ -28,24 +39,38 @@ class EtcdMailbox : public Mailbox {
   void Remove(const std::string& name) override;
   void Heartbeat() override;
   std::string Describe(const std::string& name) const override {
-    return "etcd " + endpoint_ + " " + Key(name);
+    return "etcd " + o_.etcd_endpoint + " " + Key(name);
   }
 
- private:
-  EtcdMailbox(std::string endpoint, std::string prefix)
-      : endpoint_(std::move(endpoint)), prefix_(std::move(prefix)) {}
-  std::string Key(const std::string& name) const { return prefix_ + "/" + name; }
-  // POSTs `body` to endpoint_ + path; *response gets the body. Streaming calls (watch) pass
-  // `stop`, called with the data so far, which returns true when it has seen enough.
-  Status Post(const std::string& path, const std::string& body, std::string* response,
-              int timeout_ms, bool (*stop)(const std::string&, void*) = nullptr,
-              void* stop_arg = nullptr) const;
-  // Reads `key`: *found, *value, and the store's revision.
-  Status Range(const std::string& key, bool* found, std::string* value, int64_t* revision) const;
+  // Checks the options' combination (scheme, TLS files, user/password, cleartext password)
+  // without contacting etcd. Pure, for tests.
+  [[nodiscard]] static Status CheckOptions(const ExchangeOptions& o);
+  // Reads a password file: a regular file not readable or writable by group/others, at most
+  // 4 KiB; one trailing newline is dropped.
+  [[nodiscard]] static Status ReadPasswordFile(const std::string& path, std::string* password);
 
-  const std::string endpoint_;
-  const std::string prefix_;
-  std::string lease_;  // decimal lease ID, set by Open
+  // Streaming calls (watch) consume complete messages from *data as they arrive; a consumer
+  // returns true to end the transfer.
+  using Consumer = bool (*)(std::string* data, void* arg);
+
+ private:
+  explicit EtcdMailbox(ExchangeOptions o) : o_(std::move(o)) {}
+  std::string Key(const std::string& name) const { return o_.etcd_prefix + "/" + name; }
+  // POSTs `body` to endpoint + path; *response gets the body (at most kMaxEtcdResponseBytes,
+  // else an error). With auth, a 401 renews the token and retries once.
+  Status Post(const std::string& path, const std::string& body, std::string* response,
+              int timeout_ms, Consumer consume = nullptr, void* arg = nullptr);
+  Status PostOnce(const std::string& path, const std::string& body, std::string* response,
+                  int timeout_ms, Consumer consume, void* arg, long* http);
+  Status Authenticate();
+  // Reads `key`: *found, *value, and the store's revision.
+  Status Range(const std::string& key, bool* found, std::string* value, int64_t* revision);
+
+  const ExchangeOptions o_;
+  std::string password_;  // set by Open when o_.etcd_user is set
+  std::string lease_;     // decimal lease ID, set by Open
+  Mutex mu_;
+  std::string token_ GUARDED_BY(mu_);  // etcd auth token ("" without auth)
 };
 
 }  // namespace rkv

@@ -17,8 +17,7 @@ bool HasRecord(MsgType t) {
 }
 // The storage behind the file and etcd methods.
 Status OpenMailbox(const ExchangeOptions& o, std::unique_ptr<Mailbox>* mb) {
-  return o.method == Exchange::kFile ? FileMailbox::Open(o.dir, mb)
-                                     : EtcdMailbox::Open(o.etcd_endpoint, o.etcd_prefix, mb);
+  return o.method == Exchange::kFile ? FileMailbox::Open(o.dir, mb) : EtcdMailbox::Open(o, mb);
 }
 }  // namespace
 

@@ -1,0 +1,71 @@
+// Pure decoders of etcd v3 JSON-gateway responses, for the etcd mailbox (etcd_mailbox.h).
+// What answers at the etcd endpoint is untrusted input: every function here takes the
+// response text, checks every field's presence and JSON type, and returns a Status; none
+// throws (nlohmann::json is used with exceptions off and a final catch-all), none reads
+// beyond its input, and deeply nested input is refused before it is parsed. These are the
+// entry points for the etcd libFuzzer harness.
+//
+// Field encodings follow the gateway's protobuf JSON mapping: int64 fields are decimal strings
+// (a JSON integer is accepted too), bytes fields (key, value) base64 (standard or URL-safe,
+// padded or not); fields equal to their default (an empty value, event type PUT, ...) are
+// omitted.
+// Thread safety: stateless functions. Ownership: outputs are plain values.
+#ifndef RKV_COMMON_EXCHANGE_ETCD_JSON_H_
+#define RKV_COMMON_EXCHANGE_ETCD_JSON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rkv/status.h"
+
+namespace rkv {
+
+// The largest response the etcd mailbox accepts (the transfer is aborted past it), and for a
+// watch stream the largest unconsumed message. Entries are at most Mailbox::kMaxEntryBytes.
+inline constexpr size_t kMaxEtcdResponseBytes = 1 << 20;
+// Deeper JSON nesting than this is refused unparsed (etcd's answers nest 4 levels).
+inline constexpr int kMaxEtcdJsonDepth = 32;
+
+struct EtcdKv {
+  std::string key;    // decoded bytes
+  std::string value;  // decoded bytes (empty for keys_only ranges)
+};
+
+struct EtcdRangeResponse {
+  int64_t revision = 0;  // header.revision: the store's revision when the range was served
+  std::vector<EtcdKv> kvs;
+};
+
+// /v3/kv/range: {"header":{"revision":"N",...},"kvs":[{"key":B64,"value":B64,...}],...}.
+// header.revision is required (a watch starts after it); kvs may be absent (no match).
+[[nodiscard]] Status ParseEtcdRangeResponse(std::string_view text, EtcdRangeResponse* out);
+
+// /v3/lease/grant: {"ID":"N","TTL":"N",...}. *lease_id gets the ID as a decimal string.
+[[nodiscard]] Status ParseEtcdLeaseGrantResponse(std::string_view text, std::string* lease_id);
+
+// /v3/auth/authenticate: {"token":"..."}. The token is sent back as an HTTP header, so it must
+// be 1..4096 printable ASCII characters without spaces (no header injection).
+[[nodiscard]] Status ParseEtcdAuthenticateResponse(std::string_view text, std::string* token);
+
+// One message of a /v3/watch stream (the gateway sends one JSON object per line):
+// {"result":{"events":[{"type":"PUT"|"DELETE","kv":{...}}],"canceled":bool,...}} or
+// {"error":{...}}. *found is set (and *value gets the decoded value) when the message holds a
+// PUT of exactly `key` (raw bytes, not base64). An error message, or a watch that etcd
+// canceled (compaction, permission), is an error Status: the wait cannot succeed any more.
+[[nodiscard]] Status ParseEtcdWatchMessage(std::string_view text, std::string_view key, bool* found,
+                                           std::string* value);
+
+// Base64 as the gateway's bytes fields use it. Decode is strict about the alphabet and where
+// '=' may appear; false on anything else.
+std::string EncodeBase64(std::string_view in);
+[[nodiscard]] bool DecodeBase64(std::string_view in, std::string* out);
+
+// At most `max` bytes of `text` for an error message, non-printable bytes as \xNN.
+std::string EtcdSnippet(std::string_view text, size_t max = 200);
+
+}  // namespace rkv
+
+#endif  // RKV_COMMON_EXCHANGE_ETCD_JSON_H_
