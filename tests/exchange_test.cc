@@ -1,11 +1,19 @@
 // Unit tests of the parameter exchange: message encoding, and the tcp and file methods end to
-// end in one process (no RDMA needed). etcd runs in the integration tests (needs a server).
+// end in one process (no RDMA needed), and hostile TCP peers (oversized or foreign headers,
+// dribbled bytes). etcd: tests/etcd_json_test.cc (decoders, a fake etcd) and the integration
+// tests (a real etcd); the file mailbox's defences: tests/file_mailbox_test.cc.
 #include "common/exchange/exchange.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "common/exchange/file_mailbox.h"
@@ -100,6 +108,80 @@ TEST(Exchange, TcpHandshakeAndPeerGone) {
   EXPECT_TRUE(server->PeerGone());
   ExchangeMsg m;
   EXPECT_FALSE(server->Receive(&m, 100).ok());
+}
+
+// A listener on a free port, and a raw client socket connected to it (a hostile peer that
+// writes whatever bytes it likes); *server is the accepted channel.
+void RawPeer(std::unique_ptr<ExchangeListener>* listener, int* raw,
+             std::unique_ptr<ExchangeChannel>* server) {
+  uint16_t port = 0;
+  for (uint16_t p = 47920; p < 47940 && port == 0; ++p)
+    if (TcpListener::Listen("127.0.0.1", p, listener).ok()) port = p;
+  ASSERT_NE(port, 0);
+  *raw = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(*raw, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_TRUE((*listener)->Accept(server, 2000).ok());
+  ASSERT_NE(*server, nullptr);
+}
+
+std::string Header(uint32_t magic, uint16_t version, uint32_t len) {
+  std::string h(kExchangeHeaderSize, '\0');
+  std::memcpy(&h[0], &magic, 4);
+  std::memcpy(&h[4], &version, 2);
+  uint16_t type = 1;
+  std::memcpy(&h[6], &type, 2);
+  std::memcpy(&h[8], &len, 4);
+  return h;
+}
+
+TEST(Exchange, TcpOversizedOrForeignHeaderIsRefusedAtOnce) {
+  for (const std::string& h : {Header(kExchangeMagic, kExchangeVersion, 1u << 30),
+                               Header(kExchangeMagic, kExchangeVersion, 0xffffffffu),
+                               Header(0x20544547, kExchangeVersion, 4)}) {  // "GET "
+    std::unique_ptr<ExchangeListener> listener;
+    std::unique_ptr<ExchangeChannel> server;
+    int raw = -1;
+    RawPeer(&listener, &raw, &server);
+    ASSERT_EQ(send(raw, h.data(), h.size(), 0), ssize_t(h.size()));
+    auto t0 = std::chrono::steady_clock::now();
+    ExchangeMsg m;
+    Status s = server->Receive(&m, 5000);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+    EXPECT_EQ(s.code(), Code::kProtocolError);
+    EXPECT_NE(s.message().find("127.0.0.1"), std::string::npos) << s.ToString();
+    close(raw);
+  }
+}
+
+TEST(Exchange, TcpDribblingPeerGetsOneDeadlineForTheWholeMessage) {
+  std::unique_ptr<ExchangeListener> listener;
+  std::unique_ptr<ExchangeChannel> server;
+  int raw = -1;
+  RawPeer(&listener, &raw, &server);
+  const std::string msg = EncodeExchangeMsg(Params(1, 2));
+  std::atomic<bool> stop{false};
+  // One byte every 20 ms: the header arrives within the timeout, the whole message would take
+  // about 3 s. With a fresh timeout per read the payload would get another 400 ms.
+  std::thread dribble([&] {
+    for (size_t i = 0; i < msg.size() && !stop; ++i) {
+      if (send(raw, &msg[i], 1, MSG_NOSIGNAL) != 1) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  ExchangeMsg m;
+  Status s = server->Receive(&m, 400);
+  auto took = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  dribble.join();
+  close(raw);
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_GE(took, std::chrono::milliseconds(390));
+  EXPECT_LT(took, std::chrono::milliseconds(600));
 }
 
 TEST(Exchange, TcpConnectRefusedSaysSo) {

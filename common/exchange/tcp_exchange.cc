@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -51,7 +52,9 @@ Status TcpChannel::Connect(const std::string& host, uint16_t port, int timeout_m
     if (errno != EINPROGRESS)
       return ErrnoStatus("connect(tcp exchange " + Where(addr) + ")", errno);
     pollfd p{fd, POLLOUT, 0};
-    int r = poll(&p, 1, timeout_ms);
+    int r;
+    do r = poll(&p, 1, std::max(timeout_ms, 0));  // (a signal restarts the wait: rare)
+    while (r < 0 && errno == EINTR);
     if (r == 0)
       return Status(Code::kTimeout, "tcp exchange: no answer from " + Where(addr) + " within " +
                                         std::to_string(timeout_ms) + " ms");
@@ -103,17 +106,18 @@ Status TcpChannel::Send(const ExchangeMsg& m) {
   return Status::Ok();
 }
 
-Status TcpChannel::ReadFull(uint8_t* buf, size_t len, int timeout_ms) {
-  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+Status TcpChannel::ReadFull(uint8_t* buf, size_t len, Clock::time_point deadline, int timeout_ms) {
   size_t off = 0;
   while (off < len) {
     int left =
         int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
     if (left <= 0)
-      return Status(Code::kTimeout, "tcp exchange: no message from " + peer_ + " within " +
+      return Status(Code::kTimeout, "tcp exchange: no complete message from " + peer_ + " within " +
                                         std::to_string(timeout_ms) + " ms");
     pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, left) <= 0) continue;
+    int r = poll(&p, 1, left);
+    if (r < 0 && errno != EINTR) return ErrnoStatus("poll(tcp exchange from " + peer_ + ")", errno);
+    if (r <= 0) continue;
     ssize_t n = recv(fd_, buf + off, len - off, 0);
     if (n == 0)
       return Status(Code::kConnectionLost, "tcp exchange: " + peer_ + " closed the connection");
@@ -127,13 +131,19 @@ Status TcpChannel::ReadFull(uint8_t* buf, size_t len, int timeout_ms) {
 }
 
 Status TcpChannel::Receive(ExchangeMsg* m, int timeout_ms) {
+  // One deadline for the whole message: a peer that dribbles bytes cannot stretch it.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 0));
   uint8_t buf[kMaxExchangeMessage];
-  Status s = ReadFull(buf, kExchangeHeaderSize, timeout_ms);
+  static_assert(sizeof buf >= kExchangeHeaderSize);
+  Status s = ReadFull(buf, kExchangeHeaderSize, deadline, timeout_ms);
   if (!s.ok()) return s;
   uint32_t len = 0;
-  s = ExchangePayloadLength(buf, &len);
-  if (!s.ok()) return s;
-  s = ReadFull(buf + kExchangeHeaderSize, len, timeout_ms);
+  s = ExchangePayloadLength(buf, &len);  // magic, version, and len <= the cap
+  if (!s.ok()) return Status(s.code(), s.message() + " (from " + peer_ + ")");
+  if (len > sizeof buf - kExchangeHeaderSize)  // ExchangePayloadLength's cap, checked here too
+    return Status(Code::kProtocolError, "tcp exchange: " + peer_ + " announced " +
+                                            std::to_string(len) + " bytes, over the limit");
+  s = ReadFull(buf + kExchangeHeaderSize, len, deadline, timeout_ms);
   if (!s.ok()) return s;
   return DecodeExchangeMsg(buf, kExchangeHeaderSize + len, m);
 }
@@ -171,7 +181,7 @@ TcpListener::~TcpListener() {
 Status TcpListener::Accept(std::unique_ptr<ExchangeChannel>* out, int timeout_ms) {
   out->reset();
   pollfd p{fd_, POLLIN, 0};
-  int r = poll(&p, 1, timeout_ms);
+  int r = poll(&p, 1, std::max(timeout_ms, 0));
   if (r < 0 && errno != EINTR) return ErrnoStatus("poll(tcp exchange listener)", errno);
   if (r <= 0) return Status::Ok();
   sockaddr_in peer{};

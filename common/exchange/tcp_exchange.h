@@ -1,12 +1,17 @@
 // The `tcp` exchange method: parameters travel over a TCP connection between client and
 // server, as perftest does. Messages are ExchangeMsg frames (16-byte header with magic,
-// version and length, then the payload); a frame with a bad header or an oversized length
-// ends the exchange with a clear error. After the handshake the socket stays open as the
-// control connection: EOF or a reset means the peer is gone.
+// version and length, then the payload); a frame with a bad header or a length over
+// kMaxExchangeMessage ends the exchange with a clear error before anything more is read.
+// Deadlines: Receive reads a whole message within its timeout (one deadline for header and
+// payload, so a peer dribbling bytes cannot stretch it), Send gives up after 5 s of a peer
+// not reading, Accept and Connect wait at most their timeout.
+// After the handshake the socket stays open as the control connection: EOF or a reset means
+// the peer is gone.
 // Thread safety: one thread at a time per object. Ownership: each object owns its socket.
 #ifndef RKV_COMMON_EXCHANGE_TCP_EXCHANGE_H_
 #define RKV_COMMON_EXCHANGE_TCP_EXCHANGE_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -27,7 +32,9 @@ class TcpChannel : public ExchangeChannel {
   uint32_t LocalIpv4() const override;
 
  private:
-  Status ReadFull(uint8_t* buf, size_t len, int timeout_ms);
+  // Reads exactly len bytes before `deadline` (timeout_ms is for the message).
+  Status ReadFull(uint8_t* buf, size_t len, std::chrono::steady_clock::time_point deadline,
+                  int timeout_ms);
   int fd_;
   std::string peer_;
 };
