@@ -157,7 +157,8 @@ Status Recover(Env* env, const std::string& dir, bool truncate_corruption, Table
   // Also the first sequence in each log (0: none readable), which tells obsolete logs apart.
   std::unordered_set<std::string> rewritten;
   std::vector<uint64_t> first_sequence(listing.logs.size(), 0);
-  for (size_t i = 0; i < listing.logs.size(); ++i) {
+  // Without a snapshot neither matters (nothing to skip, nothing obsolete): no pre-scan.
+  for (size_t i = 0; snapshot && i < listing.logs.size(); ++i) {
     std::unique_ptr<ReadOnlyFile> file;
     if (!env->OpenReadOnly(JoinPath(dir, listing.logs[i].name), kMaxLogFile, &file).ok()) continue;
     const std::string_view bytes = file->data();
