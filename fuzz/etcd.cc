@@ -1,0 +1,128 @@
+// Harness: the decoders of etcd v3 JSON-gateway responses (common/exchange/etcd_json.h), which
+// the etcd mailbox runs on whatever answers at the etcd endpoint: range, lease grant,
+// authenticate and one watch-stream message; and the base64 of the gateway's bytes fields.
+// Every decoder gets the whole input. An exception escaping a decoder is a crash (libFuzzer
+// aborts on it): none may throw.
+// Invariants: a decoded range re-serialised (EncodeBase64 + nlohmann::json) decodes to the same
+// keys, values and revision; decoded bytes are never longer than the input; a lease ID is a
+// positive decimal; a token is 1..4096 printable characters without spaces; a watch match has
+// the value of a PUT of the watched key; base64 decoding inverts encoding; EtcdSnippet is
+// printable and bounded.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/exchange/etcd_json.h"
+#include "fuzz/fuzz_util.h"
+
+namespace {
+using namespace rkv;
+using json = nlohmann::json;
+
+constexpr std::string_view kWatchedKey = "/rkv/0123456789abcdef.s.1";
+
+void CheckRange(std::string_view text) {
+  EtcdRangeResponse r;
+  if (!ParseEtcdRangeResponse(text, &r).ok()) return;
+  FUZZ_CHECK(r.revision >= 0);
+  json j = {{"header", {{"revision", std::to_string(r.revision)}}}, {"kvs", json::array()}};
+  size_t bytes = 0;
+  for (const EtcdKv& kv : r.kvs) {
+    bytes += kv.key.size() + kv.value.size();
+    j["kvs"].push_back({{"key", EncodeBase64(kv.key)}, {"value", EncodeBase64(kv.value)}});
+  }
+  FUZZ_CHECK(bytes <= text.size());
+  EtcdRangeResponse again;
+  FUZZ_CHECK(ParseEtcdRangeResponse(j.dump(), &again).ok());
+  FUZZ_CHECK(again.revision == r.revision && again.kvs.size() == r.kvs.size());
+  for (size_t i = 0; i < r.kvs.size(); ++i)
+    FUZZ_CHECK(again.kvs[i].key == r.kvs[i].key && again.kvs[i].value == r.kvs[i].value);
+}
+
+void CheckLease(std::string_view text) {
+  std::string id;
+  if (!ParseEtcdLeaseGrantResponse(text, &id).ok()) return;
+  FUZZ_CHECK(!id.empty() && id.size() <= 19 && id[0] != '0');
+  for (char c : id) FUZZ_CHECK(c >= '0' && c <= '9');
+}
+
+void CheckToken(std::string_view text) {
+  std::string token;
+  if (!ParseEtcdAuthenticateResponse(text, &token).ok()) return;
+  FUZZ_CHECK(!token.empty() && token.size() <= 4096 && token.size() <= text.size());
+  for (char c : token) FUZZ_CHECK(c > 0x20 && c < 0x7f);
+}
+
+void CheckWatch(std::string_view text) {
+  bool found = false;
+  std::string value = "unchanged";
+  Status s = ParseEtcdWatchMessage(text, kWatchedKey, &found, &value);
+  if (!s.ok()) {
+    FUZZ_CHECK(!found && s.code() == Code::kProtocolError && !s.message().empty());
+    return;
+  }
+  if (found) FUZZ_CHECK(value.size() <= text.size());
+}
+
+void CheckBase64(std::string_view text) {
+  std::string out;
+  if (DecodeBase64(text, &out)) {
+    FUZZ_CHECK(out.size() <= text.size() * 3 / 4);
+    std::string again;
+    FUZZ_CHECK(DecodeBase64(EncodeBase64(out), &again) && again == out);
+  }
+  std::string back;
+  const std::string enc = EncodeBase64(text);
+  FUZZ_CHECK(enc.size() == (text.size() + 2) / 3 * 4);
+  FUZZ_CHECK(DecodeBase64(enc, &back) && back == text);
+  const std::string snippet = EtcdSnippet(text, 64);
+  FUZZ_CHECK(snippet.size() <= 4 * 64 + 3);
+  for (char c : snippet) FUZZ_CHECK(c >= 0x20 && c < 0x7f);
+}
+
+void Seeds(const fuzz::SeedWriter& w) {
+  const std::string key = EncodeBase64(kWatchedKey), value = EncodeBase64("\x52\x4b\x56\x58 msg");
+  w.Write("range", json{{"header",
+                         {{"cluster_id", "14841639068965178418"},
+                          {"member_id", "10276657743932975437"},
+                          {"revision", "42"},
+                          {"raft_term", "2"}}},
+                        {"kvs",
+                         {{{"key", key},
+                           {"create_revision", "41"},
+                           {"mod_revision", "41"},
+                           {"version", "1"},
+                           {"value", value},
+                           {"lease", "7587869999912345"}}}},
+                        {"count", "1"}}
+                       .dump());
+  w.Write("range-empty", R"({"header":{"revision":"7"}})");
+  w.Write(
+      "range-keys-only",
+      json{{"header", {{"revision", 9}}}, {"kvs", {{{"key", key}}, {{"key", "L3Jrdi94"}}}}}.dump());
+  w.Write("lease-grant", R"({"header":{"revision":"5"},"ID":"7587869999912345","TTL":"10"})");
+  w.Write("authenticate", R"({"header":{"revision":"5"},"token":"abcDEF.123"})");
+  w.Write("watch-created", R"({"result":{"header":{"revision":"43"},"created":true}})");
+  w.Write("watch-put", json{{"result",
+                             {{"header", {{"revision", "44"}}},
+                              {"events", {{{"kv", {{"key", key}, {"value", value}}}}}}}}}
+                           .dump());
+  w.Write("watch-delete",
+          json{{"result", {{"events", {{{"type", "DELETE"}, {"kv", {{"key", key}}}}}}}}}.dump());
+  w.Write(
+      "watch-canceled",
+      R"({"result":{"canceled":true,"cancel_reason":"mvcc: required revision has been compacted"}})");
+  w.Write("error", R"({"error":"etcdserver: user name is empty","code":3,"message":"x"})");
+}
+}  // namespace
+
+RKV_FUZZ_SEEDS(Seeds)
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text = fuzz::AsText(data, size);
+  CheckRange(text);
+  CheckLease(text);
+  CheckToken(text);
+  CheckWatch(text);
+  CheckBase64(text);
+  return 0;
+}
