@@ -26,9 +26,11 @@ Status DecodeServerHello(const void* data, size_t len, ServerHello* out) {
                  std::to_string(layout::kBucketSize) + " and " + std::to_string(layout::kSlotSize) +
                  ")");
   uint64_t index_end = (uint64_t{out->num_buckets} + 1) * out->bucket_size;  // + the last pair's
-  uint64_t ovf_end = out->overflow_offset + uint64_t{out->overflow_slots} * out->slot_size;
-  if (index_end > out->region_size || ovf_end > out->region_size ||
-      out->overflow_offset < index_end)
+  uint64_t ovf_bytes = uint64_t{out->overflow_slots} * out->slot_size;
+  // Compared without wrapping (an overflow_offset near 2^64 passed as a small end: fuzz/hello).
+  if (index_end > out->region_size || out->overflow_offset < index_end ||
+      out->overflow_offset > out->region_size ||
+      ovf_bytes > out->region_size - out->overflow_offset)
     return Proto("server hello: table geometry exceeds the advertised region size");
   if (out->max_key_size == 0 || out->max_value_size == 0 || out->max_request_size == 0)
     return Proto("server hello: zero size limits");
