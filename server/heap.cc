@@ -212,6 +212,17 @@ void Heap::Free(uint64_t offset, uint32_t bytes) {
   if (pending_.erase(offset) > 0 && cleaners_waiting_ > 0) pending_cv_.notify_all();
 }
 
+bool Heap::Retire(uint64_t offset) {
+  MutexLock l(&mu_);
+  CHECK(InLog(offset) && TestBit(alloc_bits_, Granule(offset)) && pending_.count(offset) == 0)
+      << "Retire of a block that is not committed: " << offset;
+  // The cleaner picks a Mover's block under mu_ and sets moving_offset_ in the same critical
+  // section, so either it sees this block pending (and waits for Free) or we see it moving.
+  if (offset == moving_offset_) return false;
+  pending_.insert(offset);
+  return true;
+}
+
 bool Heap::IsLive(uint64_t offset) const {
   MutexLock l(&mu_);
   return InLog(offset) && TestBit(alloc_bits_, Granule(offset)) && pending_.count(offset) == 0;

@@ -15,9 +15,14 @@
 // tail blocks only until the request fits (plus at most a small batch), so bytes moved per byte
 // allocated is about live/free at the tail; a long pass happens only when the heap is nearly full.
 //
-// Block states: pending (allocated, not yet published by the owner), committed (published: the
-// Mover may be asked to move it), dead (freed; its bytes stay in the log until the tail passes).
-// Free of a pending block is allowed (a failed PUT).
+// Block states: pending (allocated, not yet published by the owner; or retired: unpublished
+// again, its bytes being cleared by the owner), committed (published: the Mover may be asked to
+// move it), dead (freed; its bytes stay in the log until the tail passes). Free of a pending
+// block is allowed (a failed PUT, a retired block). Nothing in the heap clears bytes; an owner
+// that wants freed bytes cleared (the table does: nothing deleted is left to read) clears a
+// committed block between Retire and Free, a pending one before Free, and a block its Mover
+// finds freed (below), so every byte outside allocated blocks holds what the owner cleared it
+// to.
 //
 // Layout: the heap covers region offsets [begin, end) (begin rounded up and end rounded down to
 // a multiple of 8). Records (blocks, or padding up to `end` when a block does not fit before the
@@ -78,9 +83,12 @@ class Heap {
   // MakeRoom on the cleaning thread without mu_ held. The block is the log's tail, so its bytes
   // cannot be reused before the Mover returns (it may read the key before locking). The Mover
   // must: take the owner's locks under which the block's owner publishes and frees it; if
-  // !IsLive(offset), return (freed meanwhile); otherwise AllocateForMove(size, &to) (succeeds
-  // by the reserve argument; at most once per call), copy the bytes, publish `to` in place of
-  // `offset`, Commit(to), Free(offset, size). On return the block at `offset` must be dead; a
+  // !IsLive(offset), return (freed meanwhile, untouched: its owner's Retire returned false, so
+  // the Mover clears it if the owner clears freed bytes; nobody else writes or reuses it before
+  // the Mover returns); otherwise AllocateForMove(size, &to) (succeeds by the reserve argument;
+  // at most once per call), copy the bytes, publish `to` in place of `offset`, Commit(to),
+  // (clear `offset`,) Free(offset, size). While the Mover runs, nobody else writes the block's
+  // bytes (owners that Retire it get false). On return the block at `offset` must be dead; a
   // live one is a broken invariant (CHECK).
   using Mover = std::function<void(uint64_t offset, uint32_t size)>;
 
@@ -118,6 +126,13 @@ class Heap {
   // Frees the pending or committed block at `offset`; `bytes` is its requested or rounded size
   // (CHECK: a block of that rounded size is allocated there).
   void Free(uint64_t offset, uint32_t bytes);
+  // For owners that clear freed bytes: the committed block at `offset` has just been unpublished
+  // (under the locks the Mover takes). True: it is pending again, so the cleaner waits for it
+  // instead of handing it to the Mover; clear its bytes, then Free it. False: a Mover call is
+  // working on this very block (it may be reading the block's key without the owner's locks):
+  // Free it without touching its bytes; the Mover finds it freed and clears it. CHECK: the
+  // block is committed.
+  [[nodiscard]] bool Retire(uint64_t offset);
   // True if a committed block starts at `offset`.
   [[nodiscard]] bool IsLive(uint64_t offset) const;
   [[nodiscard]] bool IsPending(uint64_t offset) const;

@@ -514,6 +514,84 @@ TEST(Heap, MakeRoomGivesUpOnAPendingTailAfterTheDeadline) {
   o.Verify();
 }
 
+// Retire (for owners that clear freed bytes): a retired block is pending again, so the cleaner
+// waits for it instead of handing it to the Mover while its owner clears it; during a Mover call
+// for the block itself, Retire says no (the owner frees it untouched and the Mover clears it).
+TEST(Heap, RetireKeepsTheMoverOffTheBlockBeingCleared) {
+  Heap h(0, kMiB, milliseconds(50));
+  std::vector<uint64_t> moved;
+  h.set_mover([&](uint64_t offset, uint32_t size) {
+    moved.push_back(offset);
+    uint64_t to;
+    ASSERT_TRUE(h.AllocateForMove(size, &to));
+    h.Commit(to);
+    h.Free(offset, size);
+  });
+  std::vector<uint64_t> blocks;
+  uint64_t x;
+  while (h.TryAllocate(4000, &x) == Result::kOk) {
+    h.Commit(x);
+    blocks.push_back(x);
+  }
+  ASSERT_GT(blocks.size(), 4u);
+  // Free every other block (so cleaning can make room), then fill the log up to the reserve.
+  for (size_t i = 1; i < blocks.size(); i += 2) h.Free(blocks[i], 4000);
+  while (h.TryAllocate(4000, &x) == Result::kOk) h.Commit(x);
+  ASSERT_EQ(h.TryAllocate(4000, &x), Result::kNeedsRoom);
+  const uint64_t tail = blocks[0];
+  ASSERT_TRUE(h.Retire(tail));
+  EXPECT_TRUE(h.IsPending(tail));
+  EXPECT_FALSE(h.IsLive(tail));
+  EXPECT_EQ(h.pending_blocks(), 1u);
+  EXPECT_EQ(h.Validate(), "");
+  // The retired tail block is not moved: the cleaner waits for it, here in vain.
+  EXPECT_EQ(h.MakeRoom(4000), Result::kBusy);
+  EXPECT_TRUE(moved.empty());
+  h.Free(tail, 4000);
+  EXPECT_EQ(h.pending_blocks(), 0u);
+  EXPECT_EQ(h.MakeRoom(4000), Result::kOk);
+  EXPECT_EQ(std::count(moved.begin(), moved.end(), tail), 0);
+  EXPECT_EQ(h.Validate(), "");
+}
+
+TEST(Heap, RetireDuringAMoveOfThatBlockIsRefused) {
+  Heap h(0, kMiB);
+  int refused = 0;
+  h.set_mover([&](uint64_t offset, uint32_t size) {
+    // The owner unpublished the block while the cleaner was about to move it.
+    refused += !h.Retire(offset);
+    h.Free(offset, size);  // ... and frees it untouched; the Mover sees it dead.
+    EXPECT_FALSE(h.IsLive(offset));
+  });
+  std::vector<uint64_t> blocks;
+  uint64_t x;
+  while (h.TryAllocate(4000, &x) == Result::kOk) {
+    h.Commit(x);
+    blocks.push_back(x);
+  }
+  for (size_t i = 1; i < blocks.size(); i += 2) h.Free(blocks[i], 4000);
+  while (h.TryAllocate(4000, &x) == Result::kOk) h.Commit(x);
+  ASSERT_EQ(h.TryAllocate(4000, &x), Result::kNeedsRoom);
+  EXPECT_EQ(h.MakeRoom(4000), Result::kOk);
+  EXPECT_GT(refused, 0);
+  EXPECT_EQ(h.moves(), 0u);
+  EXPECT_EQ(h.pending_blocks(), 0u);
+  EXPECT_EQ(h.Validate(), "");
+}
+
+TEST(HeapDeathTest, RetireOfABlockThatIsNotCommitted) {
+  Heap h(0, kMiB);
+  uint64_t a;
+  ASSERT_EQ(h.TryAllocate(200, &a), Result::kOk);
+  EXPECT_DEATH((void)h.Retire(a), "not committed");  // pending
+  h.Commit(a);
+  EXPECT_DEATH((void)h.Retire(a + 8), "not committed");
+  ASSERT_TRUE(h.Retire(a));
+  EXPECT_DEATH((void)h.Retire(a), "not committed");  // retired already
+  h.Free(a, 200);
+  EXPECT_DEATH((void)h.Retire(a), "not committed");  // dead
+}
+
 // 4 writers and deleters sharing the heap through the owner's lock; cleaning runs in whichever
 // writer needs room, moves blocks others may be freeing, and waits for others' pending blocks.
 // Configurations: a roomy heap, and a small one kept nearly full (kFull and kBusy are allowed
