@@ -55,7 +55,9 @@ class StripeLock {
 
 Table::Table(uint8_t* base, const Geometry& geometry)
     : base_(base), geo_(geometry), heap_(geometry.heap_offset, geometry.region_size) {
-  std::memset(base_, 0, geo_.heap_offset);
+  // The whole region, heap too: free heap space is kept zero (ClearBlock), and a block is
+  // written only over its own bytes, so nothing that was in this memory before can be read.
+  std::memset(base_, 0, geo_.region_size);
   overflow_free_.reserve(geo_.overflow_slots);
   for (uint32_t i = geo_.overflow_slots; i > 0; --i) overflow_free_.push_back(i - 1);
   heap_.set_mover([this](uint64_t offset, uint32_t size) { MoveBlock(offset, size); });
@@ -225,8 +227,24 @@ void Table::FreeOverflowSlot(uint32_t index) {
   overflow_free_.push_back(index);
 }
 
+void Table::ClearBlock(uint64_t offset, uint32_t bytes) {
+  // Readers that followed a pointer to this block before it was unpublished see a bad checksum
+  // (a mix of the block's bytes and zeros verifies only if it is the block unchanged, with
+  // probability 2^-64 otherwise; all zeros has version 0, which no entry has) and retry.
+  std::memset(base_ + offset, 0, Heap::RoundUp(bytes));
+}
+
+void Table::ReleaseBlock(uint64_t offset, uint32_t bytes) {
+  // Unpublished under the key's stripes. Cleared before Free: once freed, the cleaner may
+  // reclaim the bytes and hand them to a new block, whose bytes a late clear would destroy.
+  // Retire keeps the cleaner's Mover off the block while it is cleared; if the Mover already
+  // has it (it may be reading the key without our locks), MoveBlock clears it instead.
+  if (clear_freed_ && heap_.Retire(offset)) ClearBlock(offset, bytes);
+  heap_.Free(offset, bytes);
+}
+
 void Table::ReleaseEntry(const Location& loc) {
-  if (loc.view.kind == kIndirect) heap_.Free(loc.view.block_offset, loc.view.block_size);
+  if (loc.view.kind == kIndirect) ReleaseBlock(loc.view.block_offset, loc.view.block_size);
   if (!loc.ref) return;
   if (loc.ref_value.type == Ref::kSlot) {
     uint8_t zero[kSlotSize] = {};
@@ -234,7 +252,7 @@ void Table::ReleaseEntry(const Location& loc) {
     FreeOverflowSlot(
         static_cast<uint32_t>((loc.ref_value.offset - geo_.overflow_offset) / kSlotSize));
   } else {
-    heap_.Free(loc.ref_value.offset, loc.ref_value.length);
+    ReleaseBlock(loc.ref_value.offset, loc.ref_value.length);
   }
 }
 
@@ -264,8 +282,12 @@ Status Table::LogPut(std::string_view key, std::string_view value, uint64_t bloc
   if (log_ == nullptr) return Status::Ok();
   Status s = log_->LogPut(key, value);
   if (s.ok()) return s;
-  // Not logged, so never published: give back what the build reserved (nothing was visible).
-  if (block != kNoBlock) heap_.Free(block, BlockBytes(key.size(), value.size()));
+  // Not logged, so never published: give back what the build reserved (nothing was visible),
+  // cleared (the block is pending: no Mover reads it).
+  if (block != kNoBlock) {
+    if (clear_freed_) ClearBlock(block, BlockBytes(key.size(), value.size()));
+    heap_.Free(block, BlockBytes(key.size(), value.size()));
+  }
   if (overflow != nullptr && overflow->type == Ref::kSlot) {
     uint8_t zero[kSlotSize] = {};
     WriteSlot(base_ + overflow->offset, zero);
@@ -347,7 +369,7 @@ Status Table::Put(std::string_view key, std::string_view value) {
       StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
       s = PutLocked(key, value, kh, &room);
     }
-    if (room.block != kNoBlock) {  // made for an attempt that did not need it after all
+    if (room.block != kNoBlock) {  // made for an attempt that did not need it: never written
       heap_.Free(room.block, room.block_bytes);
       room.block = kNoBlock;
     }
@@ -464,6 +486,7 @@ void Table::MoveBlock(uint64_t offset, uint32_t size) {
   if (ks == 0 || ks > wire::kMaxKeySize || vs > wire::kMaxValueSize ||
       RoundBlock(BlockBytes(ks, vs)) != size) {
     CHECK(!heap_.IsLive(offset)) << "live heap block at " << offset << " has a bad header";
+    if (clear_freed_) ClearBlock(offset, size);
     return;
   }
   uint64_t mask;
@@ -474,7 +497,10 @@ void Table::MoveBlock(uint64_t offset, uint32_t size) {
   const std::string_view key(key_buf);
   const KeyHash kh = HashKey(key, geo_.seed, geo_.num_buckets);
   StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
-  if (!heap_.IsLive(offset)) return;  // freed by its writer meanwhile
+  if (!heap_.IsLive(offset)) {  // freed by its writer meanwhile, uncleared (Heap::Retire)
+    if (clear_freed_) ClearBlock(offset, size);
+    return;
+  }
   Location loc = Locate(key, kh);
   const bool by_ref =
       loc.found && loc.ref && loc.ref_value.type == Ref::kBlock && loc.ref_value.offset == offset;
@@ -498,6 +524,9 @@ void Table::MoveBlock(uint64_t offset, uint32_t size) {
     WriteSlot(loc.slot, image);
   }
   heap_.Commit(to);
+  // The old copy is unpublished: clear it before it is freed (the cleaner reclaims it as soon as
+  // this returns). A reader still following the old pointer sees a bad checksum and retries.
+  if (clear_freed_) ClearBlock(offset, size);
   heap_.Free(offset, size);
 }
 

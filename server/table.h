@@ -8,6 +8,13 @@
 // move: the heap's cleaner (server/heap.h) calls MoveBlock, which copies a live block (same
 // bytes, same version) and repoints its slot or ref under the key's locks.
 // Overflow slots hold inline entries only.
+// Nothing left to read: the bytes of a key or value that stop being live are zeroed before
+// their memory can be handed out again: a deleted slot or overflow slot is zeroed as it is
+// unpublished (an updated one is overwritten whole), and a heap block that is unpublished
+// (delete, update, the old copy of a move) or abandoned (a PUT the log refused) is zeroed
+// before the heap may reuse it. So free heap space always holds zeros, and a scan of the region
+// finds only live entries (and, for microseconds, blocks between unpublish and clear). Readers
+// that race a clear see a bad checksum and retry (docs/design.md, "Nothing left to read").
 // Thread safety: Put/Delete/Get may be called from any number of threads. Writers of a key lock
 // the stripes of its two candidate buckets (ascending order); the overflow free list and the
 // heap have their own mutexes. Lock order: heap cleaner -> stripes -> heap, overflow list. A Put
@@ -34,7 +41,7 @@ namespace rkv {
 
 class Table {
  public:
-  // Formats [base, base + geometry.region_size). `base` must outlive the Table.
+  // Formats [base, base + geometry.region_size): zeroes all of it. `base` must outlive the Table.
   Table(uint8_t* base, const layout::Geometry& geometry);
   Table(const Table&) = delete;
   Table& operator=(const Table&) = delete;
@@ -63,6 +70,9 @@ class Table {
   uint64_t heap_bytes_in_use() const { return heap_.live_bytes(); }
   uint64_t heap_capacity() const { return heap_.capacity(); }
   const Heap& heap() const { return heap_; }
+  // For the cost measurement only (tests/clearing_test.cc): false stops clearing freed heap
+  // blocks (slots are still zeroed as they are unpublished). Call before writers start.
+  void set_clear_freed_blocks_for_testing(bool on) { clear_freed_ = on; }
 
  private:
   static constexpr uint32_t kStripes = 1024;
@@ -107,8 +117,13 @@ class Table {
   // overflow slot of `overflow` if it is one) and returns the log's status.
   Status LogPut(std::string_view key, std::string_view value, uint64_t block,
                 const layout::Ref* overflow);
-  // Frees what an entry held (its heap block; for overflow entries also its slot).
+  // Frees what an entry held (its heap block; for overflow entries also its slot), cleared. The
+  // entry must be unpublished already (under the key's stripes).
   void ReleaseEntry(const Location& loc);
+  // Clears and frees the unpublished committed block at `offset` (see Heap::Retire).
+  void ReleaseBlock(uint64_t offset, uint32_t bytes);
+  // Zeroes the block's bytes (rounded up to the heap's unit).
+  void ClearBlock(uint64_t offset, uint32_t bytes);
   uint8_t* FreeRefWord(const layout::KeyHash& kh) const;
   [[nodiscard]] bool AllocateOverflowSlot(uint32_t* index);
   void FreeOverflowSlot(uint32_t index);
@@ -124,6 +139,7 @@ class Table {
   Mutex overflow_mu_;
   std::vector<uint32_t> overflow_free_ GUARDED_BY(overflow_mu_);
   WriteLog* log_ = nullptr;
+  bool clear_freed_ = true;
   std::atomic<uint64_t> next_version_{1};
   std::atomic<uint64_t> entries_{0};
   std::atomic<uint64_t> overflow_used_{0};
