@@ -36,11 +36,15 @@
 #include "bench/histogram.h"
 #include "bench/report.h"
 #include "bench/workload.h"
+#include "common/auth.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver ADDR:PORT");
+DEFINE_string(auth_token_file, "",
+              "file holding the server's token (kvserver --auth_token_file); needed when the "
+              "server requires authentication. Must not be accessible by group or others");
 DEFINE_string(workload, "", "YCSB core workload: a (default), b, c, d, f; e is refused (scans)");
 DEFINE_double(read_proportion, 0, "custom mix: share of reads (replaces the workload's)");
 DEFINE_double(update_proportion, 0, "custom mix: share of updates");
@@ -378,6 +382,11 @@ int main(int argc, char** argv) {
   rkv::Options options;
   if (rkv::Status s = rkv::ConnFlags(rkv::Role::kClient, &options.exchange, &options.qp); !s.ok())
     return Fail(s.message());
+  if (!FLAGS_auth_token_file.empty()) {
+    if (rkv::Status s = rkv::auth::LoadTokenFile(FLAGS_auth_token_file, &options.auth_token);
+        !s.ok())
+      return Fail(s.message());
+  }
   options.auto_reconnect = cfg.reconnect;
   std::vector<std::unique_ptr<rkv::Client>> clients(size_t(cfg.threads) * cfg.connections);
   for (auto& c : clients) {

@@ -5,8 +5,9 @@
 
 #include <cerrno>
 #include <cstring>
-#include <random>
 
+#include "common/auth.h"
+#include "common/secure_random.h"
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
 
@@ -98,7 +99,7 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
 
   ibv_device_attr dev{};
   if (ibv_query_device(id->verbs, &dev) != 0) return ErrnoStatus("ibv_query_device", errno);
-  wire::ClientHello hello{wire::kHelloMagic, wire::kProtocolVersion, 0, std::random_device{}()};
+  wire::ClientHello hello{wire::kHelloMagic, wire::kProtocolVersion, 0, 0};
   rdma_conn_param cp{};
   cp.private_data = &hello;
   cp.private_data_len = sizeof(hello);
@@ -117,7 +118,8 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
     return Status(s.code(),
                   "connecting to " + host + ":" + std::to_string(port) + ": " + s.message());
   s = wire::DecodeServerHello(ev->param.conn.private_data, ev->param.conn.private_data_len,
-                              &hello_);
+                              &server_hello_);
+  server_qpn_ = ev->param.conn.qp_num;
   rdma_ack_cm_event(ev);
   return s;
 }
@@ -161,10 +163,6 @@ Status Connection::OpenManual(const std::string& host, uint16_t port) {
   if (reply.type != MsgType::kParams || !reply.has_hello)
     return Status(Code::kProtocolError, where + ": expected the server's parameters");
   const ConnParams& peer = reply.params;
-  if (peer.remote_addr != reply.hello.region_addr || peer.rkey != reply.hello.rkey ||
-      peer.region_size != reply.hello.region_size)
-    return Status(Code::kProtocolError,
-                  where + ": the server's record and hello disagree on the memory parameters");
   s = ConnectQp(qp, self, peer, qs, kKeepaliveAccess, &info_.mtu_note);
   if (!s.ok()) {
     ExchangeMsg e;
@@ -174,14 +172,57 @@ Status Connection::OpenManual(const std::string& host, uint16_t port) {
     (void)exchange_->Send(e);
     return Status(s.code(), where + ": " + s.message());
   }
-  hello_ = reply.hello;
+  server_hello_ = reply.hello;
+  server_qpn_ = peer.qp_num;
   ExchangeMsg ready;
   ready.type = MsgType::kReady;
   return exchange_->Send(ready);
 }
 
+Status Connection::SendOpen() {
+  const std::string& token = options_.auth_token;
+  const bool required = (server_hello_.flags & wire::kHelloAuthRequired) != 0;
+  if (required && token.empty())
+    return Status(Code::kUnauthenticated,
+                  "server requires authentication (set Options::auth_token / --auth_token_file)");
+  if (!required && !token.empty())
+    return Status(Code::kUnauthenticated,
+                  "server does not require authentication but a token is configured: refusing "
+                  "a server that cannot prove the token");
+  wire::OpenRequest req{};
+  Status s = SecureRandom::Fill(req.client_nonce, sizeof req.client_nonce);
+  if (!s.ok()) return s;
+  auth::Transcript t{};
+  std::memcpy(t.server_nonce, server_hello_.server_nonce, sizeof t.server_nonce);
+  std::memcpy(t.client_nonce, req.client_nonce, sizeof t.client_nonce);
+  t.server_qpn = server_qpn_;
+  t.client_qpn = qp_.qp()->qp_num;
+  if (required) {
+    s = auth::ComputeMac(token, auth::Prover::kClient, t, req.mac);
+    if (!s.ok()) return s;
+  }
+  Code code;
+  std::string payload;
+  s = Rpc(wire::Op::kOpen, {}, std::string_view(reinterpret_cast<const char*>(&req), sizeof req),
+          &code, &payload);
+  if (!s.ok()) return s;
+  if (code == Code::kUnauthenticated) return Status(code, "server refused OPEN: " + payload);
+  if (code != Code::kOk) return Status(code, "OPEN: " + payload);
+  s = wire::DecodeOpenReply(payload, &hello_);
+  if (!s.ok()) return s;
+  if (required && !auth::VerifyMac(token, auth::Prover::kServer, t, hello_.server_mac))
+    return Status(Code::kUnauthenticated,
+                  "authentication failed: the server did not prove the token");
+  return Status::Ok();
+}
+
 Status Connection::FinishOpen(const std::string& host, uint16_t port) {
-  const wire::ServerHello& h = hello_;
+  Status open = SendOpen();
+  if (!open.ok()) {
+    state_ = State::kBroken;
+    return open;
+  }
+  const wire::OpenReply& h = hello_;
   ServerInfo& i = info_;
   i.instance_id = h.instance_id;
   i.region_addr = h.region_addr;

@@ -65,7 +65,8 @@ class Connection {
   Status SendRaw(const void* data, size_t len, Code* server_status, std::string* payload);
 
   uint8_t* buf() { return buf_.get(); }
-  const wire::ServerHello& hello() const { return hello_; }
+  // What the OPEN reply granted: geometry, region size, rkey (valid only on this QP).
+  const wire::OpenReply& hello() const { return hello_; }
   const ServerInfo& info() const { return info_; }
   State state() const { return state_; }
 
@@ -76,7 +77,10 @@ class Connection {
   // PD, CQ and MR on ctx; the QP's creation attributes.
   Status CreateResources(ibv_context* ctx);
   ibv_qp_init_attr QpInitAttr();
-  // Fills info_ from hello_ and the read-back parameters of both QPs.
+  // Sends OPEN (with the mac when options_.auth_token is set) and checks the server's proof;
+  // fills hello_. UNAUTHENTICATED if either side fails to prove the token.
+  Status SendOpen();
+  // Opens, then fills info_ from hello_ and the read-back parameters of both QPs.
   Status FinishOpen(const std::string& host, uint16_t port);
   Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms);
   Status Broken(Status s);
@@ -84,7 +88,9 @@ class Connection {
 
   Options options_;
   State state_ = State::kConnected;
-  wire::ServerHello hello_{};
+  wire::ServerHello server_hello_{};  // the accept data (or manual-mode reply): nonce, flags
+  uint32_t server_qpn_ = 0;           // the server's QP number as our QP addresses it
+  wire::OpenReply hello_{};
   ServerInfo info_;
   uint64_t next_request_id_ = 1;
   struct FreeDeleter {

@@ -88,7 +88,7 @@ Status ClientImpl::Get(std::string_view key, std::string* value) {
 
 Status ClientImpl::ReadKey(std::string_view key, std::string* value) {
   Status s;
-  const wire::ServerHello& h = conn_->hello();
+  const wire::OpenReply& h = conn_->hello();
   const layout::KeyHash kh = layout::HashKey(key, h.hash_seed, h.num_buckets);
   const uint8_t* b = conn_->buf() + Connection::kBucketArea;
   // Both candidates (home bucket and the next) in one READ.

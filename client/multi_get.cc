@@ -24,7 +24,7 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
   statuses->assign(keys.size(),
                    s.ok() ? Status(Code::kConnectionLost, "not read: MultiGet stopped early") : s);
   if (!s.ok()) return s;
-  const wire::ServerHello& h = conn_->hello();
+  const wire::OpenReply& h = conn_->hello();
   auto fail_rest = [&](size_t from, const Status& why) {
     for (size_t i = from; i < keys.size(); ++i)
       if ((*statuses)[i].code() == Code::kConnectionLost) (*statuses)[i] = why;

@@ -30,6 +30,8 @@ const char* CodeName(Code code) {
       return "PROTOCOL_ERROR";
     case Code::kTimeout:
       return "TIMEOUT";
+    case Code::kUnauthenticated:
+      return "UNAUTHENTICATED";
     case Code::kParamMismatch:
       return "PARAM_MISMATCH";
   }

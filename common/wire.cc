@@ -18,9 +18,29 @@ Status DecodeServerHello(const void* data, size_t len, ServerHello* out) {
   if (out->version != kProtocolVersion)
     return Proto("server speaks protocol " + std::to_string(out->version) + ", client speaks " +
                  std::to_string(kProtocolVersion));
+  if (out->credits == 0) return Proto("server hello: zero request credits");
+  return Status::Ok();
+}
+
+Status DecodeOpenRequest(std::string_view value, OpenRequest* out) {
+  if (value.size() != sizeof(OpenRequest))
+    return Status(Code::kBadRequest, "OPEN request value of " + std::to_string(value.size()) +
+                                         " bytes, need " + std::to_string(sizeof(OpenRequest)));
+  std::memcpy(out, value.data(), sizeof(*out));
+  return Status::Ok();
+}
+
+Status DecodeOpenReply(std::string_view payload, OpenReply* out) {
+  if (payload.size() != sizeof(OpenReply))
+    return Proto("OPEN reply of " + std::to_string(payload.size()) + " bytes, need " +
+                 std::to_string(sizeof(OpenReply)));
+  std::memcpy(out, payload.data(), sizeof(*out));
+  if (out->magic != kHelloMagic) return Proto("OPEN reply has bad magic");
+  if (out->version != kProtocolVersion)
+    return Proto("OPEN reply speaks protocol " + std::to_string(out->version));
   if (out->num_buckets == 0 || out->bucket_size != layout::kBucketSize ||
       out->slot_size != layout::kSlotSize)
-    return Proto("server hello has an invalid table geometry (bucket size " +
+    return Proto("OPEN reply has an invalid table geometry (bucket size " +
                  std::to_string(out->bucket_size) + ", slot size " +
                  std::to_string(out->slot_size) + "; this client reads " +
                  std::to_string(layout::kBucketSize) + " and " + std::to_string(layout::kSlotSize) +
@@ -31,10 +51,10 @@ Status DecodeServerHello(const void* data, size_t len, ServerHello* out) {
   if (index_end > out->region_size || out->overflow_offset < index_end ||
       out->overflow_offset > out->region_size ||
       ovf_bytes > out->region_size - out->overflow_offset)
-    return Proto("server hello: table geometry exceeds the advertised region size");
+    return Proto("OPEN reply: table geometry exceeds the advertised region size");
   if (out->max_key_size == 0 || out->max_value_size == 0 || out->max_request_size == 0)
-    return Proto("server hello: zero size limits");
-  if (out->credits == 0) return Proto("server hello: zero request credits");
+    return Proto("OPEN reply: zero size limits");
+  if (out->credits == 0) return Proto("OPEN reply: zero request credits");
   return Status::Ok();
 }
 
@@ -76,7 +96,7 @@ Status DecodeRequest(const void* data, size_t len, Request* out) {
   if (h.magic != kRequestMagic) return Status(Code::kBadRequest, "request has bad magic");
   if (h.version != kProtocolVersion)
     return Status(Code::kBadRequest, "request protocol version " + std::to_string(h.version));
-  if (h.op < 1 || h.op > 5)
+  if (h.op < 1 || h.op > 6)
     return Status(Code::kBadRequest, "unknown request op " + std::to_string(h.op));
   if (uint64_t{h.key_size} + h.value_size + sizeof(h) != len)
     return Status(Code::kBadRequest,
@@ -114,7 +134,8 @@ Status DecodeReply(const void* data, size_t len, Reply* out) {
   std::memcpy(&h, data, sizeof(h));
   if (h.magic != kReplyMagic) return Proto("reply has bad magic");
   if (sizeof(h) + uint64_t{h.payload_size} != len) return Proto("reply length mismatch");
-  if (h.status > static_cast<uint16_t>(Code::kTimeout)) return Proto("reply has unknown status");
+  if (h.status > static_cast<uint16_t>(Code::kUnauthenticated))
+    return Proto("reply has unknown status");
   out->status = static_cast<Code>(h.status);
   out->op = static_cast<Op>(h.op);
   out->request_id = h.request_id;

@@ -18,7 +18,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rkv wire format assume
 
 namespace rkv::wire {
 
-inline constexpr uint16_t kProtocolVersion = 5;
+inline constexpr uint16_t kProtocolVersion = 6;
 inline constexpr uint32_t kHelloMagic = 0x524b5648;    // "HVKR"
 inline constexpr uint32_t kRequestMagic = 0x524b5251;  // "QRKR"
 inline constexpr uint32_t kReplyMagic = 0x524b5250;    // "PRKR"
@@ -36,9 +36,40 @@ struct __attribute__((packed)) ClientHello {
 static_assert(sizeof(ClientHello) == 16);
 static_assert(sizeof(ClientHello) <= 56, "rdma_cm connect private data limit");
 
-// rdma_accept private data (limit 196 bytes on RDMA_PS_TCP).
+inline constexpr size_t kNonceSize = 16;
+inline constexpr size_t kMacSize = 32;  // HMAC-SHA256
+// ServerHello::flags bit: the server requires authentication (OPEN must carry a valid mac).
+inline constexpr uint16_t kHelloAuthRequired = 1;
+
+// rdma_accept private data (limit 196 bytes on RDMA_PS_TCP); in manual mode it follows the
+// server's parameter record. It carries no secret and no address: anyone who can reach the port
+// gets it. The table's address, rkey and geometry come only in the OPEN reply.
 struct __attribute__((packed)) ServerHello {
   uint32_t magic;
+  uint16_t version;
+  uint16_t flags;  // kHelloAuthRequired
+  // Request credits: requests this client may have outstanding (sent, reply not yet received)
+  // at once. A client that exceeds them is dropped (docs/design.md, fairness).
+  uint32_t credits;
+  uint32_t reserved;
+  // Fresh per connection (getrandom): the challenge the client's OPEN mac must cover.
+  uint8_t server_nonce[kNonceSize];
+};
+static_assert(sizeof(ServerHello) == 32);
+static_assert(sizeof(ServerHello) <= 196, "rdma_cm accept private data limit");
+
+// Value of the OPEN request (its key is empty): the client's nonce and its mac over the
+// transcript (common/auth.h); all zero mac when the server does not require authentication.
+struct __attribute__((packed)) OpenRequest {
+  uint8_t client_nonce[kNonceSize];
+  uint8_t mac[kMacSize];
+};
+static_assert(sizeof(OpenRequest) == 48);
+
+// Payload of a successful OPEN reply: what this connection may read, and the server's proof
+// (all zero without authentication). region_addr is the address the client's rkey is valid at.
+struct __attribute__((packed)) OpenReply {
+  uint32_t magic;  // kHelloMagic
   uint16_t version;
   uint16_t flags;
   uint64_t instance_id;
@@ -54,20 +85,28 @@ struct __attribute__((packed)) ServerHello {
   uint32_t max_key_size;
   uint32_t max_value_size;
   uint32_t max_request_size;
-  // Request credits: requests this client may have outstanding (sent, reply not yet received)
-  // at once. A client that exceeds them is dropped (docs/design.md, fairness).
   uint32_t credits;
   uint32_t reserved;
+  uint8_t server_mac[kMacSize];
 };
-static_assert(sizeof(ServerHello) == 88);
-static_assert(sizeof(ServerHello) <= 196, "rdma_cm accept private data limit");
+static_assert(sizeof(OpenReply) == 120);
 
 // kParams: the reply payload is the server's connection parameter record
 // (common/verbs/conn_params.h, 128 bytes) read back from the QP the request arrived on, memory
 // parameters included.
 // kSnapshot: asks a durable server to take a snapshot in the background (no key, no value);
 // the reply payload says whether one was started (kvctl snapshot then watches the stats).
-enum class Op : uint8_t { kPut = 1, kDelete = 2, kStats = 3, kParams = 4, kSnapshot = 5 };
+// kOpen: the first request of every connection (value: OpenRequest; reply payload: OpenReply).
+// Until an OPEN succeeds the server answers every other op with UNAUTHENTICATED and drops the
+// connection; a failed OPEN is answered the same way.
+enum class Op : uint8_t {
+  kPut = 1,
+  kDelete = 2,
+  kStats = 3,
+  kParams = 4,
+  kSnapshot = 5,
+  kOpen = 6
+};
 
 struct __attribute__((packed)) RequestHeader {
   uint32_t magic;
@@ -93,8 +132,14 @@ struct __attribute__((packed)) ReplyHeader {
 static_assert(sizeof(ReplyHeader) == 24);
 inline constexpr size_t kMaxReplySize = sizeof(ReplyHeader) + kMaxReplyPayload;
 
-// Validates a ServerHello received as accept private data of `len` bytes.
+// Validates a ServerHello received as accept private data of `len` bytes (magic, version,
+// length, credits).
 Status DecodeServerHello(const void* data, size_t len, ServerHello* out);
+// Validates an OPEN request value (exactly sizeof(OpenRequest) bytes).
+Status DecodeOpenRequest(std::string_view value, OpenRequest* out);
+// Validates an OPEN reply payload: exact length, magic, version, geometry within the region,
+// non-zero limits and credits.
+Status DecodeOpenReply(std::string_view payload, OpenReply* out);
 Status DecodeClientHello(const void* data, size_t len, ClientHello* out);
 
 // Encodes a request into buf (capacity cap). Returns bytes written, 0 if it does not fit.

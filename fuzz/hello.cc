@@ -1,12 +1,14 @@
-// Harness: the rdma_cm connect private data. wire::DecodeClientHello is what kvserver's
-// CmAcceptor runs on a connecting client's private data (anyone who reaches the port);
-// wire::DecodeServerHello is what the client runs on the server's accept private data (and on
-// the hello inside the exchange's PARAMS message, exchange.cc).
-// Invariants: both decoders copy the first sizeof(hello) bytes as they are (the images are
-// canonical); an accepted ServerHello's table geometry lies inside the region it advertises:
-// the index (num_buckets + 1 buckets) before the overflow slots, and the overflow slots inside
-// the region, computed without wrapping; its size limits and credits are non-zero. A refused
-// hello is PROTOCOL_ERROR with a message.
+// Harness: the connect handshake. wire::DecodeClientHello is what kvserver's CmAcceptor runs on
+// a connecting client's private data (anyone who reaches the port); wire::DecodeServerHello is
+// what the client runs on the server's accept private data (and on the hello inside the
+// exchange's PARAMS message, exchange.cc); wire::DecodeOpenReply on the payload of the OPEN reply,
+// and wire::DecodeOpenRequest is what the server's worker runs on an OPEN's value.
+// Invariants: the decoders copy the first sizeof(struct) bytes as they are (the images are
+// canonical); an accepted ServerHello has non-zero credits; an accepted OpenReply is exactly its
+// size, and its table geometry lies inside the region it advertises: the index (num_buckets + 1
+// buckets) before the overflow slots, and the overflow slots inside the region, computed without
+// wrapping; its size limits and credits are non-zero. A refused hello or reply is PROTOCOL_ERROR
+// with a message; a refused OPEN request BAD_REQUEST.
 #include <cstring>
 
 #include "common/table/layout.h"
@@ -17,30 +19,39 @@ namespace {
 using namespace rkv;
 
 void Seeds(const fuzz::SeedWriter& w) {
-  wire::ClientHello c{wire::kHelloMagic, wire::kProtocolVersion, 0, 0x0123456789abcdefull};
+  wire::ClientHello c{wire::kHelloMagic, wire::kProtocolVersion, 0, 0};
   w.Write("client-hello", &c, sizeof c);
   wire::ServerHello h{};
   h.magic = wire::kHelloMagic;
   h.version = wire::kProtocolVersion;
-  h.instance_id = 99;
-  h.region_addr = 0x7f0000000000ull;
-  h.region_size = 64ull << 20;
-  h.rkey = 0x1234;
-  h.num_buckets = 1024;
-  h.hash_seed = 0xfeedfacecafebeefull;
-  h.bucket_size = layout::kBucketSize;
-  h.slot_size = layout::kSlotSize;
-  h.overflow_offset = (uint64_t{h.num_buckets} + 1) * h.bucket_size;
-  h.overflow_slots = 4096;
-  h.max_key_size = wire::kMaxKeySize;
-  h.max_value_size = wire::kMaxValueSize;
-  h.max_request_size = wire::kMaxRequestSize;
+  h.flags = wire::kHelloAuthRequired;
   h.credits = 16;
+  for (size_t i = 0; i < sizeof h.server_nonce; ++i) h.server_nonce[i] = uint8_t(i * 7);
   w.Write("server-hello", &h, sizeof h);
-  // Both in one: rdma_cm pads private data, so longer inputs are legal for both decoders.
-  std::string both(reinterpret_cast<const char*>(&h), sizeof h);
-  both.append(8, '\0');
-  w.Write("server-hello-padded", both);
+  // rdma_cm pads private data, so longer inputs are legal for the hello decoders.
+  std::string padded(reinterpret_cast<const char*>(&h), sizeof h);
+  padded.append(196 - sizeof h, '\0');
+  w.Write("server-hello-padded", padded);
+  wire::OpenReply r{};
+  r.magic = wire::kHelloMagic;
+  r.version = wire::kProtocolVersion;
+  r.instance_id = 99;
+  r.region_size = 64ull << 20;
+  r.rkey = 0x1234;
+  r.num_buckets = 1024;
+  r.hash_seed = 0xfeedfacecafebeefull;
+  r.bucket_size = layout::kBucketSize;
+  r.slot_size = layout::kSlotSize;
+  r.overflow_offset = (uint64_t{r.num_buckets} + 1) * r.bucket_size;
+  r.overflow_slots = 4096;
+  r.max_key_size = wire::kMaxKeySize;
+  r.max_value_size = wire::kMaxValueSize;
+  r.max_request_size = wire::kMaxRequestSize;
+  r.credits = 16;
+  w.Write("open-reply", &r, sizeof r);
+  wire::OpenRequest q{};
+  q.client_nonce[0] = 1;
+  w.Write("open-request", &q, sizeof q);
 }
 
 void CheckServerHello(const uint8_t* data, size_t size) {
@@ -51,6 +62,18 @@ void CheckServerHello(const uint8_t* data, size_t size) {
     return;
   }
   FUZZ_CHECK(size >= sizeof h && std::memcmp(&h, data, sizeof h) == 0);
+  FUZZ_CHECK(h.magic == wire::kHelloMagic && h.version == wire::kProtocolVersion);
+  FUZZ_CHECK(h.credits > 0);
+}
+
+void CheckOpenReply(const uint8_t* data, size_t size) {
+  wire::OpenReply h{};
+  Status s = wire::DecodeOpenReply(std::string_view(reinterpret_cast<const char*>(data), size), &h);
+  if (!s.ok()) {
+    FUZZ_CHECK(s.code() == Code::kProtocolError && !s.message().empty());
+    return;
+  }
+  FUZZ_CHECK(size == sizeof h && std::memcmp(&h, data, sizeof h) == 0);
   FUZZ_CHECK(h.magic == wire::kHelloMagic && h.version == wire::kProtocolVersion);
   FUZZ_CHECK(h.bucket_size == layout::kBucketSize && h.slot_size == layout::kSlotSize);
   FUZZ_CHECK(h.num_buckets > 0);
@@ -66,6 +89,17 @@ void CheckServerHello(const uint8_t* data, size_t size) {
   FUZZ_CHECK(overflow_end <= h.region_size);
   FUZZ_CHECK(h.max_key_size > 0 && h.max_value_size > 0 && h.max_request_size > 0);
   FUZZ_CHECK(h.credits > 0);
+}
+
+void CheckOpenRequest(const uint8_t* data, size_t size) {
+  wire::OpenRequest q{};
+  Status s =
+      wire::DecodeOpenRequest(std::string_view(reinterpret_cast<const char*>(data), size), &q);
+  if (!s.ok()) {
+    FUZZ_CHECK(s.code() == Code::kBadRequest && !s.message().empty());
+    return;
+  }
+  FUZZ_CHECK(size == sizeof q && std::memcmp(&q, data, sizeof q) == 0);
 }
 
 void CheckClientHello(const uint8_t* data, size_t size) {
@@ -85,5 +119,7 @@ RKV_FUZZ_SEEDS(Seeds)
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckClientHello(data, size);
   CheckServerHello(data, size);
+  CheckOpenReply(data, size);
+  CheckOpenRequest(data, size);
   return 0;
 }

@@ -1,5 +1,8 @@
 #include "server/accept_env.h"
 
+#include <cstring>
+
+#include "common/secure_random.h"
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
 
@@ -24,11 +27,23 @@ ibv_qp_init_attr AcceptEnv::QpAttr(int w) const {
   return qa;
 }
 
+wire::ServerHello AcceptEnv::HelloFor(const Conn& c) const {
+  wire::ServerHello h = hello;
+  std::memcpy(h.server_nonce, c.server_nonce, sizeof h.server_nonce);
+  return h;
+}
+
+Status NewServerNonce(uint8_t* nonce) {
+  Status s = SecureRandom::Fill(nonce, wire::kNonceSize);
+  if (!s.ok()) return Status(s.code(), "server nonce: " + s.message());
+  return s;
+}
+
 std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
-                              rdma_cm_id* id, ibv_qp* qp) {
+                              rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn) {
   int w = env.WorkerFor(slot);
   auto c = std::make_shared<Conn>(kind, env.next_serial->fetch_add(1) + 1, slot, w,
-                                  env.workers[size_t(w)], owner, id, qp);
+                                  env.workers[size_t(w)], owner, id, qp, nonce, peer_qpn);
   env.workers[size_t(w)]->Adopt(c);  // first: a Close that follows must find it adopted
   env.registry->Add(c);
   env.counters->connections_total.fetch_add(1, std::memory_order_relaxed);
@@ -39,9 +54,10 @@ std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, C
 
 bool MarkEstablished(const AcceptEnv& env, Conn* c) {
   env.counters->connections_established.fetch_add(1, std::memory_order_relaxed);
-  if (c->MarkEstablished()) return true;
-  env.counters->connections_established.fetch_sub(1, std::memory_order_relaxed);
-  return false;
+  bool counted = false;
+  bool ok = c->MarkEstablished(&counted);
+  if (!counted) env.counters->connections_established.fetch_sub(1, std::memory_order_relaxed);
+  return ok;
 }
 
 void DestroyDrained(const AcceptEnv& env, Conn* c) {

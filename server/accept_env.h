@@ -30,7 +30,8 @@ struct AcceptEnv {
   std::vector<Worker*> workers;
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
-  std::function<wire::ServerHello()> hello;
+  // The accept private data without its nonce (HelloFor fills in the connection's).
+  wire::ServerHello hello{};
   RegionInfo region;
   std::atomic<uint64_t>* next_serial = nullptr;
   const std::atomic<bool>* stop = nullptr;
@@ -38,15 +39,22 @@ struct AcceptEnv {
   int WorkerFor(int slot) const { return slot % int(workers.size()); }
   // Creation attributes of a client QP served by worker `w`.
   ibv_qp_init_attr QpAttr(int w) const;
+  // The ServerHello of connection c (its nonce).
+  wire::ServerHello HelloFor(const Conn& c) const;
 };
+
+// A fresh server nonce (wire::kNonceSize bytes) from SecureRandom.
+[[nodiscard]] Status NewServerNonce(uint8_t* nonce);
 
 // Wraps a freshly created QP (and rdma_cm id) in a Conn owned by `owner`, hands it to its
 // worker (before the QP can receive) and registers it; counts it as total, active, pending.
+// nonce: from NewServerNonce; peer_qpn: the client's QP number.
 std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
-                              rdma_cm_id* id, ibv_qp* qp);
+                              rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn);
 
 // Owner: kSetup -> kEstablished, counted in connections_established (counted first, so the
-// worker's uncount at close never runs ahead of it). False if the Conn is already closing.
+// worker's uncount at close never runs ahead of it). True also if the worker already opened it
+// (kOpen, counted by the worker). False if the Conn is already closing.
 bool MarkEstablished(const AcceptEnv& env, Conn* c);
 
 // One line with the parameters both sides of `qp` use (read back), for the connection log.

@@ -118,6 +118,9 @@ void CmAcceptor::HandleConnectRequest(rdma_cm_event* ev) {
   if (int(pending_.size()) >= o.max_pending)
     return reject("server has " + std::to_string(pending_.size()) +
                   " connections in setup (--max_pending); try again");
+  uint8_t nonce[wire::kNonceSize];
+  s = NewServerNonce(nonce);
+  if (!s.ok()) return reject(s.message());
   int slot = 0;
   if (!env_.registry->TakeSlot(&slot))
     return reject("server is at --max_connections=" + std::to_string(o.max_connections));
@@ -127,14 +130,15 @@ void CmAcceptor::HandleConnectRequest(rdma_cm_event* ev) {
     env_.registry->ReleaseSlot(slot);
     return reject(std::string("rdma_create_qp failed: ") + std::strerror(err));
   }
-  std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kRdmaCm, slot, this, id, id->qp);
+  std::shared_ptr<Conn> c =
+      NewConn(env_, Conn::Kind::kRdmaCm, slot, this, id, id->qp, nonce, ev->param.conn.qp_num);
   by_id_[id] = c;
   pending_.push_back(c);
   uint8_t ack_timeout = static_cast<uint8_t>(o.qp.timeout);
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,
                       sizeof ack_timeout) != 0)
     LOG(WARNING) << "rdma_set_option(ACK_TIMEOUT) failed: " << std::strerror(errno);
-  wire::ServerHello h = env_.hello();
+  wire::ServerHello h = env_.HelloFor(*c);  // no address, rkey or geometry: those need an OPEN
   ibv_device_attr dev{};
   ibv_query_device(env_.ctx, &dev);
   rdma_conn_param cp{};
@@ -172,7 +176,7 @@ void CmAcceptor::CheckDeadlines() {
   auto now = Conn::Clock::now();
   auto limit = std::chrono::milliseconds(env_.opt->accept_timeout_ms);
   for (auto& c : pending_) {
-    if (c->state() != Conn::State::kSetup || now - c->created < limit) continue;
+    if (c->state() != Conn::State::kSetup || now - c->created < limit) continue;  // kOpen: worker
     if (c->RequestClose("not established within --accept_timeout (" +
                         std::to_string(env_.opt->accept_timeout_ms) + " ms)"))
       env_.counters->setup_timeouts.fetch_add(1, std::memory_order_relaxed);

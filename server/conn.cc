@@ -10,7 +10,7 @@
 namespace rkv {
 
 Conn::Conn(Kind k, uint64_t serial_no, int slot_index, int worker_idx, Worker* worker,
-           ConnOwner* owner, rdma_cm_id* id, ibv_qp* qp)
+           ConnOwner* owner, rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qp_num)
     : kind(k),
       serial(serial_no),
       slot(slot_index),
@@ -18,10 +18,13 @@ Conn::Conn(Kind k, uint64_t serial_no, int slot_index, int worker_idx, Worker* w
       qpn(qp->qp_num),
       qp_handle(qp),
       created(Clock::now()),
+      peer_qpn(peer_qp_num),
       worker_(worker),
       owner_(owner),
       id_(id),
-      qp_(qp) {}
+      qp_(qp) {
+  std::memcpy(server_nonce, nonce, sizeof server_nonce);
+}
 
 Conn::~Conn() {
   if (qp_ != nullptr) {
@@ -32,17 +35,35 @@ Conn::~Conn() {
   }
 }
 
-bool Conn::MarkEstablished() {
+bool Conn::MarkEstablished(bool* counted) {
+  *counted = false;
   State expected = State::kSetup;
-  return state_.compare_exchange_strong(expected, State::kEstablished);
+  if (state_.compare_exchange_strong(expected, State::kEstablished)) {
+    *counted = true;
+    return true;
+  }
+  return expected == State::kOpen;
+}
+
+bool Conn::MarkOpen(bool* from_setup) {
+  *from_setup = false;
+  State s = state_.load();
+  while (s == State::kSetup || s == State::kEstablished) {
+    State was = s;
+    if (state_.compare_exchange_weak(s, State::kOpen)) {
+      *from_setup = was == State::kSetup;
+      return true;
+    }
+  }
+  return s == State::kOpen;
 }
 
 bool Conn::RequestClose(const std::string& reason) {
   State s = state_.load();
-  while (s == State::kSetup || s == State::kEstablished) {
+  while (s == State::kSetup || s == State::kEstablished || s == State::kOpen) {
     State was = s;
     if (state_.compare_exchange_weak(s, State::kClosing)) {
-      closed_established_.store(was == State::kEstablished);
+      closed_established_.store(was == State::kEstablished || was == State::kOpen);
       {
         MutexLock l(&mu_);
         close_reason_ = reason;
@@ -87,6 +108,8 @@ const char* Conn::StateName(State s) {
       return "setup";
     case State::kEstablished:
       return "established";
+    case State::kOpen:
+      return "open";
     case State::kClosing:
       return "closing";
     case State::kDrained:

@@ -4,8 +4,9 @@
 // Lifecycle (State). Every transition has one thread that may make it:
 //
 //   kSetup ──(owner: rdma_cm ESTABLISHED / manual READY)──> kEstablished
-//     │                                                        │
-//     └──────────(any thread: RequestClose)────────────────────┴──> kClosing
+//     │   └──(worker: a valid OPEN)──> kOpen <──(worker: a valid OPEN)──┘ │
+//     └──────────(any thread: RequestClose)─────────────────────────────────┴──> kClosing
+//   (kOpen too: any thread may RequestClose it.)
 //   kClosing ──(worker: QP in ERR, every posted WR flushed)──> kDrained
 //   kDrained ──(owner: DestroyVerbs: QP, then id)──> destroyed (slot released by the owner)
 //
@@ -13,8 +14,15 @@
 //                 handed the Conn to its worker (Worker::Adopt) before the QP can receive: the
 //                 worker serves requests that arrive before the owner sees the connection
 //                 established, but sends no keepalives. The owner closes it at its deadline.
-//   kEstablished  Serving. The worker posts replies and keepalives on the QP; the owner may
-//                 only query it (ibv_query_qp is safe alongside posting).
+//   kEstablished  The QP is connected but the client has not opened yet: it knows only the
+//                 ServerHello (no address, rkey or geometry). The worker answers an OPEN (kOpen
+//                 on success) and any other request with UNAUTHENTICATED, then closes.
+//   kOpen         Authenticated (or authentication is off) and serving: the worker posts
+//                 replies and keepalives on the QP; the owner may only query it (ibv_query_qp
+//                 is safe alongside posting). An OPEN may arrive before the owner has seen the
+//                 connection established (kSetup -> kOpen); MarkEstablished then keeps kOpen.
+//                 A connection that is not kOpen within 2 x --accept_timeout of its creation
+//                 is closed by its worker: no unauthenticated connection lingers.
 //   kClosing      RequestClose won the race (a compare-and-swap: exactly one close per
 //                 connection) and queued the Conn to its worker. The worker moves the QP to ERR,
 //                 waits for the SRQ's Last WQE Reached event (or a grace period), posts a
@@ -67,24 +75,30 @@ class ConnOwner {
 
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
-  enum class State : int { kSetup, kEstablished, kClosing, kDrained };
+  enum class State : int { kSetup, kEstablished, kOpen, kClosing, kDrained };
   enum class Kind : int { kRdmaCm, kManual };
   using Clock = std::chrono::steady_clock;
 
   // Takes ownership of `qp` (and of `id` when non-null: rdma_cm mode, id->qp == qp).
+  // server_nonce: the challenge sent in this connection's ServerHello (wire::kNonceSize bytes);
+  // peer_qpn: the client's QP number as this QP addresses it.
   Conn(Kind kind, uint64_t serial, int slot, int worker_index, Worker* worker, ConnOwner* owner,
-       rdma_cm_id* id, ibv_qp* qp);
+       rdma_cm_id* id, ibv_qp* qp, const uint8_t* server_nonce, uint32_t peer_qpn);
   // Destroys what DestroyVerbs did not (only at shutdown, when no thread runs).
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
 
-  // Owner: kSetup -> kEstablished. False if the connection is already closing.
-  bool MarkEstablished();
+  // Owner: kSetup -> kEstablished (kOpen stays). False if the connection is already closing.
+  // *counted: this call made the transition out of kSetup (the caller counts it).
+  bool MarkEstablished(bool* counted);
+  // Worker: kSetup/kEstablished -> kOpen after a valid OPEN. False if closing. *from_setup:
+  // the transition left kSetup (the caller counts the connection as established).
+  bool MarkOpen(bool* from_setup);
   // Any thread: starts the close (kSetup/kEstablished -> kClosing) and queues the Conn to its
   // worker. Returns false if another close came first (then this call does nothing).
   bool RequestClose(const std::string& reason);
-  // True if the close started from kEstablished (valid once state() >= kClosing).
+  // True if the close started from kEstablished or kOpen (valid once state() >= kClosing).
   bool closed_established() const { return closed_established_.load(); }
   // Async-event thread: the SRQ will hand this QP no more receives; tells the worker.
   void NotifyLastWqe();
@@ -108,6 +122,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
   // stays allocated until its async events are acknowledged, unlike its number.
   const ibv_qp* const qp_handle;
   const Clock::time_point created;
+  uint8_t server_nonce[16];  // immutable after construction (wire::kNonceSize)
+  const uint32_t peer_qpn;
   rdma_cm_id* id() const { return id_; }
   ibv_qp* qp() const { return qp_; }
   ConnOwner* owner() const { return owner_; }
@@ -133,6 +149,9 @@ class Conn : public std::enable_shared_from_this<Conn> {
     bool marker_posted = false;
     bool marker_done = false;
     bool leak_qp = false;  // did not drain by the deadline: the owner must not destroy the QP
+    // An UNAUTHENTICATED reply is posted: close once it has completed (or at the deadline).
+    bool close_after_reply = false;
+    std::string close_after_reply_reason;
   } w;
 
   // Owner-only: the manual-mode control channel (its closing means the client left), and

@@ -19,6 +19,9 @@ std::string FormatStats(const ServerCounters& c, const Table& table, uint64_t in
   line("connections_pending", c.connections_pending);
   line("connections_established", c.connections_established);
   line("setup_timeouts", c.setup_timeouts);
+  line("opens", c.opens);
+  line("opens_refused", c.opens_refused);
+  line("open_timeouts", c.open_timeouts);
   line("peers_dead", c.peers_dead);
   line("qp_async_errors", c.qp_async_errors);
   line("qps_leaked", c.qps_leaked);

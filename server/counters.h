@@ -25,6 +25,9 @@ struct ServerCounters {
   C peers_dead{0};               // closed by keepalive failure or silence past --peer_timeout
   C qp_async_errors{0};          // closed by a QP async error event
   C qps_leaked{0};               // QPs that did not drain in time (kept, never reused)
+  C opens{0};                    // successful OPENs (authenticated when auth is on)
+  C opens_refused{0};            // failed OPENs and requests before OPEN (then dropped)
+  C open_timeouts{0};            // closed because no OPEN came within 2 x --accept_timeout
   // Requests.
   C rpc_put{0}, rpc_delete{0}, rpc_stats{0}, rpc_params{0}, rpc_snapshot{0}, rpc_bad{0};
   C rpc_errors{0};       // requests answered with an error other than NOT_FOUND

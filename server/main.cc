@@ -7,6 +7,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "common/auth.h"
 #include "common/parse.h"
 #include "common/verbs/conn_flags.h"
 #include "server/durability/durable_log.h"
@@ -31,6 +32,13 @@ DEFINE_double(accept_timeout, 5,
               "seconds a connection may take from connect request (or first exchange message) "
               "to established");
 
+DEFINE_string(auth_token_file, "",
+              "file holding the secret clients must prove (HMAC challenge-response; at least 16 "
+              "bytes, one trailing newline ignored; the file must not be accessible by group or "
+              "others). Empty: no authentication");
+DEFINE_bool(allow_unauthenticated, false,
+            "without --auth_token_file, allow listening on a wildcard address (0.0.0.0, ::) "
+            "anyway: every host that reaches the port can read and write every key");
 DEFINE_string(data_dir, "",
               "directory for the write-ahead log and snapshots; empty: memory-only (every write is "
               "lost when kvserver stops)");
@@ -110,6 +118,13 @@ int main(int argc, char** argv) {
   o.write_threads = FLAGS_write_threads;
   s = rkv::ConnFlags(rkv::Role::kServer, &o.exchange, &o.qp);
   if (!s.ok()) return Fail(s.message());
+  if (!FLAGS_auth_token_file.empty()) {
+    s = rkv::auth::LoadTokenFile(FLAGS_auth_token_file, &o.auth_token);
+    if (!s.ok()) return Fail("--auth_token_file: " + s.message());
+  }
+  o.allow_unauthenticated = FLAGS_allow_unauthenticated;
+  s = rkv::auth::CheckListen(o.host, !o.auth_token.empty(), o.allow_unauthenticated);
+  if (!s.ok()) return Fail("--listen=" + FLAGS_listen + ": " + s.message());
 
   rkv::Server server(o);
   s = server.Start();

@@ -126,7 +126,8 @@ void ManualAcceptor::Tick() {
   // Liveness: a manual connection ends when its control channel closes (TCP EOF, client's
   // file removed or stale, client's etcd key deleted or its lease expired).
   for (auto& c : owned_) {
-    if (c->state() != Conn::State::kEstablished || !c->control) continue;
+    Conn::State st = c->state();
+    if ((st != Conn::State::kEstablished && st != Conn::State::kOpen) || !c->control) continue;
     if (c->control->PeerGone()) c->RequestClose("client left (" + c->control->Describe() + ")");
   }
 }
@@ -169,13 +170,21 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, bool* es
     Refuse(ch, s.code(), "server: " + s.message());
     return nullptr;
   }
-  self.remote_addr = env_.region.addr;
-  self.rkey = env_.region.rkey;
-  self.region_size = env_.region.size;
+  // No address or rkey in the record (anyone can ask for it): the client gets them from OPEN.
+  self.remote_addr = 0;
+  self.rkey = 0;
+  self.region_size = 0;
+  uint8_t nonce[wire::kNonceSize];
+  s = NewServerNonce(nonce);
+  if (!s.ok()) {
+    Refuse(ch, s.code(), "server: " + s.message());
+    return nullptr;
+  }
   ExchangeMsg reply;
   reply.params = self;
   reply.has_hello = true;
-  reply.hello = env_.hello();
+  reply.hello = env_.hello;
+  std::memcpy(reply.hello.server_nonce, nonce, sizeof nonce);
   if (m.type == MsgType::kCheck) {  // kvctl check: validate only, connect nothing
     reply.type = MsgType::kCheckReply;
     reply.text = CheckParams(self, m.params, o.qp);
@@ -201,7 +210,8 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, bool* es
     Refuse(ch, Code::kIoError, "server: ibv_create_qp failed: " + std::string(strerror(err)));
     return nullptr;
   }
-  std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kManual, slot, this, nullptr, qp);
+  std::shared_ptr<Conn> c =
+      NewConn(env_, Conn::Kind::kManual, slot, this, nullptr, qp, nonce, m.params.qp_num);
   reply.params.qp_num = self.qp_num = qp->qp_num;
   std::string note;
   s = ModifyQpToInit(qp, self, IBV_ACCESS_REMOTE_READ);

@@ -30,6 +30,9 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, const uint8_t* msg, siz
       std::memcpy(&h, msg, sizeof(h));
       req.request_id = h.request_id;
     }
+  } else if (req.op == wire::Op::kOpen) {
+    *malformed = true;
+    s = Status(Code::kBadRequest, "the connection is already open");
   } else if (req.op == wire::Op::kPut) {
     counters_->rpc_put.fetch_add(1, std::memory_order_relaxed);
     s = table_->Put(req.key, req.value);

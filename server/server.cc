@@ -159,6 +159,8 @@ Status Server::Start() {
   wenv.send_base = send_buf_.data();
   wenv.send_lkey = send_mr_->lkey;
   wenv.stop = &stop_;
+  wenv.auth_token = opt_.auth_token;
+  wenv.open_reply = MakeOpenReply();
   // Every QP of a worker may have its full send queue and its share of receives outstanding.
   int per_worker = (opt_.max_connections + opt_.workers - 1) / opt_.workers;
   int cqe = int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64;
@@ -176,7 +178,7 @@ Status Server::Start() {
   for (auto& w : workers_) aenv.workers.push_back(w.get());
   aenv.registry = registry_.get();
   aenv.counters = &counters_;
-  aenv.hello = [this] { return MakeHello(); };
+  aenv.hello = MakeHello();
   aenv.region = region;
   aenv.next_serial = &next_serial_;
   aenv.stop = &stop_;
@@ -197,11 +199,14 @@ Status Server::Start() {
 
   LOG(INFO) << "kvserver listening on " << opt_.host << ":" << cm_->bound_port() << " device "
             << ibv_get_device_name(ctx_->device) << " instance " << instance_id_;
-  LOG(INFO) << "region addr 0x" << std::hex << region.addr << std::dec << " rkey 0x" << std::hex
-            << region.rkey << std::dec << " size " << opt_.memory << " buckets " << geo.num_buckets
-            << " overflow_slots " << geo.overflow_slots << " entry_capacity "
-            << geo.entry_capacity() << " heap " << (opt_.memory - geo.heap_offset)
-            << " bytes, workers " << opt_.workers;
+  if (opt_.auth_token.empty())
+    LOG(WARNING) << "no --auth_token_file: any host that can reach " << opt_.host << ":"
+                 << cm_->bound_port() << " can read and write every key";
+  else
+    LOG(INFO) << "authentication on: clients must prove the token of --auth_token_file";
+  LOG(INFO) << "region size " << opt_.memory << " buckets " << geo.num_buckets << " overflow_slots "
+            << geo.overflow_slots << " entry_capacity " << geo.entry_capacity() << " heap "
+            << (opt_.memory - geo.heap_offset) << " bytes, workers " << opt_.workers;
   LOG(INFO) << "limits: max_connections " << opt_.max_connections << ", max_pending "
             << opt_.max_pending << ", request credits " << opt_.credits << ", peer_timeout "
             << opt_.peer_timeout_ms << " ms, accept_timeout " << opt_.accept_timeout_ms
@@ -226,10 +231,20 @@ Status Server::Run() {
 }
 
 wire::ServerHello Server::MakeHello() const {
-  const layout::Geometry& g = table_->geometry();
   wire::ServerHello h{};
   h.magic = wire::kHelloMagic;
   h.version = wire::kProtocolVersion;
+  h.flags = opt_.auth_token.empty() ? 0 : wire::kHelloAuthRequired;
+  h.credits = uint32_t(opt_.credits);
+  return h;
+}
+
+wire::OpenReply Server::MakeOpenReply() const {
+  const layout::Geometry& g = table_->geometry();
+  wire::OpenReply h{};
+  h.magic = wire::kHelloMagic;
+  h.version = wire::kProtocolVersion;
+  h.flags = opt_.auth_token.empty() ? 0 : wire::kHelloAuthRequired;
   h.instance_id = instance_id_;
   h.region_addr = reinterpret_cast<uint64_t>(region_.get());
   h.region_size = opt_.memory;

@@ -56,7 +56,10 @@ class Server {
   uint16_t bound_port() const { return cm_ ? cm_->bound_port() : 0; }
 
  private:
+  // The accept private data without a nonce (no address, rkey or geometry).
   wire::ServerHello MakeHello() const;
+  // What a successful OPEN returns (without the per-connection server mac).
+  wire::OpenReply MakeOpenReply() const;
   // --data_dir: lock the directory, recover the table from it, open the log, make the
   // snapshotter.
   [[nodiscard]] Status OpenDurability();

@@ -40,6 +40,11 @@ struct ServerOptions {
   uint64_t snapshot_log_bytes = 64ull << 20;  // snapshot when the log file grows past (0: never)
   int write_threads = 16;                     // durable servers: PUT/DELETE threads
   int commit_timeout_ms = 30000;              // a log commit stalled this long breaks the log
+  // The shared secret clients must prove (kvserver --auth_token_file; docs/security.md).
+  // Empty: no authentication (then listening on a wildcard address needs
+  // allow_unauthenticated).
+  std::string auth_token;
+  bool allow_unauthenticated = false;
   ExchangeOptions exchange;  // kRdmaCm: rdma_cm only; else also manual mode over this method
   QpSettings qp;             // connection parameters (docs/connection.md)
 };

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "common/auth.h"
 #include "common/wire.h"
 
 namespace rkv {
@@ -160,6 +161,8 @@ void Worker::HandleCompletion(const ibv_wc& wc) {
   --w.sends_in_flight;
   uint64_t kind = KindOf(wc.wr_id);
   if (kind == kReply) --w.unacked;
+  if (kind == kReply && w.close_after_reply && w.unacked <= 0 && c->state() < Conn::State::kClosing)
+    c->RequestClose(w.close_after_reply_reason);  // the UNAUTHENTICATED answer went out
   if (kind == kKeepalive) w.keepalive_in_flight = false;
   if (kind == kMarker) w.marker_done = true;
   if (wc.status == IBV_WC_SUCCESS) {
@@ -212,6 +215,10 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
                     std::to_string(o.credits) + ")");
     return;
   }
+  if (c->state() != Conn::State::kOpen) {
+    HandleUnopened(c, env_.srq->Buffer(buf), len);
+    return;
+  }
   if (Offload(c, env_.srq->Buffer(buf), len)) return;
   uint8_t* out = env_.send_base +
                  (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
@@ -231,6 +238,84 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
     ++w.next_send;
     ++w.unacked;
   }
+}
+
+void Worker::PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
+                       std::string_view payload) {
+  Conn::WorkerState& w = c->w;
+  const int slots = SendSlots(*env_.opt);
+  uint8_t* out = env_.send_base +
+                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  size_t n = wire::EncodeReply(op, request_id, code, payload, out, kSendSlotSize);
+  if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
+    ++w.next_send;
+    ++w.unacked;
+  }
+}
+
+void Worker::HandleUnopened(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len) {
+  Conn::WorkerState& w = c->w;
+  if (w.close_after_reply) return;  // refused already; closing once the refusal is out
+  wire::Request req{};
+  Status s = wire::DecodeRequest(msg, len, &req);
+  if (!s.ok()) {
+    wire::RequestHeader h{};
+    if (len >= sizeof(h)) std::memcpy(&h, msg, sizeof(h));
+    req.request_id = h.request_id;
+    req.op = static_cast<wire::Op>(0);
+  }
+  std::string why;
+  if (s.ok() && req.op == wire::Op::kOpen) {
+    wire::OpenReply reply{};
+    s = Open(c, req, &reply);
+    if (s.ok()) {
+      env_.counters->opens.fetch_add(1, std::memory_order_relaxed);
+      PostReply(c, req.op, req.request_id, Code::kOk,
+                std::string_view(reinterpret_cast<const char*>(&reply), sizeof reply));
+      return;
+    }
+    if (s.code() == Code::kConnectionLost) return;  // closing meanwhile
+    why = "OPEN refused: " + s.message();
+  } else {
+    why = "request before OPEN (" + (s.ok() ? "op " + std::to_string(int(req.op)) : s.message()) +
+          ")";
+    s = Status(Code::kUnauthenticated,
+               "the connection is not open: its first request must be OPEN");
+  }
+  env_.counters->opens_refused.fetch_add(1, std::memory_order_relaxed);
+  LOG_EVERY_N(WARNING, 20) << "qp " << c->qpn << ": " << why << "; dropping it";
+  w.close_after_reply = true;
+  w.close_after_reply_reason = why;
+  const int before = w.unacked;
+  PostReply(c, req.op, req.request_id, Code::kUnauthenticated, s.message());
+  if (w.unacked == before) c->RequestClose(why);  // nothing posted: close now
+}
+
+Status Worker::Open(const std::shared_ptr<Conn>& c, const wire::Request& req,
+                    wire::OpenReply* reply) {
+  wire::OpenRequest o;
+  Status s = wire::DecodeOpenRequest(req.value, &o);
+  if (!s.ok()) return Status(Code::kUnauthenticated, s.message());
+  const std::string& token = env_.auth_token;
+  auth::Transcript t{};
+  std::memcpy(t.server_nonce, c->server_nonce, sizeof t.server_nonce);
+  std::memcpy(t.client_nonce, o.client_nonce, sizeof t.client_nonce);
+  t.server_qpn = c->qpn;
+  t.client_qpn = c->peer_qpn;
+  if (!token.empty() && !auth::VerifyMac(token, auth::Prover::kClient, t, o.mac))
+    return Status(Code::kUnauthenticated, "authentication failed");
+  *reply = env_.open_reply;
+  if (!token.empty()) {
+    s = auth::ComputeMac(token, auth::Prover::kServer, t, reply->server_mac);
+    if (!s.ok()) return Status(Code::kUnauthenticated, "server: " + s.message());
+  }
+  // Counted first, so the uncount at close never runs ahead of it.
+  env_.counters->connections_established.fetch_add(1, std::memory_order_relaxed);
+  bool from_setup = false;
+  bool opened = c->MarkOpen(&from_setup);
+  if (!from_setup) env_.counters->connections_established.fetch_sub(1, std::memory_order_relaxed);
+  if (!opened) return Status(Code::kConnectionLost, "closing");
+  return Status::Ok();
 }
 
 bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len) {
@@ -296,9 +381,20 @@ void Worker::Tick() {
   last_tick_ = now;
   const auto timeout = std::chrono::milliseconds(o.peer_timeout_ms);
   const auto interval = timeout / 3;
+  const auto open_limit = 2 * std::chrono::milliseconds(o.accept_timeout_ms);
   for (auto& [qpn, c] : conns_) {
-    if (c->state() != Conn::State::kEstablished) continue;
+    Conn::State st = c->state();
     Conn::WorkerState& w = c->w;
+    if ((st == Conn::State::kSetup || st == Conn::State::kEstablished) &&
+        now - c->created > open_limit) {  // bounded: no unopened connection lingers
+      if (!w.close_after_reply)
+        env_.counters->open_timeouts.fetch_add(1, std::memory_order_relaxed);
+      c->RequestClose(w.close_after_reply ? w.close_after_reply_reason
+                                          : "not opened within 2 x --accept_timeout (" +
+                                                std::to_string(2 * o.accept_timeout_ms) + " ms)");
+      continue;
+    }
+    if (st != Conn::State::kOpen) continue;
     if (!w.seen_established) {  // setup time is not silence
       w.seen_established = true;
       w.last_heard = now;

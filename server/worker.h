@@ -9,7 +9,10 @@
 // Send work request ids: (Conn::serial << 3) | (kind << 1), even (receive ids are odd, see
 // server/srq_pool.h); a send completion whose serial does not match the Conn now holding its
 // QP number is stale and ignored.
-// Keepalive: when a kEstablished connection has been silent for peer_timeout/3 the worker
+// Before OPEN: a connection that is not kOpen gets only HandleUnopened (docs/design.md,
+// "Connection lifecycle"); keepalives go to kOpen connections; one that has not opened within
+// 2 x accept_timeout of its creation is closed (open_timeouts).
+// Keepalive: when a kOpen connection has been silent for peer_timeout/3 the worker
 // posts a zero-length RDMA WRITE (no memory is touched at the client, whose HCA alone answers),
 // so a client that only does one-sided GETs stays known to be alive. A keepalive that fails
 // (retries exhausted: the peer's host or link is gone) or silence past peer_timeout closes the
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "common/verbs/rdma.h"
+#include "common/wire.h"
 #include "server/conn.h"
 #include "server/conn_registry.h"
 #include "server/counters.h"
@@ -54,6 +58,10 @@ struct WorkerEnv {
   uint8_t* send_base = nullptr;  // registered: max_connections * SendSlots() * kSendSlotSize
   uint32_t send_lkey = 0;
   const std::atomic<bool>* stop = nullptr;
+  // The shared token (docs/security.md); empty: authentication is off.
+  std::string auth_token;
+  // The OPEN reply without per-connection fields (server mac).
+  wire::OpenReply open_reply{};
 };
 
 class Worker {
@@ -101,6 +109,15 @@ class Worker {
   void DrainCommands();
   void HandleCompletion(const ibv_wc& wc);
   void HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len);
+  // A request of a connection that is not kOpen: an OPEN is verified and answered (kOpen on
+  // success); anything else, or a failed OPEN, is answered UNAUTHENTICATED and the connection
+  // is closed once that reply has completed.
+  void HandleUnopened(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  // Verifies an OPEN and fills *reply; UNAUTHENTICATED (message for the client) on failure.
+  Status Open(const std::shared_ptr<Conn>& c, const wire::Request& req, wire::OpenReply* reply);
+  // Encodes a reply into the connection's next send slot and posts it.
+  void PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
+                 std::string_view payload);
   // Takes a decoded PUT/DELETE for the write pool (false: no pool, execute it here).
   bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
   // Submits the connection's next waiting write if none of its writes is in the pool.

@@ -55,6 +55,62 @@ TEST(Wire, ServerHelloValidation) {
   ServerHello h{};
   h.magic = kHelloMagic;
   h.version = kProtocolVersion;
+  h.flags = kHelloAuthRequired;
+  h.credits = 4;
+  for (size_t i = 0; i < kNonceSize; ++i) h.server_nonce[i] = uint8_t(i + 1);
+  ServerHello out;
+  ASSERT_TRUE(DecodeServerHello(&h, sizeof(h), &out).ok());
+  EXPECT_EQ(out.flags, kHelloAuthRequired);
+  EXPECT_EQ(out.server_nonce[15], 16);
+  EXPECT_EQ(DecodeServerHello(&h, sizeof(h) - 1, &out).code(), Code::kProtocolError);
+  EXPECT_EQ(DecodeServerHello(nullptr, sizeof(h), &out).code(), Code::kProtocolError);
+  ServerHello bad = h;
+  bad.version = 99;
+  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("protocol 99"),
+            std::string::npos);
+  bad = h;
+  bad.magic = 0;
+  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  bad = h;
+  bad.credits = 0;
+  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("credits"),
+            std::string::npos);
+}
+
+TEST(Wire, OpenRequestLengthChecked) {
+  OpenRequest r{};
+  r.client_nonce[0] = 7;
+  r.mac[31] = 9;
+  std::string v(reinterpret_cast<const char*>(&r), sizeof r);
+  OpenRequest out;
+  ASSERT_TRUE(DecodeOpenRequest(v, &out).ok());
+  EXPECT_EQ(out.client_nonce[0], 7);
+  EXPECT_EQ(out.mac[31], 9);
+  EXPECT_EQ(DecodeOpenRequest(v.substr(0, 47), &out).code(), Code::kBadRequest);
+  EXPECT_EQ(DecodeOpenRequest(v + "x", &out).code(), Code::kBadRequest);
+  EXPECT_EQ(DecodeOpenRequest({}, &out).code(), Code::kBadRequest);
+  // OPEN is op 6: a request carrying it decodes.
+  std::vector<char> buf(kMaxRequestSize);
+  size_t n = EncodeRequest(Op::kOpen, 1, {}, v, buf.data(), buf.size());
+  Request req;
+  ASSERT_TRUE(DecodeRequest(buf.data(), n, &req).ok());
+  EXPECT_EQ(req.op, Op::kOpen);
+  EXPECT_EQ(req.value.size(), sizeof(OpenRequest));
+}
+
+TEST(Wire, UnauthenticatedReplyDecodes) {
+  char buf[64];
+  size_t n = EncodeReply(Op::kPut, 3, Code::kUnauthenticated, "no", buf, sizeof buf);
+  Reply r;
+  ASSERT_TRUE(DecodeReply(buf, n, &r).ok());
+  EXPECT_EQ(r.status, Code::kUnauthenticated);
+  EXPECT_STREQ(CodeName(Code::kUnauthenticated), "UNAUTHENTICATED");
+}
+
+TEST(Wire, OpenReplyValidation) {
+  OpenReply h{};
+  h.magic = kHelloMagic;
+  h.version = kProtocolVersion;
   h.region_size = 1 << 20;
   h.num_buckets = 16;
   h.bucket_size = 1024;
@@ -65,32 +121,33 @@ TEST(Wire, ServerHelloValidation) {
   h.max_value_size = 65536;
   h.max_request_size = kMaxRequestSize;
   h.credits = 4;
-  ServerHello out;
-  EXPECT_TRUE(DecodeServerHello(&h, sizeof(h), &out).ok());
-  EXPECT_EQ(DecodeServerHello(&h, 20, &out).code(), Code::kProtocolError);
-  ServerHello bad = h;
+  auto decode = [](const OpenReply& r, size_t len = sizeof(OpenReply)) {
+    OpenReply out;
+    return DecodeOpenReply(std::string_view(reinterpret_cast<const char*>(&r), len), &out);
+  };
+  EXPECT_TRUE(decode(h).ok());
+  EXPECT_EQ(decode(h, 20).code(), Code::kProtocolError);
+  EXPECT_EQ(decode(h, sizeof(h) - 1).code(), Code::kProtocolError);
+  OpenReply bad = h;
   bad.version = 99;
-  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("protocol 99"),
-            std::string::npos);
+  EXPECT_NE(decode(bad).message().find("protocol 99"), std::string::npos);
   bad = h;
   bad.magic = 0;
-  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  EXPECT_FALSE(decode(bad).ok());
   bad = h;
   bad.num_buckets = 1 << 20;  // beyond region
-  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  EXPECT_FALSE(decode(bad).ok());
   bad = h;
   bad.credits = 0;
-  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("credits"),
-            std::string::npos);
+  EXPECT_NE(decode(bad).message().find("credits"), std::string::npos);
   bad = h;
   bad.overflow_offset = 16 * 1024;  // overlaps bucket 16, the second candidate of bucket 15
-  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  EXPECT_FALSE(decode(bad).ok());
   bad = h;
   bad.bucket_size = 2048;  // the GET path reads 1 KiB buckets: any other size is refused
-  EXPECT_NE(DecodeServerHello(&bad, sizeof(bad), &out).message().find("bucket size 2048"),
-            std::string::npos);
+  EXPECT_NE(decode(bad).message().find("bucket size 2048"), std::string::npos);
   bad = h;
   bad.slot_size = 64;
-  EXPECT_FALSE(DecodeServerHello(&bad, sizeof(bad), &out).ok());
+  EXPECT_FALSE(decode(bad).ok());
 }
 }  // namespace rkv::wire

@@ -21,11 +21,15 @@
 #include <string>
 #include <thread>
 
+#include "common/auth.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver address ADDR:PORT");
+DEFINE_string(auth_token_file, "",
+              "file holding the server's token (kvserver --auth_token_file); needed when the "
+              "server requires authentication. Must not be accessible by group or others");
 DEFINE_int32(timeout_ms, 5000, "connect and RPC timeout");
 DEFINE_int32(snapshot_wait_s, 600, "snapshot: how long to wait for it to finish");
 
@@ -109,6 +113,10 @@ int main(int argc, char** argv) {
   opt.rpc_timeout_ms = FLAGS_timeout_ms;
   rkv::Status s = rkv::ConnFlags(rkv::Role::kClient, &opt.exchange, &opt.qp);
   if (!s.ok()) return Report(s);
+  if (!FLAGS_auth_token_file.empty()) {
+    s = rkv::auth::LoadTokenFile(FLAGS_auth_token_file, &opt.auth_token);
+    if (!s.ok()) return Report(s);
+  }
   if (cmd == "check") {
     std::string report;
     s = rkv::CheckConnection(FLAGS_server, opt, &report);

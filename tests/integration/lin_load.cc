@@ -63,6 +63,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/auth.h"
 #include "common/table/layout.h"
 #include "common/verbs/conn_flags.h"
 #include "rkv/client.h"
@@ -71,6 +72,7 @@
 #include "tests/lincheck/history.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver ADDR:PORT");
+DEFINE_string(auth_token_file, "", "the server's token (kvserver --auth_token_file); empty: none");
 DEFINE_int32(timeout_ms, 10000, "connect and RPC timeout");
 DEFINE_int32(clients, 8, "client threads, each with its own rkv::Client");
 DEFINE_int64(ops, 100000, "operations in the run phase (a MultiGet counts once per key)");
@@ -662,6 +664,11 @@ int main(int argc, char** argv) {
   }
   if (rkv::Status s = rkv::ConnFlags(rkv::Role::kClient, &options.exchange, &options.qp); !s.ok())
     return Fail(s.message());
+  if (!FLAGS_auth_token_file.empty()) {
+    if (rkv::Status s = rkv::auth::LoadTokenFile(FLAGS_auth_token_file, &options.auth_token);
+        !s.ok())
+      return Fail(s.message());
+  }
   std::unique_ptr<rkv::Client> ctl;
   if (rkv::Status s = rkv::Client::Connect(FLAGS_server, options, &ctl); !s.ok())
     return Fail("connect " + FLAGS_server + ": " + s.ToString());

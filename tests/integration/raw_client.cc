@@ -47,9 +47,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/auth.h"
 #include "common/exchange/exchange.h"
 #include "common/exchange/tcp_exchange.h"
 #include "common/parse.h"
+#include "common/secure_random.h"
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
 #include "common/verbs/rdma.h"
@@ -71,6 +73,10 @@ DEFINE_int32(get_every_ms, 0, "hold: milliseconds between GETs (0: no traffic at
 DEFINE_string(exchange, "cm", "hold: how the real client connects: cm (rdma_cm) or tcp");
 DEFINE_int32(over_by, 1, "credits: how many requests beyond the credits the second batch sends");
 DEFINE_int32(timeout_ms, 5000, "deadline of each connect, exchange step and reply wait");
+DEFINE_string(auth_token_file, "", "the server's token (kvserver --auth_token_file); empty: none");
+DEFINE_bool(open, true,
+            "send OPEN after connecting, as every real client must (false: stay unopened, to "
+            "test the server's refusal)");
 
 namespace {
 
@@ -195,6 +201,8 @@ class CmConn {
       mr_ = ibv_reg_mr(pd_, buf, len, IBV_ACCESS_LOCAL_WRITE);
       if (mr_ == nullptr) return rkv::ErrnoStatus("ibv_reg_mr", errno);
     }
+    open_mr_ = ibv_reg_mr(pd_, open_buf_, sizeof open_buf_, IBV_ACCESS_LOCAL_WRITE);
+    if (open_mr_ == nullptr) return rkv::ErrnoStatus("ibv_reg_mr(OPEN buffer)", errno);
     ibv_qp_init_attr qa{};
     qa.send_cq = cq_;
     qa.recv_cq = cq_;
@@ -238,6 +246,10 @@ class CmConn {
       if (ev->param.conn.private_data != nullptr)
         std::memcpy(&hello_, ev->param.conn.private_data,
                     std::min<size_t>(hello_len_, sizeof hello_));
+      server_qpn_ = ev->param.conn.qp_num;
+      hello_raw_.assign(static_cast<const uint8_t*>(ev->param.conn.private_data),
+                        static_cast<const uint8_t*>(ev->param.conn.private_data) +
+                            (ev->param.conn.private_data != nullptr ? hello_len_ : 0));
       rdma_ack_cm_event(ev);
       if (hello_len_ < 16 || hello_.magic != rkv::wire::kHelloMagic)
         return Status(rkv::Code::kProtocolError, "accept private data is not a ServerHello (" +
@@ -252,10 +264,120 @@ class CmConn {
     return Status(rkv::Code::kConnectionLost, what);
   }
 
+  // Connects and, with --open (the default), opens (OPEN with --auth_token_file's mac).
   Status Connect(int timeout_ms, std::string* reject) {
     Status s = PostConnect();
-    return s.ok() ? WaitEstablished(timeout_ms, reject) : s;
+    if (s.ok()) s = WaitEstablished(timeout_ms, reject);
+    if (s.ok() && FLAGS_open) s = Open(timeout_ms, Token(), nullptr);
+    return s;
   }
+
+  // The token of --auth_token_file ("" without one; exits on an unreadable file).
+  static const std::string& Token() {
+    static const std::string token = [] {
+      std::string t;
+      if (FLAGS_auth_token_file.empty()) return t;
+      Status s = rkv::auth::LoadTokenFile(FLAGS_auth_token_file, &t);
+      if (!s.ok()) {
+        std::cerr << "raw_client: " << s.ToString() << "\n";
+        std::exit(2);
+      }
+      return t;
+    }();
+    return token;
+  }
+
+  // Sends OPEN with the mac under `token` (none if empty) and waits for its reply. OK only if
+  // the server granted it; else the server's code and message. `request` (optional) overrides
+  // the OPEN value (replays, tampering); the granted memory parameters go to granted().
+  Status Open(int timeout_ms, const std::string& token, const rkv::wire::OpenRequest* request) {
+    rkv::wire::OpenRequest req{};
+    if (request != nullptr) {
+      req = *request;
+    } else {
+      Status s = rkv::SecureRandom::Fill(req.client_nonce, sizeof req.client_nonce);
+      if (!s.ok()) return s;
+      if (!token.empty()) {
+        s = rkv::auth::ComputeMac(token, rkv::auth::Prover::kClient, Transcript(req), req.mac);
+        if (!s.ok()) return s;
+      }
+    }
+    last_open_ = req;
+    size_t len = rkv::wire::EncodeRequest(
+        rkv::wire::Op::kOpen, 1, {}, std::string_view(reinterpret_cast<char*>(&req), sizeof req),
+        open_buf_, 4096);
+    return Call(open_buf_, len, timeout_ms, [&](const rkv::wire::Reply& r) {
+      if (r.status != rkv::Code::kOk) return Status(r.status, std::string(r.payload));
+      Status s = rkv::wire::DecodeOpenReply(r.payload, &granted_);
+      if (s.ok() && !token.empty() &&
+          !rkv::auth::VerifyMac(token, rkv::auth::Prover::kServer, Transcript(req),
+                                granted_.server_mac))
+        s = Status(rkv::Code::kUnauthenticated, "the server did not prove the token");
+      return s;
+    });
+  }
+
+  // Sends one raw request (len bytes at req, inside the OPEN buffer's first 4 KiB) and waits
+  // for its reply; `check` judges it.
+  template <typename Check>
+  Status Call(const uint8_t* req, size_t len, int timeout_ms, Check check) {
+    ibv_sge rsge{reinterpret_cast<uint64_t>(open_buf_ + 4096), 4096, open_mr_->lkey};
+    ibv_recv_wr rwr{}, *rbad = nullptr;
+    rwr.wr_id = kRecvWr | kSlotMask;
+    rwr.sg_list = &rsge;
+    rwr.num_sge = 1;
+    if (int rc = ibv_post_recv(qp(), &rwr, &rbad); rc != 0)
+      return rkv::ErrnoStatus("ibv_post_recv(OPEN reply)", rc);
+    ibv_sge ssge{reinterpret_cast<uint64_t>(req), uint32_t(len), open_mr_->lkey};
+    ibv_send_wr swr{}, *sbad = nullptr;
+    swr.wr_id = kSendWr | kSlotMask;
+    swr.sg_list = &ssge;
+    swr.num_sge = 1;
+    swr.opcode = IBV_WR_SEND;
+    if (int rc = ibv_post_send(qp(), &swr, &sbad); rc != 0)
+      return rkv::ErrnoStatus("ibv_post_send(OPEN)", rc);
+    auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    bool sent = false, received = false;
+    uint32_t got = 0;
+    while (!(sent && received)) {
+      if (Clock::now() > deadline) return Status(rkv::Code::kTimeout, "no reply to the request");
+      ibv_wc wc;
+      int n = ibv_poll_cq(cq_, 1, &wc);
+      if (n < 0) return Status(rkv::Code::kIoError, "ibv_poll_cq failed");
+      if (n == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        continue;
+      }
+      if (wc.status != IBV_WC_SUCCESS)
+        return Status(rkv::Code::kConnectionLost,
+                      std::string("request completion: ") + ibv_wc_status_str(wc.status));
+      if ((wc.wr_id & ~kSlotMask) == kSendWr) sent = true;
+      if ((wc.wr_id & ~kSlotMask) == kRecvWr) {
+        received = true;
+        got = wc.byte_len;
+      }
+    }
+    rkv::wire::Reply r;
+    Status s = rkv::wire::DecodeReply(open_buf_ + 4096, std::min<uint32_t>(got, 4096), &r);
+    return s.ok() ? check(r) : s;
+  }
+
+  // What a mac of this connection covers (the server's nonce and both QP numbers).
+  rkv::auth::Transcript Transcript(const rkv::wire::OpenRequest& req) const {
+    rkv::auth::Transcript t{};
+    std::memcpy(t.server_nonce, hello_.server_nonce, sizeof t.server_nonce);
+    std::memcpy(t.client_nonce, req.client_nonce, sizeof t.client_nonce);
+    t.server_qpn = server_qpn_;
+    t.client_qpn = qp() != nullptr ? qp()->qp_num : 0;
+    return t;
+  }
+  const rkv::wire::OpenReply& granted() const { return granted_; }
+  const rkv::wire::OpenRequest& last_open() const { return last_open_; }
+  size_t hello_len() const { return hello_len_; }
+  const std::vector<uint8_t>& hello_raw() const { return hello_raw_; }
+  ibv_pd* pd() const { return pd_; }
+  uint8_t* scratch() { return open_buf_; }
+  uint32_t scratch_lkey() const { return open_mr_->lkey; }
 
   // The name of the next rdma_cm event if one is already queued, else "" (never blocks).
   std::string PollEvent() {
@@ -287,6 +409,10 @@ class CmConn {
 
   void Release() {
     DestroyQpAndId();
+    if (open_mr_ != nullptr) {
+      if (int rc = ibv_dereg_mr(open_mr_); rc != 0) WarnErrno("ibv_dereg_mr", rc);
+      open_mr_ = nullptr;
+    }
     if (mr_ != nullptr) {
       if (int rc = ibv_dereg_mr(mr_); rc != 0) WarnErrno("ibv_dereg_mr", rc);
       mr_ = nullptr;
@@ -328,9 +454,15 @@ class CmConn {
   ibv_pd* pd_ = nullptr;
   ibv_cq* cq_ = nullptr;
   ibv_mr* mr_ = nullptr;
+  ibv_mr* open_mr_ = nullptr;
+  alignas(64) uint8_t open_buf_[8192] = {};  // request at 0, reply at 4096
+  uint32_t server_qpn_ = 0;
+  rkv::wire::OpenRequest last_open_{};
+  rkv::wire::OpenReply granted_{};
   rkv::wire::ClientHello wire_hello_{};
   rkv::wire::ServerHello hello_{};
   size_t hello_len_ = 0;
+  std::vector<uint8_t> hello_raw_;  // the whole accept private data
 };
 
 // Posts one SEND per (offset, length) of the registered buffer as one chain.
@@ -968,6 +1100,7 @@ int RunHold() {
   Summary sum("hold");
   rkv::Options o;
   if (!rkv::ParseExchange(FLAGS_exchange, &o.exchange.method)) return 2;  // checked in main
+  o.auth_token = CmConn::Token();
   std::unique_ptr<rkv::Client> client;
   Status s = rkv::Client::Connect(FLAGS_server, o, &client);
   if (!s.ok()) {
@@ -1169,6 +1302,199 @@ int RunCredits(const std::string& host, uint16_t port) {
   return 0;
 }
 
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// auth: the attacks of issue 12 on the handshake, each judged (exit 1 if the server let it
+// through). --case:
+//   anonymous   the accept data is a 32-byte ServerHello (no rkey, no address); a PUT before
+//               OPEN gets UNAUTHENTICATED and the connection is dropped
+//   wrong-token OPEN with a mac under --wrong_token is refused
+//   no-mac      OPEN without a mac is refused
+//   replay      a valid OPEN recorded on one connection, replayed on a second, is refused
+//   open        a valid OPEN is granted; a READ of the region works, WRITE and atomic fail
+//   connect-time  --count connects+OPENs, one at a time; prints the mean and median ms
+
+DEFINE_string(auth_case, "", "auth: which attack (see the auth mode's comment)");
+DEFINE_string(wrong_token, "a wrong token of enough bytes", "auth: the token wrong-token uses");
+
+namespace {
+// Waits up to timeout_ms for the connection to end (DISCONNECTED) or its QP to fail.
+bool WaitDropped(CmConn& c, int timeout_ms) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    std::string ev = c.PollEvent();
+    if (ev == "RDMA_CM_EVENT_DISCONNECTED") return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// One RDMA operation on the server's region through this connection; the completion status.
+Status RemoteOp(CmConn& c, ibv_wr_opcode op, uint64_t addr, uint32_t rkey, int timeout_ms) {
+  uint8_t* local = c.scratch() + 2048;
+  ibv_sge sge{reinterpret_cast<uint64_t>(local), op == IBV_WR_RDMA_READ ? 64u : 8u,
+              c.scratch_lkey()};
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = kSendWr | 7;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = op;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+    wr.wr.atomic.remote_addr = addr;
+    wr.wr.atomic.rkey = rkey;
+    wr.wr.atomic.compare_add = 1;
+  } else {
+    wr.wr.rdma.remote_addr = addr;
+    wr.wr.rdma.rkey = rkey;
+  }
+  if (int rc = ibv_post_send(c.qp(), &wr, &bad); rc != 0)
+    return rkv::ErrnoStatus("ibv_post_send", rc);
+  auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (Clock::now() < deadline) {
+    ibv_wc wc;
+    int n = ibv_poll_cq(c.cq(), 1, &wc);
+    if (n < 0) return Status(rkv::Code::kIoError, "ibv_poll_cq failed");
+    if (n == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
+    }
+    if (wc.status != IBV_WC_SUCCESS)
+      return Status(rkv::Code::kConnectionLost, ibv_wc_status_str(wc.status));
+    return Status::Ok();
+  }
+  return Status(rkv::Code::kTimeout, "no completion");
+}
+
+Status ConnectOnly(CmConn* c, const std::string& host, uint16_t port) {
+  Status s = c->Resolve(host, port, FLAGS_timeout_ms);
+  if (s.ok()) s = c->CreateResources(nullptr, 0, 8, 4);
+  if (s.ok()) s = c->PostConnect();
+  std::string reject;
+  if (s.ok()) s = c->WaitEstablished(FLAGS_timeout_ms, &reject);
+  if (!s.ok() && !reject.empty()) s = Status(s.code(), s.message() + " (" + reject + ")");
+  return s;
+}
+
+std::string Hex(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += d[p[i] >> 4];
+    out += d[p[i] & 15];
+  }
+  return out;
+}
+
+int RunAuth(const std::string& host, uint16_t port) {
+  Summary sum("auth");
+  const std::string& kase = FLAGS_auth_case;
+  sum.Add("case", kase);
+  auto fail = [&](const std::string& why) {
+    sum.Add("verdict", "FAIL").Add("why", why).Print();
+    return 1;
+  };
+  auto pass = [&]() {
+    sum.Add("verdict", "pass").Print();
+    return 0;
+  };
+  if (kase == "connect-time") {
+    std::vector<double> ms;
+    for (int i = 0; i < FLAGS_count; ++i) {
+      auto t0 = Clock::now();
+      CmConn c;
+      Status s = ConnectOnly(&c, host, port);
+      if (s.ok()) s = c.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+      if (!s.ok()) return fail("connect " + std::to_string(i) + ": " + s.ToString());
+      ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      c.Disconnect();
+      c.Release();
+    }
+    std::sort(ms.begin(), ms.end());
+    double total = 0;
+    for (double v : ms) total += v;
+    sum.Add("count", ms.size())
+        .Add("mean_ms", Fixed(total / double(ms.size())))
+        .Add("median_ms", Fixed(ms[ms.size() / 2]));
+    return pass();
+  }
+  CmConn c;
+  Status s = ConnectOnly(&c, host, port);
+  if (!s.ok()) return fail("connect: " + s.ToString());
+  sum.Add("hello_bytes", c.hello_len())
+      .Add("auth_required", (c.hello().flags & rkv::wire::kHelloAuthRequired) ? 1 : 0);
+  if (kase == "anonymous") {
+    // rdma_cm pads the accept private data with zeros (to 196 bytes on RoCE): beyond the
+    // 32-byte hello there must be nothing.
+    const std::vector<uint8_t>& raw = c.hello_raw();
+    if (raw.size() < sizeof(rkv::wire::ServerHello))
+      return fail("accept private data is " + std::to_string(raw.size()) + " bytes, under 32");
+    for (size_t i = sizeof(rkv::wire::ServerHello); i < raw.size(); ++i)
+      if (raw[i] != 0) return fail("accept private data has non-zero byte " + std::to_string(i));
+    sum.Add("hello", Hex(reinterpret_cast<const uint8_t*>(&c.hello()), sizeof(c.hello())));
+    uint8_t* req = c.scratch();
+    size_t len =
+        rkv::wire::EncodeRequest(rkv::wire::Op::kPut, 9, "anon-key", "anon-value", req, 4096);
+    rkv::Code code = rkv::Code::kOk;
+    std::string msg;
+    s = c.Call(req, len, FLAGS_timeout_ms, [&](const rkv::wire::Reply& r) {
+      code = r.status;
+      msg = std::string(r.payload);
+      return Status::Ok();
+    });
+    if (!s.ok()) return fail("PUT before OPEN: " + s.ToString());
+    sum.Add("put_before_open", rkv::CodeName(code)).Add("message", msg);
+    if (code != rkv::Code::kUnauthenticated) return fail("PUT before OPEN was not refused");
+    bool dropped = WaitDropped(c, 3000);
+    sum.Add("dropped", dropped ? 1 : 0);
+    return dropped ? pass() : fail("connection not dropped after the refusal");
+  }
+  if (kase == "wrong-token" || kase == "no-mac") {
+    s = c.Open(FLAGS_timeout_ms, kase == "no-mac" ? std::string() : FLAGS_wrong_token, nullptr);
+    sum.Add("open", s.ToString());
+    if (s.code() != rkv::Code::kUnauthenticated) return fail("OPEN was not refused");
+    bool dropped = WaitDropped(c, 3000);
+    sum.Add("dropped", dropped ? 1 : 0);
+    return dropped ? pass() : fail("connection not dropped after the refusal");
+  }
+  if (kase == "replay") {
+    s = c.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+    if (!s.ok()) return fail("first OPEN (with the right token) failed: " + s.ToString());
+    rkv::wire::OpenRequest recorded = c.last_open();
+    CmConn second;
+    s = ConnectOnly(&second, host, port);
+    if (!s.ok()) return fail("second connect: " + s.ToString());
+    s = second.Open(FLAGS_timeout_ms, "", &recorded);
+    sum.Add("replayed_open", s.ToString());
+    return s.code() == rkv::Code::kUnauthenticated ? pass() : fail("the replayed OPEN was granted");
+  }
+  if (kase == "open") {
+    s = c.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+    if (!s.ok()) return fail("OPEN with the right token: " + s.ToString());
+    const rkv::wire::OpenReply& g = c.granted();
+    s = RemoteOp(c, IBV_WR_RDMA_READ, g.region_addr, g.rkey, FLAGS_timeout_ms);
+    sum.Add("read", s.ok() ? "OK" : s.message());
+    if (!s.ok()) return fail("READ with the granted rkey failed");
+    Status w = RemoteOp(c, IBV_WR_RDMA_WRITE, g.region_addr, g.rkey, FLAGS_timeout_ms);
+    sum.Add("write", w.ok() ? "OK" : w.message());
+    if (w.ok()) return fail("RDMA WRITE to the region succeeded");
+    // The QP is in error after the refused WRITE: the atomic needs a fresh granted connection.
+    CmConn d;
+    s = ConnectOnly(&d, host, port);
+    if (s.ok()) s = d.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+    if (!s.ok()) return fail("second OPEN: " + s.ToString());
+    Status a = RemoteOp(d, IBV_WR_ATOMIC_FETCH_AND_ADD, d.granted().region_addr, d.granted().rkey,
+                        FLAGS_timeout_ms);
+    sum.Add("atomic", a.ok() ? "OK" : a.message());
+    if (a.ok()) return fail("atomic on the region succeeded");
+    return pass();
+  }
+  return fail("unknown --auth_case '" + kase + "'");
+}
+}  // namespace
+
+namespace {
 // ---------------------------------------------------------------------------------------------
 
 const char kUsage[] =
@@ -1179,6 +1505,8 @@ const char kUsage[] =
     "  tcp-half | tcp-noready | tcp-hold   --hold=SECS\n"
     "  hold        --seconds=S [--get_every_ms=M] [--exchange=cm|tcp]\n"
     "  credits     [--over_by=N]   (N requests beyond the credits in the second batch)\n"
+    "  auth        --auth_case=anonymous|wrong-token|no-mac|replay|open|connect-time\n"
+    "              [--auth_token_file=F] [--count=N]   (judged: exit 1 if an attack worked)\n"
     "common: --timeout_ms=MS (deadline of each connect, exchange step and reply wait)";
 
 int Usage(const std::string& why) {
@@ -1263,6 +1591,7 @@ int main(int argc, char** argv) {
   if (FLAGS_hold < 0 || FLAGS_seconds < 0) return Usage("--hold and --seconds must be >= 0");
   std::signal(SIGPIPE, SIG_IGN);
 
+  if (mode == "auth") return RunAuth(host, port);
   if (mode == "vanish") {
     if (FLAGS_rounds < 1) return Usage("--rounds must be at least 1");
     if (FLAGS_puts < 0 || FLAGS_puts > kMaxVanishPuts)

@@ -78,6 +78,11 @@ struct Options {
   int reconnect_timeout_ms = 30000;
   // Connect returns kInvalidArgument naming the option if a reconnect_* value breaks its rule
   // (checked whether or not auto_reconnect is on).
+  // The secret shared with the server (kvserver --auth_token_file; the bytes, not a path). Set:
+  // the client proves it at connect without sending it, and refuses a server that does not
+  // prove it back or does not require it. Empty: only a server without authentication can be
+  // used; one that requires it gives UNAUTHENTICATED "server requires authentication".
+  std::string auth_token;
 };
 
 // Counters kept by the client; cumulative since Connect.
@@ -92,7 +97,8 @@ struct ClientCounters {
 };
 // (A Get or MultiGet retried after an automatic reconnect counts its keys in `gets` again.)
 
-// What the server advertised in the rdma_cm accept, plus the connection in use.
+// What the server granted at OPEN (after the rdma_cm accept or the manual exchange), plus the
+// connection in use.
 struct ServerInfo {
   uint64_t instance_id = 0;
   uint64_t region_addr = 0;

@@ -27,6 +27,10 @@ enum class Code : uint16_t {
   kProtocolError = 10,    // the peer sent something that violates the wire format
   kTimeout = 11,
   kParamMismatch = 12,  // connection parameters break an RDMA rule; the message names it
+  // The server requires authentication and this client did not prove the token (none
+  // configured, a wrong one), or the server did not prove it back; also the server's answer
+  // to any request sent before a successful OPEN (docs/security.md, "Authentication").
+  kUnauthenticated = 13,
 };
 
 // Returns a stable name such as "NOT_FOUND".
