@@ -341,9 +341,9 @@ std::string Gen(int id, uint64_t seq, size_t len) {
 }
 
 TEST(Clearing, ConcurrentReadersNeverSeeWrongDataWhileWritersClear) {
-  TestTable t(4 << 20, 16);
+  TestTable t(4 << 20, 64);
   Table& table = *t.table;
-  constexpr int kWriters = 2, kKeysPerWriter = 48;
+  constexpr int kWriters = 2, kKeysPerWriter = 200;  // blocks live long enough to be moved
 #ifdef RKV_CLEARING_TSAN
   constexpr int kReaders = 0;
 #else
@@ -409,7 +409,12 @@ TEST(Clearing, ConcurrentReadersNeverSeeWrongDataWhileWritersClear) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // 1.5 s, and (slower builds) until the cleaner has moved blocks, 30 s at most.
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(30) &&
+         (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1500) ||
+          table.heap().moves() < 20))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   stop = true;
   for (auto& th : threads) th.join();
   EXPECT_EQ(errors.load(), 0u);
