@@ -4,6 +4,7 @@
 // header, its status is a known Code, and EncodeReply gives back the input when the payload fits
 // the server's limit (the format is canonical apart from the flags and reserved fields, which the
 // decoder ignores and the encoder writes as 0). A refused one is PROTOCOL_ERROR with a message.
+// A successful OPEN's payload goes on to wire::DecodeOpenReply (fuzz/hello checks its geometry).
 #include <cstring>
 #include <vector>
 
@@ -25,6 +26,8 @@ void Seeds(const fuzz::SeedWriter& w) {
   add("params", wire::Op::kParams, Code::kOk, std::string(128, '\x01'));
   add("bad-request", static_cast<wire::Op>(0), Code::kBadRequest, "request has bad magic");
   add("full", wire::Op::kPut, Code::kTableFull, std::string(wire::kMaxReplyPayload, 'x'));
+  add("open", wire::Op::kOpen, Code::kOk, std::string(sizeof(wire::OpenReply), '\0'));
+  add("unauthenticated", wire::Op::kOpen, Code::kUnauthenticated, "OPEN refused");
 }
 }  // namespace
 
@@ -41,6 +44,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(r.payload.data() == begin + sizeof(wire::ReplyHeader));
   FUZZ_CHECK(sizeof(wire::ReplyHeader) + r.payload.size() == size);
   FUZZ_CHECK(std::string(CodeName(r.status)) != "UNKNOWN");
+
+  if (r.op == wire::Op::kOpen && r.status == Code::kOk) {  // the client's next step
+    wire::OpenReply open{};
+    if (wire::DecodeOpenReply(r.payload, &open).ok())
+      FUZZ_CHECK(r.payload.size() == sizeof open &&
+                 std::memcmp(&open, r.payload.data(), sizeof open) == 0);
+  }
 
   if (r.payload.size() > wire::kMaxReplyPayload) return 0;  // the encoder cuts such payloads
   std::vector<uint8_t> out(size);

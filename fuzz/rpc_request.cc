@@ -3,7 +3,8 @@
 // Invariants: an accepted request's key and value lie inside the input and fill it exactly after
 // the 24-byte header, its op is not 0, and EncodeRequest gives back the input (the
 // format is canonical apart from the flags byte, which the decoder ignores and the encoder
-// writes as 0). A refused one is BAD_REQUEST with a message.
+// writes as 0). A refused one is BAD_REQUEST with a message. An OPEN's value goes on to
+// wire::DecodeOpenRequest, which accepts exactly its 48 bytes.
 #include <cstring>
 #include <vector>
 
@@ -26,6 +27,9 @@ void Seeds(const fuzz::SeedWriter& w) {
   add("stats", wire::Op::kStats, "", "");
   add("params", wire::Op::kParams, "", "");
   add("snapshot", wire::Op::kSnapshot, "", "");
+  wire::OpenRequest open{};
+  add("open", wire::Op::kOpen, "",
+      std::string_view(reinterpret_cast<const char*>(&open), sizeof open));
 }
 }  // namespace
 
@@ -44,6 +48,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(req.value.data() == req.key.data() + req.key.size());
   FUZZ_CHECK(sizeof(wire::RequestHeader) + req.key.size() + req.value.size() == size);
   FUZZ_CHECK(static_cast<uint8_t>(req.op) != 0);
+
+  if (req.op == wire::Op::kOpen) {  // the worker's next step: the OPEN value, exactly 48 bytes
+    wire::OpenRequest open{};
+    Status o = wire::DecodeOpenRequest(req.value, &open);
+    FUZZ_CHECK(o.ok() == (req.value.size() == sizeof open));
+    if (o.ok()) FUZZ_CHECK(std::memcmp(&open, req.value.data(), sizeof open) == 0);
+  }
 
   std::vector<uint8_t> out(size);
   FUZZ_CHECK(wire::EncodeRequest(req.op, req.request_id, req.key, req.value, out.data(),
