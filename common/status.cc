@@ -32,6 +32,8 @@ const char* CodeName(Code code) {
       return "TIMEOUT";
     case Code::kUnauthenticated:
       return "UNAUTHENTICATED";
+    case Code::kBusy:
+      return "BUSY";
     case Code::kParamMismatch:
       return "PARAM_MISMATCH";
   }

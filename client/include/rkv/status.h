@@ -31,6 +31,9 @@ enum class Code : uint16_t {
   // configured, a wrong one), or the server did not prove it back; also the server's answer
   // to any request sent before a successful OPEN (docs/security.md, "Authentication").
   kUnauthenticated = 13,
+  // The server refused a connection for a limit (too many connections or connection attempts
+  // from this address); try again later.
+  kBusy = 14,
 };
 
 // Returns a stable name such as "NOT_FOUND".

@@ -1,0 +1,111 @@
+// SourceLimiter (server/source_limiter.h): per-address connection cap, attempt rate, bounded
+// table.
+#include "server/source_limiter.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace rkv {
+namespace {
+
+using Clock = SourceLimiter::Clock;
+using std::chrono::milliseconds;
+
+SourceLimiter::Limits L(uint32_t conns, double rate, uint32_t burst, size_t sources) {
+  SourceLimiter::Limits l;
+  l.max_conns_per_source = conns;
+  l.attempts_per_s = rate;
+  l.attempt_burst = burst;
+  l.max_sources = sources;
+  return l;
+}
+
+TEST(SourceLimiter, CapsConnectionsPerSourceAndReleasesWithTheLease) {
+  SourceLimiter lim(L(3, 0, 0, 16));
+  const auto t = Clock::now();
+  std::vector<SourceLimiter::Lease> held(3);
+  for (auto& l : held) ASSERT_TRUE(lim.Admit("10.0.0.1", t, &l).ok());
+  SourceLimiter::Lease extra;
+  Status s = lim.Admit("10.0.0.1", t, &extra);
+  EXPECT_EQ(s.code(), Code::kBusy);
+  EXPECT_NE(s.message().find("--max_conns_per_source"), std::string::npos) << s.message();
+  EXPECT_FALSE(extra.held());
+  EXPECT_TRUE(lim.Admit("10.0.0.2", t, &extra).ok()) << "another address is not affected";
+  held.pop_back();  // a connection goes away
+  EXPECT_EQ(lim.Connections("10.0.0.1"), 2u);
+  SourceLimiter::Lease again;
+  EXPECT_TRUE(lim.Admit("10.0.0.1", t, &again).ok());
+  SourceLimiter::Lease moved(std::move(again));
+  EXPECT_FALSE(again.held());
+  EXPECT_TRUE(moved.held());
+  EXPECT_EQ(lim.Connections("10.0.0.1"), 3u);
+}
+
+TEST(SourceLimiter, RateLimitsAttemptsWithABurst) {
+  SourceLimiter lim(L(0, 10, 5, 16));
+  auto t = Clock::now();
+  int admitted = 0;
+  for (int i = 0; i < 20; ++i) {
+    SourceLimiter::Lease l;
+    if (lim.Admit("h", t, &l).ok()) ++admitted;
+  }
+  EXPECT_EQ(admitted, 5) << "the burst, then nothing at the same instant";
+  SourceLimiter::Lease l;
+  Status s = lim.Admit("h", t, &l);
+  EXPECT_EQ(s.code(), Code::kBusy);
+  EXPECT_NE(s.message().find("too many connection attempts from h"), std::string::npos);
+  t += milliseconds(300);  // 3 tokens at 10/s
+  admitted = 0;
+  for (int i = 0; i < 10; ++i) {
+    SourceLimiter::Lease l2;
+    if (lim.Admit("h", t, &l2).ok()) ++admitted;
+  }
+  EXPECT_EQ(admitted, 3);
+  t += std::chrono::hours(1);  // refills to the burst, no more
+  admitted = 0;
+  for (int i = 0; i < 10; ++i) {
+    SourceLimiter::Lease l2;
+    if (lim.Admit("h", t, &l2).ok()) ++admitted;
+  }
+  EXPECT_EQ(admitted, 5);
+  // A clock that goes backwards (another thread's earlier `now`) neither refills nor breaks.
+  SourceLimiter::Lease l3;
+  EXPECT_FALSE(lim.Admit("h", t - std::chrono::hours(2), &l3).ok());
+}
+
+TEST(SourceLimiter, TableIsBoundedAndForgetsIdleAddressesFirst) {
+  SourceLimiter lim(L(0, 0, 0, 4));
+  auto t = Clock::now();
+  std::vector<SourceLimiter::Lease> busy(2);
+  ASSERT_TRUE(lim.Admit("a", t, &busy[0]).ok());
+  ASSERT_TRUE(lim.Admit("b", t, &busy[1]).ok());
+  for (int i = 0; i < 100; ++i) {  // many idle addresses come and go
+    SourceLimiter::Lease l;
+    ASSERT_TRUE(lim.Admit("idle" + std::to_string(i), t + milliseconds(i), &l).ok());
+  }
+  EXPECT_LE(lim.tracked(), 4u);
+  EXPECT_EQ(lim.Connections("a"), 1u) << "addresses holding connections are kept";
+  EXPECT_EQ(lim.Connections("b"), 1u);
+  // Every tracked address holds a connection: a new one is refused, not tracked.
+  std::vector<SourceLimiter::Lease> more(2);
+  ASSERT_TRUE(lim.Admit("c", t, &more[0]).ok());
+  ASSERT_TRUE(lim.Admit("d", t, &more[1]).ok());
+  SourceLimiter::Lease l;
+  EXPECT_EQ(lim.Admit("e", t, &l).code(), Code::kBusy);
+  EXPECT_EQ(lim.tracked(), 4u);
+}
+
+TEST(SourceLimiter, LeaseMayOutliveTheLimiter) {
+  SourceLimiter::Lease l;
+  {
+    SourceLimiter lim(L(1, 0, 0, 4));
+    ASSERT_TRUE(lim.Admit("x", Clock::now(), &l).ok());
+  }
+  EXPECT_TRUE(l.held());
+  l = SourceLimiter::Lease();  // releases into the shared state: no use after free (ASan)
+  EXPECT_FALSE(l.held());
+}
+
+}  // namespace
+}  // namespace rkv
