@@ -33,6 +33,7 @@ Conn::~Conn() {
   } else if (id_ != nullptr) {
     DestroyVerbs(false);
   }
+  ReleaseGrant();
 }
 
 bool Conn::MarkEstablished(bool* counted) {
@@ -84,6 +85,10 @@ std::string Conn::close_reason() const {
 
 void Conn::DestroyVerbs(bool leak_qp) {
   if (id_ != nullptr) rdma_disconnect(id_);  // DREQ (or DREP); fails harmlessly if gone
+  // The QP is in ERR and drained (or leaked): revoke the rkey now, before the QP is destroyed. A
+  // bound type-2 window holds a reference on its QP (rxe), so destroying the QP first would
+  // wait for the window forever.
+  ReleaseGrant();
   if (qp_ != nullptr && !leak_qp) {
     if (id_ != nullptr) {
       rdma_destroy_qp(id_);
@@ -99,6 +104,19 @@ void Conn::DestroyVerbs(bool leak_qp) {
     if (rdma_destroy_id(id_) != 0)
       LOG(ERROR) << "rdma_destroy_id(qp " << qpn << ") failed: " << std::strerror(errno);
     id_ = nullptr;
+  }
+}
+
+void Conn::ReleaseGrant() {
+  if (mw_ != nullptr) {
+    if (int rc = ibv_dealloc_mw(mw_); rc != 0)
+      LOG(ERROR) << "ibv_dealloc_mw(qp " << qpn << ") failed: " << std::strerror(rc);
+    mw_ = nullptr;
+  }
+  if (client_mr_ != nullptr) {
+    if (int rc = ibv_dereg_mr(client_mr_); rc != 0)
+      LOG(ERROR) << "ibv_dereg_mr(qp " << qpn << " region) failed: " << std::strerror(rc);
+    client_mr_ = nullptr;
   }
 }
 

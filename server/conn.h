@@ -126,6 +126,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
   const uint32_t peer_qpn;
   rdma_cm_id* id() const { return id_; }
   ibv_qp* qp() const { return qp_; }
+  // The connection's private rkey (docs/security.md, "Private rkeys"): a memory window bound on
+  // its QP, or a registration of the region of its own. Created by the worker at OPEN (worker
+  // thread, before kOpen); the Conn is its only owner. Deallocated by DestroyVerbs on the owner
+  // thread once kDrained hands the Conn over (the QP is in ERR and serves no READ), just before
+  // the QP is destroyed (a bound window holds a reference on its QP), or by ~Conn at shutdown.
+  // A leaked QP's window is deallocated all the same.
+  void SetWindow(ibv_mw* mw) { mw_ = mw; }
+  void SetClientMr(ibv_mr* mr) { client_mr_ = mr; }
   ConnOwner* owner() const { return owner_; }
 
   // Worker-only state.
@@ -166,6 +174,9 @@ class Conn : public std::enable_shared_from_this<Conn> {
   ConnOwner* const owner_;
   rdma_cm_id* id_;
   ibv_qp* qp_;
+  ibv_mw* mw_ = nullptr;
+  ibv_mr* client_mr_ = nullptr;
+  void ReleaseGrant();
   mutable Mutex mu_;
   std::string close_reason_ GUARDED_BY(mu_);
 };

@@ -39,6 +39,10 @@ DEFINE_string(auth_token_file, "",
 DEFINE_bool(allow_unauthenticated, false,
             "without --auth_token_file, allow listening on a wildcard address (0.0.0.0, ::) "
             "anyway: every host that reaches the port can read and write every key");
+DEFINE_string(client_rkeys, "auto",
+              "how each client gets its private rkey: auto (a type-2 memory window bound on its "
+              "QP when the device has them, else a registration of its own) or registration "
+              "(always a registration of the region of its own, ibv_reg_mr_iova)");
 DEFINE_string(data_dir, "",
               "directory for the write-ahead log and snapshots; empty: memory-only (every write is "
               "lost when kvserver stops)");
@@ -123,6 +127,9 @@ int main(int argc, char** argv) {
     if (!s.ok()) return Fail("--auth_token_file: " + s.message());
   }
   o.allow_unauthenticated = FLAGS_allow_unauthenticated;
+  if (FLAGS_client_rkeys != "auto" && FLAGS_client_rkeys != "registration")
+    return Fail("--client_rkeys must be auto or registration (got '" + FLAGS_client_rkeys + "')");
+  o.rkey_registration = FLAGS_client_rkeys == "registration";
   s = rkv::auth::CheckListen(o.host, !o.auth_token.empty(), o.allow_unauthenticated);
   if (!s.ok()) return Fail("--listen=" + FLAGS_listen + ": " + s.message());
 

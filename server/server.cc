@@ -125,9 +125,17 @@ Status Server::Start() {
   } else {
     LOG(WARNING) << "memory-only: no --data_dir, so every write is lost when kvserver stops";
   }
-  // Remote READ only: no remote write, no remote atomic.
-  region_mr_.reset(ibv_reg_mr(pd_.get(), region_.get(), opt_.memory, IBV_ACCESS_REMOTE_READ));
-  if (!region_mr_) return ErrnoStatus("ibv_reg_mr(table region)", errno);
+  // No remote access through this registration: each client reads through a window of its own
+  // (remote READ only, zero-based) bound on its QP, or where the device has no type-2 windows
+  // through a registration of its own (docs/security.md, "Private rkeys").
+  ibv_device_attr dev{};
+  if (ibv_query_device(ctx_, &dev) != 0) return ErrnoStatus("ibv_query_device", errno);
+  windows_ = (dev.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0 && !opt_.rkey_registration;
+  region_mr_.reset(
+      ibv_reg_mr(pd_.get(), region_.get(), opt_.memory, windows_ ? IBV_ACCESS_MW_BIND : 0));
+  if (!region_mr_)
+    return ErrnoStatus(windows_ ? "ibv_reg_mr(table region, MW_BIND)" : "ibv_reg_mr(table region)",
+                       errno);
 
   const int slots = Worker::SendSlots(opt_);
   send_buf_.assign(size_t(opt_.max_connections) * size_t(slots) * Worker::kSendSlotSize, 0);
@@ -136,7 +144,7 @@ Status Server::Start() {
   s = SrqPool::Create(pd_.get(), opt_.srq_depth, std::max(1, opt_.srq_depth / 2), &srq_);
   if (!s.ok()) return s;
 
-  RegionInfo region{reinterpret_cast<uint64_t>(region_.get()), region_mr_->rkey, opt_.memory};
+  RegionInfo region{0, 0, opt_.memory};  // PARAMS replies: no address, no shared rkey
   exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,
                                         [this] { return StatsText(); });
   if (snapshotter_) {
@@ -161,6 +169,11 @@ Status Server::Start() {
   wenv.stop = &stop_;
   wenv.auth_token = opt_.auth_token;
   wenv.open_reply = MakeOpenReply();
+  wenv.pd = pd_.get();
+  wenv.region_mr = region_mr_.get();
+  wenv.region = region_.get();
+  wenv.region_size = opt_.memory;
+  wenv.windows = windows_;
   // Every QP of a worker may have its full send queue and its share of receives outstanding.
   int per_worker = (opt_.max_connections + opt_.workers - 1) / opt_.workers;
   int cqe = int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64;
@@ -204,6 +217,9 @@ Status Server::Start() {
                  << cm_->bound_port() << " can read and write every key";
   else
     LOG(INFO) << "authentication on: clients must prove the token of --auth_token_file";
+  LOG(INFO) << "private rkeys: "
+            << (windows_ ? "a type-2 memory window per client (zero-based, remote READ)"
+                         : "a registration per client (ibv_reg_mr_iova, iova 0, remote READ)");
   LOG(INFO) << "region size " << opt_.memory << " buckets " << geo.num_buckets << " overflow_slots "
             << geo.overflow_slots << " entry_capacity " << geo.entry_capacity() << " heap "
             << (opt_.memory - geo.heap_offset) << " bytes, workers " << opt_.workers;
@@ -246,9 +262,9 @@ wire::OpenReply Server::MakeOpenReply() const {
   h.version = wire::kProtocolVersion;
   h.flags = opt_.auth_token.empty() ? 0 : wire::kHelloAuthRequired;
   h.instance_id = instance_id_;
-  h.region_addr = reinterpret_cast<uint64_t>(region_.get());
+  h.region_addr = 0;  // zero-based window / registration
   h.region_size = opt_.memory;
-  h.rkey = region_mr_->rkey;
+  h.rkey = 0;  // per connection (Worker::Grant)
   h.num_buckets = g.num_buckets;
   h.hash_seed = g.seed;
   h.bucket_size = layout::kBucketSize;

@@ -85,7 +85,8 @@ class Server {
   wal::DirLock dir_lock_;
   std::unique_ptr<wal::DurableLog> log_;           // --data_dir only; the table's WriteLog
   std::unique_ptr<wal::Snapshotter> snapshotter_;  // --data_dir only
-  MrPtr region_mr_;
+  MrPtr region_mr_;       // MW_BIND only (windows) or local only: its rkey grants nothing remotely
+  bool windows_ = false;  // the device has type-2 memory windows
   std::vector<uint8_t> send_buf_;
   MrPtr send_mr_;
   std::unique_ptr<SrqPool> srq_;

@@ -45,6 +45,10 @@ struct ServerOptions {
   // allow_unauthenticated).
   std::string auth_token;
   bool allow_unauthenticated = false;
+  // How each client gets its private rkey (docs/security.md, "Private rkeys"): false: a type-2
+  // memory window when the device has them, else a registration of its own; true: always a
+  // registration of its own (ibv_reg_mr_iova), e.g. to compare their cost.
+  bool rkey_registration = false;
   ExchangeOptions exchange;  // kRdmaCm: rdma_cm only; else also manual mode over this method
   QpSettings qp;             // connection parameters (docs/connection.md)
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/auth.h"
+#include "common/secure_random.h"
 #include "common/wire.h"
 
 namespace rkv {
@@ -165,6 +166,11 @@ void Worker::HandleCompletion(const ibv_wc& wc) {
     c->RequestClose(w.close_after_reply_reason);  // the UNAUTHENTICATED answer went out
   if (kind == kKeepalive) w.keepalive_in_flight = false;
   if (kind == kMarker) w.marker_done = true;
+  if (kind == kBind && wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR &&
+      c->state() < Conn::State::kClosing) {
+    c->RequestClose(std::string("memory window bind failed: ") + ibv_wc_status_str(wc.status));
+    return;
+  }
   if (wc.status == IBV_WC_SUCCESS) {
     w.last_heard = Clock::now();
   } else if (wc.status != IBV_WC_WR_FLUSH_ERR && c->state() < Conn::State::kClosing) {
@@ -305,6 +311,11 @@ Status Worker::Open(const std::shared_ptr<Conn>& c, const wire::Request& req,
   if (!token.empty() && !auth::VerifyMac(token, auth::Prover::kClient, t, o.mac))
     return Status(Code::kUnauthenticated, "authentication failed");
   *reply = env_.open_reply;
+  s = Grant(c, reply);
+  if (!s.ok()) {
+    LOG(ERROR) << "qp " << c->qpn << ": " << s.message();
+    return Status(Code::kUnauthenticated, "server: cannot grant access: " + s.message());
+  }
   if (!token.empty()) {
     s = auth::ComputeMac(token, auth::Prover::kServer, t, reply->server_mac);
     if (!s.ok()) return Status(Code::kUnauthenticated, "server: " + s.message());
@@ -315,6 +326,45 @@ Status Worker::Open(const std::shared_ptr<Conn>& c, const wire::Request& req,
   bool opened = c->MarkOpen(&from_setup);
   if (!from_setup) env_.counters->connections_established.fetch_sub(1, std::memory_order_relaxed);
   if (!opened) return Status(Code::kConnectionLost, "closing");
+  return Status::Ok();
+}
+
+Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
+  reply->region_addr = 0;  // zero-based: no server address leaves the server
+  if (!env_.windows) {
+    ibv_mr* mr = ibv_reg_mr_iova(env_.pd, env_.region, env_.region_size, 0, IBV_ACCESS_REMOTE_READ);
+    if (mr == nullptr) return ErrnoStatus("ibv_reg_mr_iova(region, iova 0, REMOTE_READ)", errno);
+    c->SetClientMr(mr);
+    reply->rkey = mr->rkey;
+    return Status::Ok();
+  }
+  ibv_mw* mw = ibv_alloc_mw(env_.pd, IBV_MW_TYPE_2);
+  if (mw == nullptr) return ErrnoStatus("ibv_alloc_mw(IBV_MW_TYPE_2)", errno);
+  uint8_t key = 0;
+  Status s = SecureRandom::Fill(&key, 1);
+  if (!s.ok()) {
+    (void)ibv_dealloc_mw(mw);
+    return s;
+  }
+  // Type 2: the consumer picks the key part (low 8 bits) of the window's rkey at each bind.
+  const uint32_t rkey = (mw->rkey & 0xffffff00u) | key;
+  ibv_send_wr wr{}, *bad = nullptr;
+  wr.wr_id = SendId(c->serial, kBind);
+  wr.opcode = IBV_WR_BIND_MW;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.bind_mw.mw = mw;
+  wr.bind_mw.rkey = rkey;
+  wr.bind_mw.bind_info.mr = env_.region_mr;
+  wr.bind_mw.bind_info.addr = reinterpret_cast<uint64_t>(env_.region);
+  wr.bind_mw.bind_info.length = env_.region_size;
+  wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ZERO_BASED;
+  if (int rc = ibv_post_send(c->qp(), &wr, &bad); rc != 0) {
+    (void)ibv_dealloc_mw(mw);
+    return ErrnoStatus("ibv_post_send(IBV_WR_BIND_MW)", rc);
+  }
+  ++c->w.sends_in_flight;
+  c->SetWindow(mw);  // owned by the Conn from here on, bound or not
+  reply->rkey = rkey;
   return Status::Ok();
 }
 

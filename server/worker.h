@@ -60,8 +60,16 @@ struct WorkerEnv {
   const std::atomic<bool>* stop = nullptr;
   // The shared token (docs/security.md); empty: authentication is off.
   std::string auth_token;
-  // The OPEN reply without per-connection fields (server mac).
+  // The OPEN reply without per-connection fields (rkey, server mac).
   wire::OpenReply open_reply{};
+  // What OPEN grants a client (docs/security.md, "Private rkeys"): windows: a type-2 memory
+  // window bound on its QP over region_mr (registered with MW_BIND, no remote access); else a
+  // registration of the region of its own (ibv_reg_mr_iova, iova 0). Either is zero-based.
+  ibv_pd* pd = nullptr;
+  ibv_mr* region_mr = nullptr;
+  uint8_t* region = nullptr;
+  uint64_t region_size = 0;
+  bool windows = false;
 };
 
 class Worker {
@@ -101,7 +109,7 @@ class Worker {
     std::shared_ptr<Conn> conn;
     std::string reply;  // kReply only
   };
-  enum SendKind : uint64_t { kReply = 0, kKeepalive = 1, kMarker = 2 };
+  enum SendKind : uint64_t { kReply = 0, kKeepalive = 1, kMarker = 2, kBind = 3 };
   using Clock = Conn::Clock;
 
   void Push(Cmd cmd, std::shared_ptr<Conn> c) { queue_.Push({cmd, std::move(c), {}}); }
@@ -113,6 +121,10 @@ class Worker {
   // success); anything else, or a failed OPEN, is answered UNAUTHENTICATED and the connection
   // is closed once that reply has completed.
   void HandleUnopened(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  // Gives c its private rkey (a window bound on its QP, or its own registration), owned by c;
+  // fills reply->rkey. The bind is posted before the OPEN reply, so it is done before the client
+  // can use the rkey.
+  Status Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply);
   // Verifies an OPEN and fills *reply; UNAUTHENTICATED (message for the client) on failure.
   Status Open(const std::shared_ptr<Conn>& c, const wire::Request& req, wire::OpenReply* reply);
   // Encodes a reply into the connection's next send slot and posts it.

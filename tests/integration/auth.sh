@@ -11,9 +11,14 @@
 #   open: READ with the granted rkey works; RDMA WRITE and atomic on the region fail
 #   kvctl/kvbench with the token work (rdma_cm and tcp exchange); without it / with a wrong one
 #     they fail with UNAUTHENTICATED and a clear message
-#   measure: connect+OPEN time with and without authentication (reported, not judged)
+#   private rkeys: A's rkey is refused to B while A is connected and after A has left; AUTH_MANY
+#     connections show no constant step in rkeys or PSNs; granted addresses are 0; the same on a
+#     server with --client_rkeys=registration (open, read, no write/atomic)
+#   measure: connect+OPEN time with and without authentication, and with a window bind vs a
+#     registration per client (reported, not judged)
 #   tests/integration/auth.sh BUILD_DIR [ADDR LOGDIR]   (only BUILD_DIR: enters the sandbox)
-# Environment: AUTH_CONNECTS (connects per timing run, default 30), AUTH_PORT_BASE (7560).
+# Environment: AUTH_CONNECTS (connects per timing run, default 30), AUTH_MANY (connections of
+# the step check, default 200), AUTH_PORT_BASE (7560).
 set -uo pipefail
 build=$(cd "${1:?usage: auth.sh BUILD_DIR [ADDR LOGDIR]}" && pwd) || exit 2
 if [ $# -eq 1 ] && [ -z "${RKV_IN_SANDBOX:-}" ]; then
@@ -27,6 +32,7 @@ mkdir -p "$logs" || exit 2
 KNOB_PREFIX=AUTH
 . "$(dirname "$0")/common.sh"
 CONNECTS=$(knob CONNECTS 30)
+MANY=$(knob MANY 200)
 PORT=$(knob PORT_BASE 7560)
 KVSERVER=$build/kvserver RAW=$build/raw_client KVCTL=$build/kvctl KVBENCH=$build/kvbench
 rc=0
@@ -69,7 +75,13 @@ A="$addr:$PORT" N="$addr:$((PORT + 1))"
 pids+=($!); auth_pid=$!
 "$KVSERVER" --listen="$N" --memory=16M --workers=2 > "$logs/open-server.log" 2>&1 &
 pids+=($!); open_pid=$!
-wait_up "$logs/auth-server.log" && wait_up "$logs/open-server.log" || { fail "servers" "did not start"; exit 1; }
+R="$addr:$((PORT + 2))"
+"$KVSERVER" --listen="$R" --memory=16M --workers=2 --auth_token_file="$token" --client_rkeys=registration > "$logs/reg-server.log" 2>&1 &
+pids+=($!); reg_pid=$!
+wait_up "$logs/auth-server.log" && wait_up "$logs/open-server.log" && wait_up "$logs/reg-server.log" || { fail "servers" "did not start"; exit 1; }
+ibv_devinfo -v 2>/dev/null | grep -iE "hca_id|MEM_WINDOW|max_mw" | sed 's/^[[:space:]]*/auth device: /'
+grep -h "private rkeys" "$logs/auth-server.log" "$logs/reg-server.log" | sed 's/^.*\] /auth server: /'
+if grep -q "memory window per client" "$logs/auth-server.log"; then pass "windows-in-use"; else fail "windows-in-use" "the device has no type-2 windows?"; fi
 if grep -q "authentication on" "$logs/auth-server.log" && ! grep -q "can read and write every key" "$logs/auth-server.log"; then
   pass "auth-server-start"
 else
@@ -90,6 +102,14 @@ raw wrong-token "$A" --auth_case=wrong-token --wrong_token="$(cat "$wrong")"
 raw replay "$A" --auth_case=replay --auth_token_file="$token"
 raw open-read-no-write "$A" --auth_case=open --auth_token_file="$token"
 raw open-read-no-write-noauth "$N" --auth_case=open
+raw cross-rkey "$A" --auth_case=cross-rkey --auth_token_file="$token"
+raw many-no-constant-step "$A" --auth_case=many --count="$MANY" --auth_token_file="$token"
+raw open-read-no-write-registration "$R" --auth_case=open --auth_token_file="$token"
+if grep -qE "0x7f[0-9a-f]{10}|region addr" "$logs"/auth-server.log "$logs"/open-server.log; then
+  fail "no-address-in-logs" "$(grep -hE "0x7f[0-9a-f]{10}|region addr" "$logs"/*.log | head -2)"
+else
+  pass "no-address-in-logs"
+fi
 
 # --- the real tools --------------------------------------------------------------------------------
 ctl() { "$KVCTL" --server="$A" "$@"; }
@@ -121,6 +141,11 @@ else
 fi
 info=$(ctl --auth_token_file="$token" info 2>&1)
 echo "$info" > "$logs/info.txt"
+if echo "$info" | grep -q "^region_addr 0x0$" && ! echo "$info" | grep -E "^ *remote_addr" | grep -qE "0x[1-9a-f]"; then
+  pass "kvctl-info-no-address"
+else
+  fail "kvctl-info-no-address" "$(grep -E "region_addr|remote_addr" "$logs/info.txt" | head -3)"
+fi
 if "$KVBENCH" --server="$A" --auth_token_file="$token" --records=500 --threads=2 --verify load > "$logs/bench-load.txt" 2>&1 &&
    "$KVBENCH" --server="$A" --auth_token_file="$token" --records=500 --threads=2 --verify run --workload=a --operations=2000 > "$logs/bench-run.txt" 2>&1 &&
    grep -q "^\[VERIFY\], Failures, 0$" "$logs/bench-run.txt"; then
@@ -134,10 +159,12 @@ out=$("$KVBENCH" --server="$A" --records=10 load 2>&1)
 # --- cost (reported) ---------------------------------------------------------------------------
 t_auth=$("$RAW" auth --server="$A" --auth_case=connect-time --count="$CONNECTS" --auth_token_file="$token" 2>>"$logs/raw.err" | tail -1)
 t_open=$("$RAW" auth --server="$N" --auth_case=connect-time --count="$CONNECTS" 2>>"$logs/raw.err" | tail -1)
-echo "auth measure: with authentication:    $t_auth"
-echo "auth measure: without authentication: $t_open"
+t_reg=$("$RAW" auth --server="$R" --auth_case=connect-time --count="$CONNECTS" --auth_token_file="$token" 2>>"$logs/raw.err" | tail -1)
+echo "auth measure: auth + window bind:          $t_auth"
+echo "auth measure: no auth + window bind:       $t_open"
+echo "auth measure: auth + registration (16M):   $t_reg"
 
-for p in $auth_pid $open_pid; do kill -0 "$p" 2>/dev/null || fail "servers-alive" "pid $p died"; done
+for p in $auth_pid $open_pid $reg_pid; do kill -0 "$p" 2>/dev/null || fail "servers-alive" "pid $p died"; done
 grep -E "$CRASH_PATTERN" "$logs"/*.log && fail "crash-pattern"
 grep -c "OPEN refused\|request before OPEN" "$logs/auth-server.log" | sed 's/^/auth server refusals logged: /'
 [ $rc = 0 ] && echo "auth: all passed (logs in $logs)" || echo "auth: FAILED (logs in $logs)"

@@ -1314,6 +1314,11 @@ int RunCredits(const std::string& host, uint16_t port) {
 //   replay      a valid OPEN recorded on one connection, replayed on a second, is refused
 //   open        a valid OPEN is granted; a READ of the region works, WRITE and atomic fail
 //   connect-time  --count connects+OPENs, one at a time; prints the mean and median ms
+//   cross-rkey  A and B open; B's READ with A's rkey fails while A is connected, and after A has
+//               left (checked within a second of A's disconnect); B's own rkey works
+//   many        --count connections one after another: their rkeys and the server's PSNs show
+//               no constant step (the most frequent difference between consecutive values is
+//               under 10% of the pairs) and every granted region address is 0
 
 DEFINE_string(auth_case, "", "auth: which attack (see the auth mode's comment)");
 DEFINE_string(wrong_token, "a wrong token of enough bytes", "auth: the token wrong-token uses");
@@ -1419,6 +1424,78 @@ int RunAuth(const std::string& host, uint16_t port) {
         .Add("median_ms", Fixed(ms[ms.size() / 2]));
     return pass();
   }
+  if (kase == "many") {
+    std::vector<uint32_t> rkeys, psns;
+    for (int i = 0; i < FLAGS_count; ++i) {
+      CmConn m;
+      Status s = ConnectOnly(&m, host, port);
+      if (s.ok()) s = m.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+      if (!s.ok()) return fail("connect " + std::to_string(i) + ": " + s.ToString());
+      if (m.granted().region_addr != 0) return fail("a granted region address is not 0");
+      ibv_qp_attr qa{};
+      ibv_qp_init_attr qi{};
+      if (ibv_query_qp(m.qp(), &qa, IBV_QP_RQ_PSN, &qi) != 0)
+        return fail(rkv::ErrnoStatus("ibv_query_qp", errno).message());
+      rkeys.push_back(m.granted().rkey);
+      psns.push_back(qa.rq_psn);  // the server's send PSN
+      m.Disconnect();
+      m.Release();
+    }
+    auto worst_step = [](const std::vector<uint32_t>& v, uint32_t mask) {
+      std::map<uint32_t, int> steps;
+      int worst = 0;
+      for (size_t i = 1; i < v.size(); ++i)
+        worst = std::max(worst, ++steps[(v[i] - v[i - 1]) & mask]);
+      return std::make_pair(worst, int(steps.size()));
+    };
+    auto [rk_worst, rk_distinct] = worst_step(rkeys, 0xffffffffu);
+    auto [psn_worst, psn_distinct] = worst_step(psns, 0xffffffu);
+    std::map<uint32_t, int> keybytes;
+    for (uint32_t r : rkeys) keybytes[r & 0xff]++;
+    const int pairs = int(rkeys.size()) - 1;
+    sum.Add("count", rkeys.size())
+        .Add("rkey_steps_distinct", rk_distinct)
+        .Add("rkey_most_common_step", rk_worst)
+        .Add("rkey_key_bytes_distinct", keybytes.size())
+        .Add("psn_steps_distinct", psn_distinct)
+        .Add("psn_most_common_step", psn_worst);
+    if (pairs >= 10 && rk_worst * 10 >= pairs) return fail("rkeys advance in a constant step");
+    if (pairs >= 10 && psn_worst * 10 >= pairs) return fail("PSNs advance in a constant step");
+    return pass();
+  }
+  if (kase == "cross-rkey") {
+    CmConn a, b;
+    Status s = ConnectOnly(&a, host, port);
+    if (s.ok()) s = a.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+    if (s.ok()) s = ConnectOnly(&b, host, port);
+    if (s.ok()) s = b.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+    if (!s.ok()) return fail("connect A and B: " + s.ToString());
+    const uint32_t a_rkey = a.granted().rkey;
+    sum.Add("a_rkey", a_rkey).Add("b_rkey", b.granted().rkey);
+    if (a_rkey == b.granted().rkey) return fail("A and B were given the same rkey");
+    s = RemoteOp(a, IBV_WR_RDMA_READ, 0, a_rkey, FLAGS_timeout_ms);
+    if (!s.ok()) return fail("A's READ with its own rkey: " + s.ToString());
+    s = RemoteOp(b, IBV_WR_RDMA_READ, 0, a_rkey, FLAGS_timeout_ms);
+    sum.Add("b_with_a_rkey_while_a_connected", s.ok() ? "OK" : s.message());
+    if (s.ok()) return fail("B read with A's rkey while A was connected");
+    // B's QP is in error now; C (opened before A leaves) tries after A's disconnect.
+    CmConn c;
+    s = ConnectOnly(&c, host, port);
+    if (s.ok()) s = c.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+    if (!s.ok()) return fail("connect C: " + s.ToString());
+    s = RemoteOp(c, IBV_WR_RDMA_READ, 0, c.granted().rkey, FLAGS_timeout_ms);
+    if (!s.ok()) return fail("C's READ with its own rkey: " + s.ToString());
+    a.Disconnect();
+    a.Release();
+    auto left = Clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    s = RemoteOp(c, IBV_WR_RDMA_READ, 0, a_rkey, FLAGS_timeout_ms);
+    sum.Add("c_with_a_rkey_1s_after_a_left", s.ok() ? "OK" : s.message())
+        .Add("ms_after_a_left",
+             Fixed(std::chrono::duration<double, std::milli>(Clock::now() - left).count()));
+    if (s.ok()) return fail("A's rkey still worked after A left");
+    return pass();
+  }
   CmConn c;
   Status s = ConnectOnly(&c, host, port);
   if (!s.ok()) return fail("connect: " + s.ToString());
@@ -1505,7 +1582,8 @@ const char kUsage[] =
     "  tcp-half | tcp-noready | tcp-hold   --hold=SECS\n"
     "  hold        --seconds=S [--get_every_ms=M] [--exchange=cm|tcp]\n"
     "  credits     [--over_by=N]   (N requests beyond the credits in the second batch)\n"
-    "  auth        --auth_case=anonymous|wrong-token|no-mac|replay|open|connect-time\n"
+    "  auth        --auth_case=anonymous|wrong-token|no-mac|replay|open|connect-time|\n"
+    "              cross-rkey|many\n"
     "              [--auth_token_file=F] [--count=N]   (judged: exit 1 if an attack worked)\n"
     "common: --timeout_ms=MS (deadline of each connect, exchange step and reply wait)";
 
