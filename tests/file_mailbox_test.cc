@@ -1,7 +1,7 @@
 // Unit tests of the file mailbox's defences (issue 12): planted symlinks are neither followed
 // nor replaced, FIFOs, sockets, directories and oversized or foreign files are refused at
 // once with a Status naming the path, and the directory must not be writable by others
-// unless it is sticky and ours.
+// unless it is sticky and ours; an entry hard-linked under another name is refused.
 #include "common/exchange/file_mailbox.h"
 
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <thread>
 
 namespace rkv {
 namespace {
@@ -160,6 +161,42 @@ TEST_F(FileMailboxTest, FileOfAnotherUserIsRefused) {
   EXPECT_NE(s.message().find("owned by uid 12345"), std::string::npos) << s.ToString();
 }
 
+// In a shared sticky directory another local user cannot rename this user's files, but can
+// hard-link one of them under a name a peer waits for: the link count gives it away.
+TEST_F(FileMailboxTest, HardLinkedEntryIsRefused) {
+  ASSERT_TRUE(mb_->Put("h.s.1", "the server's reply").ok());
+  ASSERT_EQ(link(P("h.s.1").c_str(), P("h.s.2").c_str()), 0);
+  auto t0 = Clock::now();
+  Status s = WaitForRefused("h.s.2");
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(s.code(), Code::kProtocolError);
+  EXPECT_NE(s.message().find(P("h.s.2")), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("2 links, not 1"), std::string::npos) << s.ToString();
+  // The original is linked twice as well: refused under either name, and not alive.
+  std::string got;
+  EXPECT_EQ(mb_->WaitFor("h.s.1", &got, 5000).code(), Code::kProtocolError);
+  EXPECT_FALSE(mb_->Alive("h.s.2"));
+  // Once the extra link is gone, the entry reads again.
+  ASSERT_EQ(unlink(P("h.s.2").c_str()), 0);
+  ASSERT_TRUE(mb_->WaitFor("h.s.1", &got, 100).ok());
+  EXPECT_EQ(got, "the server's reply");
+}
+
+// A link that lasts an instant (a link + unlink rename, where renameat2 is missing) is waited
+// out rather than refused.
+TEST_F(FileMailboxTest, BriefSecondLinkIsWaitedOut) {
+  WriteFile(P("t.c.1"), "x");
+  ASSERT_EQ(link(P("t.c.1").c_str(), P(".tmp.t.c.1").c_str()), 0);
+  auto f = std::async(std::launch::async, [&] {
+    std::string got;
+    Status s = mb_->WaitFor("t.c.1", &got, 5000);
+    return s.ok() ? got : s.ToString();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(unlink(P(".tmp.t.c.1").c_str()), 0);
+  EXPECT_EQ(f.get(), "x");
+}
+
 TEST_F(FileMailboxTest, NamesWithPathsAreRefused) {
   EXPECT_EQ(mb_->Put("../escape", "x").code(), Code::kInvalidArgument);
   EXPECT_EQ(mb_->Put(".hidden", "x").code(), Code::kInvalidArgument);
@@ -208,6 +245,21 @@ TEST(FileMailboxRules, DevicesAreRefused) {
   st.st_mode = S_IFBLK | 0600;
   EXPECT_NE(FileMailbox::CheckEntry("/d/x", st, 0).message().find("block device"),
             std::string::npos);
+}
+
+TEST(FileMailboxRules, LinkCountMustBeOne) {
+  struct stat st {};
+  st.st_mode = S_IFREG | 0600;
+  st.st_uid = 1000;
+  st.st_nlink = 1;
+  EXPECT_TRUE(FileMailbox::CheckEntry("/d/x", st, 1000).ok());
+  for (nlink_t n : {nlink_t(0), nlink_t(2), nlink_t(7)}) {
+    st.st_nlink = n;
+    Status s = FileMailbox::CheckEntry("/d/x", st, 1000);
+    EXPECT_EQ(s.code(), Code::kProtocolError);
+    EXPECT_NE(s.message().find(std::to_string(n) + " links, not 1"), std::string::npos)
+        << s.ToString();
+  }
 }
 
 }  // namespace

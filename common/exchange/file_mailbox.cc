@@ -88,6 +88,10 @@ Status FileMailbox::CheckEntry(const std::string& path, const struct stat& st, u
   if (st.st_uid != euid)
     return Refuse(path, "owned by uid " + std::to_string(st.st_uid) +
                             ", not by this process's user (uid " + std::to_string(euid) + ")");
+  if (st.st_nlink != 1)
+    return Refuse(path, "it has " + std::to_string(st.st_nlink) +
+                            " links, not 1 (a hard link planted under an entry's name, or an "
+                            "entry being moved or removed)");
   if (st.st_size < 0 || uint64_t(st.st_size) > kMaxFileBytes)
     return Refuse(path, std::to_string(st.st_size) + " bytes, more than the limit of " +
                             std::to_string(kMaxFileBytes));
@@ -156,8 +160,17 @@ Status FileMailbox::Put(const std::string& name, const std::string& bytes) {
   return Status::Ok();
 }
 
-Status FileMailbox::ReadEntry(const std::string& name, std::string* bytes, bool* absent) const {
+// True when CheckEntry refuses `st` for its link count alone.
+bool FileMailbox::OnlyLinks(const std::string& path, struct stat st, uid_t euid) {
+  if (st.st_nlink == 1) return false;
+  st.st_nlink = 1;
+  return CheckEntry(path, st, euid).ok();
+}
+
+Status FileMailbox::ReadEntry(const std::string& name, std::string* bytes, bool* absent,
+                              bool* links) const {
   *absent = false;
+  *links = false;
   const std::string path = Path(name);
   const uid_t euid = geteuid();
   // Look before opening: a FIFO or device is refused unopened (opening some devices acts).
@@ -170,7 +183,10 @@ Status FileMailbox::ReadEntry(const std::string& name, std::string* bytes, bool*
     return ErrnoStatus("stat(" + path + ")", errno);
   }
   Status s = CheckEntry(path, st, euid);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    *links = OnlyLinks(path, st, euid);
+    return s;
+  }
   // O_NOFOLLOW and O_NONBLOCK: if it was swapped for a symlink or FIFO since, open neither
   // follows nor blocks, and fstat below sees what was opened.
   int fd = openat(dir_fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
@@ -190,6 +206,7 @@ Status FileMailbox::ReadEntry(const std::string& name, std::string* bytes, bool*
   }
   s = CheckEntry(path, st, euid);
   if (!s.ok()) {
+    *links = OnlyLinks(path, st, euid);
     close(fd);
     return s;
   }
@@ -217,13 +234,18 @@ Status FileMailbox::ReadEntry(const std::string& name, std::string* bytes, bool*
 
 Status FileMailbox::WaitFor(const std::string& name, std::string* bytes, int timeout_ms) {
   if (!ValidName(name)) return BadName(dir_, name);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  // A link count other than 1 is refused, but only after kLinkGraceMs of seeing it: a Put's
+  // link + unlink (no renameat2) and a Remove pass through 2 and 0 links for an instant.
+  const auto link_grace = start + std::chrono::milliseconds(kLinkGraceMs);
   for (;;) {
-    bool absent = false;
-    Status s = ReadEntry(name, bytes, &absent);
-    if (!s.ok() || !absent) return s;
-    if (std::chrono::steady_clock::now() >= deadline)
-      return Status(Code::kTimeout, "no file " + Path(name));
+    bool absent = false, links = false;
+    Status s = ReadEntry(name, bytes, &absent, &links);
+    const auto now = std::chrono::steady_clock::now();
+    if (!s.ok() && !(links && now < link_grace && now < deadline)) return s;
+    if (s.ok() && !absent) return s;
+    if (now >= deadline) return Status(Code::kTimeout, "no file " + Path(name));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

@@ -10,7 +10,10 @@
 // - a directory not owned by this process's user, or writable by group/others unless it is
 //   sticky (then others cannot rename or remove this user's files);
 // - an entry that is not a regular file (symlink, FIFO, socket, device, directory), that is
-//   owned by another user, or that is larger than kMaxFileBytes;
+//   owned by another user, that has a link count other than 1 (in a shared sticky directory
+//   another user could hard-link a file of this user under an entry's name; WaitFor retries
+//   for kLinkGraceMs first, as a link + unlink rename passes through 2 links), or that is
+//   larger than kMaxFileBytes;
 // - an entry name with '/' or a leading '.', and a Put whose name already exists.
 // Every access goes through the directory's file descriptor (openat & co), so replacing the
 // directory path after Open changes nothing.
@@ -37,6 +40,8 @@ class FileMailbox : public Mailbox {
   // The largest entry file read or written; records are small (an exchange message is at most
   // 8 KiB), so anything larger is refused unread.
   static constexpr size_t kMaxFileBytes = Mailbox::kMaxEntryBytes;
+  // How long WaitFor keeps looking at an entry whose link count is not 1 before refusing it.
+  static constexpr int kLinkGraceMs = 100;
 
   [[nodiscard]] static Status Open(const std::string& dir, std::unique_ptr<Mailbox>* out);
   ~FileMailbox() override;
@@ -60,8 +65,11 @@ class FileMailbox : public Mailbox {
 
  private:
   FileMailbox(std::string dir, int dir_fd) : dir_(std::move(dir)), dir_fd_(dir_fd) {}
-  // Reads `name` if it exists: *absent is true if it does not (yet).
-  Status ReadEntry(const std::string& name, std::string* bytes, bool* absent) const;
+  // Reads `name` if it exists: *absent is true if it does not (yet). *links is true when it
+  // is refused only for its link count.
+  [[nodiscard]] Status ReadEntry(const std::string& name, std::string* bytes, bool* absent,
+                                 bool* links) const;
+  static bool OnlyLinks(const std::string& path, struct stat st, uid_t euid);
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
 
   const std::string dir_;
