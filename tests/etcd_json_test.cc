@@ -1,8 +1,10 @@
 // Unit tests of the etcd exchange's defences (issue 12): the pure decoders of etcd's JSON
 // (etcd_json.h) give a clear error and never throw on wrong types, missing fields, bad
-// base64, deep nesting or oversized input; EtcdMailbox checks its security options and
-// password file; and against a fake etcd (a local HTTP server in the test) a hostile answer or
-// an endless response is an error Status, the transfer aborted at the size limit.
+// base64, deep nesting or oversized input; EtcdMailbox checks its security options (a
+// clear-text endpoint judged by the host libcurl connects to) and its password file; a watch
+// stream is split into lines in linear work; and against a fake etcd (a local HTTP server in
+// the test) a hostile answer or an endless response is an error Status, the transfer aborted
+// at the size limit.
 #include "common/exchange/etcd_json.h"
 
 #include <arpa/inet.h>
@@ -257,6 +259,67 @@ TEST(EtcdOptions, SecurityOptionsAreChecked) {
   }
 }
 
+// The clear-text guard judges the host libcurl will connect to, not a prefix of the text.
+TEST(EtcdOptions, ClearTextPasswordGuardCannotBeFooled) {
+  ExchangeOptions p;
+  p.etcd_user = "rkv";
+  p.etcd_password_file = "/pw";
+  // A name that merely starts with "127.".
+  p.etcd_endpoint = "http://127.attacker.example:2379";
+  Status s = EtcdMailbox::CheckOptions(p);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("in clear to 127.attacker.example"), std::string::npos)
+      << s.ToString();
+  // '@' in a query or fragment is not userinfo: curl connects to evil.example.
+  const std::pair<const char*, const char*> kRefused[] = {
+      {"http://evil.example:2379?@127.0.0.1", "query"},
+      {"http://evil.example:2379/?@127.0.0.1", "query"},
+      {"http://evil.example:2379#@127.0.0.1", "fragment"},
+      {"http://evil.example:2379/#@127.0.0.1", "fragment"},
+      {"http://127.0.0.1:2379?", "query"},
+      {"http://127.0.0.1:2379#", "fragment"},
+      {"http://evil.example@127.0.0.1:2379", "user"},
+      {"http://u:pw@127.0.0.1:2379", "user"},
+      {"http://@127.0.0.1:2379", "user"},
+      {"https://u@10.0.0.1:2379", "user"},
+      {"http://127.0.0.1:99999", "not a valid URL"},
+  };
+  for (const auto& [url, part] : kRefused) {
+    for (bool user : {true, false}) {  // refused with or without a password to protect
+      ExchangeOptions o = p;
+      if (!user) o.etcd_user = o.etcd_password_file = "";
+      o.etcd_endpoint = url;
+      s = EtcdMailbox::CheckOptions(o);
+      EXPECT_EQ(s.code(), Code::kInvalidArgument) << url;
+      EXPECT_NE(s.message().find(part), std::string::npos) << url << ": " << s.ToString();
+      EXPECT_NE(s.message().find(url), std::string::npos) << url << ": " << s.ToString();
+    }
+  }
+  for (const char* local :
+       {"http://127.0.0.1:2379", "http://127.255.3.4:2379", "http://localhost:2379",
+        "http://[::1]:2379", "http://127.0.0.1", "http://[0:0:0:0:0:0:0:1]:2379"}) {
+    p.etcd_endpoint = local;
+    s = EtcdMailbox::CheckOptions(p);
+    EXPECT_TRUE(s.ok()) << local << ": " << s.ToString();
+  }
+  for (const char* remote :
+       {"http://128.0.0.1:2379", "http://127.0.0.1.evil.example:2379",
+        "http://localhost.evil.example:2379", "http://[::2]:2379", "http://[::ffff:10.0.0.1]"}) {
+    p.etcd_endpoint = remote;
+    s = EtcdMailbox::CheckOptions(p);
+    EXPECT_NE(s.message().find("in clear to"), std::string::npos) << remote << ": " << s.ToString();
+  }
+}
+
+TEST(EtcdOptions, LoopbackHosts) {
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "127.255.255.255", "::1", "[::1]", "localhost"})
+    EXPECT_TRUE(EtcdMailbox::IsLoopbackHost(h)) << h;
+  for (const char* h : {"", "127.attacker.example", "127.0.0.1.nip.io", "127.", "127", "128.0.0.1",
+                        "1.127.0.0", "localhost.", "localhost.evil", "xlocalhost", "[::2]",
+                        "::", "[::1", "::1]", "::ffff:127.0.0.1", "127.0.0.1 ", "0.0.0.0"})
+    EXPECT_FALSE(EtcdMailbox::IsLoopbackHost(h)) << h;
+}
+
 class TempDir : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -292,6 +355,66 @@ TEST_F(EtcdPasswordFile, MustBePrivateRegularAndSmall) {
   s = EtcdMailbox::ReadPasswordFile(fifo, &pw);  // O_NONBLOCK: returns at once
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
   EXPECT_NE(s.message().find("not a regular file"), std::string::npos) << s.ToString();
+}
+
+// A hostile etcd dribbles a watch message a byte at a time, inside a JSON string full of
+// '}' (so every chunk ends like a message might): the splitter examines each byte once and
+// hands the line out once. Before, every chunk rescanned (and JSON-parsed) the whole buffer.
+TEST(EtcdLineSplitter, DribbledStreamIsSplitInLinearWork) {
+  struct Lines {
+    std::vector<std::string> got;
+    static bool On(std::string_view line, void* arg) {
+      static_cast<Lines*>(arg)->got.emplace_back(line);
+      return false;
+    }
+  } lines;
+  const std::string filler(64 * 1024, '}');
+  const std::string msg = "{\"result\":{\"x\":\"" + filler + "\"}}";
+  const std::string stream = msg + "\n" + msg + "\n{\"tail\":";
+  EtcdLineSplitter split;
+  std::string buf;
+  for (char c : stream) ASSERT_FALSE(split.Feed(&buf, std::string_view(&c, 1), Lines::On, &lines));
+  EXPECT_EQ(split.bytes_scanned(), stream.size());  // each byte once
+  EXPECT_EQ(split.lines(), 2u);
+  ASSERT_EQ(lines.got.size(), 2u);
+  EXPECT_EQ(lines.got[0], msg);
+  EXPECT_EQ(lines.got[1], msg);
+  EXPECT_EQ(buf, "{\"tail\":");  // the unterminated rest stays for the caller
+}
+
+TEST(EtcdLineSplitter, ChunksOfAnySizeGiveTheSameLinesAndStopEarly) {
+  struct Lines {
+    std::vector<std::string> got;
+    size_t stop_at = 0;
+    static bool On(std::string_view line, void* arg) {
+      auto* l = static_cast<Lines*>(arg);
+      l->got.emplace_back(line);
+      return l->got.size() == l->stop_at;
+    }
+  };
+  std::string stream;
+  for (int i = 0; i < 100; ++i) stream += "line " + std::to_string(i) + (i % 7 ? "" : "\r") + "\n";
+  stream += "\n\nrest";
+  for (size_t chunk : {size_t(1), size_t(3), size_t(64), stream.size()}) {
+    Lines lines;
+    EtcdLineSplitter split;
+    std::string buf;
+    for (size_t i = 0; i < stream.size(); i += chunk)
+      ASSERT_FALSE(split.Feed(&buf, std::string_view(stream).substr(i, chunk), Lines::On, &lines));
+    EXPECT_EQ(split.bytes_scanned(), stream.size()) << chunk;
+    ASSERT_EQ(lines.got.size(), 102u) << chunk;
+    EXPECT_EQ(lines.got[1], "line 1");
+    EXPECT_EQ(lines.got[7], "line 7\r");
+    EXPECT_EQ(lines.got[101], "");
+    EXPECT_EQ(buf, "rest");
+  }
+  Lines lines;
+  lines.stop_at = 2;
+  EtcdLineSplitter split;
+  std::string buf;
+  EXPECT_TRUE(split.Feed(&buf, "a\nb\nc\nd", Lines::On, &lines));
+  EXPECT_EQ(lines.got, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(buf, "c\nd");  // not handed out
 }
 
 // A fake etcd: answers each HTTP connection with the next canned reply (status line included),

@@ -285,6 +285,29 @@ Status ParseEtcdAuthenticateResponse(std::string_view text, std::string* token) 
   });
 }
 
+bool EtcdLineSplitter::Feed(std::string* buffer, std::string_view bytes, OnLine on_line,
+                            void* arg) {
+  buffer->append(bytes.data(), bytes.size());
+  const std::string_view b(*buffer);
+  size_t start = 0;  // the first line not handed out yet
+  bool stop = false;
+  while (!stop) {
+    const size_t end = b.find('\n', scanned_);
+    bytes_scanned_ += (end == std::string_view::npos ? b.size() : end + 1) - scanned_;
+    if (end == std::string_view::npos) {
+      scanned_ = b.size();
+      break;
+    }
+    ++lines_;
+    stop = on_line(b.substr(start, end - start), arg);
+    start = scanned_ = end + 1;
+  }
+  // What is left after the last line end came with this chunk: erasing is linear too.
+  buffer->erase(0, start);
+  scanned_ -= start;
+  return stop;
+}
+
 Status ParseEtcdWatchMessage(std::string_view text, std::string_view key, bool* found,
                              std::string* value) {
   *found = false;

@@ -58,6 +58,32 @@ struct EtcdRangeResponse {
 [[nodiscard]] Status ParseEtcdWatchMessage(std::string_view text, std::string_view key, bool* found,
                                            std::string* value);
 
+// Splits a stream of lines as its bytes arrive: etcd's /v3/watch (the gRPC gateway streams one
+// JSON message per line). Work is linear in the bytes fed, however the stream is cut into
+// chunks: each byte is scanned for '\n' once and each line is handed out once, so an etcd
+// dribbling a message a byte at a time costs no more than sending it whole. The unterminated
+// rest stays in the caller's buffer (the caller bounds its size: kMaxEtcdResponseBytes).
+// One splitter per buffer and stream: the buffer may change only through Feed.
+class EtcdLineSplitter {
+ public:
+  // Called with each complete line, without its '\n'; returns true to stop.
+  using OnLine = bool (*)(std::string_view line, void* arg);
+
+  // Appends `bytes` to *buffer, then hands each line now complete to on_line, in order, until
+  // it returns true; erases the lines handed out from *buffer. True when on_line returned true
+  // (the lines after that one stay in *buffer, unread).
+  bool Feed(std::string* buffer, std::string_view bytes, OnLine on_line, void* arg);
+
+  // Test hooks: bytes examined for a line end so far, and lines handed out.
+  size_t bytes_scanned() const { return bytes_scanned_; }
+  size_t lines() const { return lines_; }
+
+ private:
+  size_t scanned_ = 0;  // the buffer's first scanned_ bytes hold no '\n'
+  size_t bytes_scanned_ = 0;
+  size_t lines_ = 0;
+};
+
 // Base64 as the gateway's bytes fields use it. Decode is strict about the alphabet and where
 // '=' may appear; false on anything else.
 std::string EncodeBase64(std::string_view in);

@@ -1,13 +1,16 @@
 #include "common/exchange/etcd_mailbox.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <exception>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "common/exchange/etcd_json.h"
@@ -36,12 +39,14 @@ Status NoThrow(const char* what, F f) {
 }
 
 struct Sink {
-  std::string* data;
+  Sink(std::string* d, EtcdMailbox::Consumer c, void* a) : data(d), consume(c), arg(a) {}
+  std::string* data;  // the body; for a stream, its unterminated last line
   EtcdMailbox::Consumer consume;
   void* arg;
-  bool stopped = false;   // the consumer had enough
-  bool overflow = false;  // more than kMaxEtcdResponseBytes unconsumed
-  bool failed = false;    // an exception in the callback (allocation)
+  EtcdLineSplitter lines;  // for a stream: linear however the body is cut
+  bool stopped = false;    // the consumer had enough
+  bool overflow = false;   // more than kMaxEtcdResponseBytes unconsumed
+  bool failed = false;     // an exception in the callback (allocation)
 };
 
 size_t Write(char* p, size_t size, size_t n, void* user) {
@@ -52,8 +57,9 @@ size_t Write(char* p, size_t size, size_t n, void* user) {
       s->overflow = true;
       return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
     }
-    s->data->append(p, len);
-    if (s->consume != nullptr && s->consume(s->data, s->arg)) {
+    if (s->consume == nullptr) {
+      s->data->append(p, len);
+    } else if (s->lines.Feed(s->data, std::string_view(p, len), s->consume, s->arg)) {
       s->stopped = true;
       return 0;
     }
@@ -66,21 +72,71 @@ size_t Write(char* p, size_t size, size_t n, void* user) {
 
 const bool kCurlReady = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 
-// The host part of an http(s) URL ("[::1]" keeps its brackets).
-std::string UrlHost(const std::string& url) {
-  size_t b = url.find("://");
-  b = b == std::string::npos ? 0 : b + 3;
-  size_t at = url.find('@', b), slash = url.find('/', b);
-  if (at != std::string::npos && (slash == std::string::npos || at < slash)) b = at + 1;
-  size_t e = url[b] == '[' ? url.find(']', b) : url.find_first_of(":/", b);
-  if (e == std::string::npos) return url.substr(b);
-  return url.substr(b, url[b] == '[' ? e + 1 - b : e - b);
+// Parses an etcd endpoint with libcurl's URL parser, the one curl_easy_perform uses, into
+// *host (as curl connects to it: "[::1]" keeps its brackets). Refuses an endpoint with a
+// userinfo, query or fragment: none has a use here, and each can hide the host that curl
+// connects to from a reader. The raw characters are refused too, since the request paths
+// are appended to the endpoint and an empty query or fragment is not reported as a part.
+Status ParseEndpoint(const std::string& url, std::string* host) {
+  auto bad = [&](const std::string& why) {
+    return Status(Code::kInvalidArgument, "--etcd=" + url + ": " + why);
+  };
+  std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), curl_url_cleanup);
+  if (u == nullptr) return Status(Code::kIoError, "curl_url: out of memory");
+  CURLUcode rc = curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0);
+  if (rc != CURLUE_OK) {
+#if LIBCURL_VERSION_NUM >= 0x075000
+    return bad(std::string("not a valid URL: ") + curl_url_strerror(rc));
+#else
+    return bad("not a valid URL (curl URL error " + std::to_string(int(rc)) + ")");
+#endif
+  }
+  struct Part {
+    CURLUPart part;
+    const char* name;
+  };
+  for (const Part& p : {Part{CURLUPART_USER, "a user name (userinfo before '@')"},
+                        Part{CURLUPART_PASSWORD, "a password (userinfo before '@')"},
+                        Part{CURLUPART_OPTIONS, "login options (userinfo before '@')"},
+                        Part{CURLUPART_QUERY, "a query ('?...')"},
+                        Part{CURLUPART_FRAGMENT, "a fragment ('#...')"}}) {
+    char* v = nullptr;
+    rc = curl_url_get(u.get(), p.part, &v, 0);
+    curl_free(v);
+    if (rc == CURLUE_OK)
+      return bad(std::string("has ") + p.name + "; give only http(s)://HOST:PORT");
+  }
+  const size_t odd = url.find_first_of("@?#");
+  if (odd != std::string::npos)
+    return bad(std::string("has ") +
+               (url[odd] == '@'   ? "userinfo ('@')"
+                : url[odd] == '?' ? "a query ('?')"
+                                  : "a fragment ('#')") +
+               "; give only http(s)://HOST:PORT");
+  char* h = nullptr;
+  rc = curl_url_get(u.get(), CURLUPART_HOST, &h, 0);
+  if (rc != CURLUE_OK || h == nullptr) {
+    curl_free(h);
+    return bad("no host");
+  }
+  *host = h;
+  curl_free(h);
+  return Status::Ok();
 }
 
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}  // namespace
+
+bool EtcdMailbox::IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  std::string h = host;
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  in_addr a4{};
+  if (inet_pton(AF_INET, h.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  in6_addr a6{};
+  return inet_pton(AF_INET6, h.c_str(), &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
+namespace {
 bool StartsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
 // A watch: the gateway streams one JSON message per line.
@@ -108,20 +164,10 @@ bool WatchHandle(WatchState* w, std::string_view msg) {
   return found;
 }
 
-bool WatchConsume(std::string* data, void* arg) {
-  auto* w = static_cast<WatchState*>(arg);
-  size_t start = 0;
-  for (size_t end; (end = data->find('\n', start)) != std::string::npos; start = end + 1) {
-    if (WatchHandle(w, std::string_view(*data).substr(start, end - start))) return true;
-  }
-  data->erase(0, start);
-  // A last message whose newline has not come yet (or never will).
-  if (!data->empty() && data->back() == '}' && json::accept(*data)) {
-    std::string msg = std::move(*data);
-    data->clear();
-    return WatchHandle(w, msg);
-  }
-  return false;
+// One line of the stream. A message is decoded only once its line is complete (an
+// unterminated last one when the stream ends, in WaitFor): never the buffer again and again.
+bool WatchConsume(std::string_view line, void* arg) {
+  return WatchHandle(static_cast<WatchState*>(arg), line);
 }
 }  // namespace
 
@@ -132,6 +178,9 @@ Status EtcdMailbox::CheckOptions(const ExchangeOptions& o) {
   const bool https = StartsWith(ep, "https://");
   if (!https && !StartsWith(ep, "http://"))
     return bad("--etcd=" + ep + ": expected http://HOST:PORT or https://HOST:PORT");
+  std::string host;
+  Status s = ParseEndpoint(ep, &host);
+  if (!s.ok()) return s;
   if (!https && (!o.etcd_cacert.empty() || !o.etcd_cert.empty() || !o.etcd_key.empty()))
     return bad("--etcd_cacert/--etcd_cert/--etcd_key need an https:// endpoint (--etcd=" + ep +
                ")");
@@ -139,9 +188,9 @@ Status EtcdMailbox::CheckOptions(const ExchangeOptions& o) {
     return bad("--etcd_cert and --etcd_key go together (a client certificate and its key)");
   if (o.etcd_user.empty() != o.etcd_password_file.empty())
     return bad("--etcd_user and --etcd_password_file go together");
-  if (!o.etcd_user.empty() && !https && !IsLoopback(UrlHost(ep)))
-    return bad("refusing to send the etcd password in clear to " + UrlHost(ep) +
-               ": use an https:// endpoint");
+  if (!o.etcd_user.empty() && !https && !IsLoopbackHost(host))
+    return bad("refusing to send the etcd password in clear to " + host +
+               " (not 127.0.0.0/8, ::1 or localhost): use an https:// endpoint");
   return Status::Ok();
 }
 
@@ -262,7 +311,7 @@ Status EtcdMailbox::PostOnce(const std::string& path, const std::string& body,
     if (!token_.empty()) auth = "Authorization: " + token_;
   }
   response->clear();
-  Sink sink{response, consume, arg};
+  Sink sink(response, consume, arg);
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   if (!auth.empty()) headers = curl_slist_append(headers, auth.c_str());
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());

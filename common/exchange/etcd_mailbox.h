@@ -8,11 +8,13 @@
 //
 // Security (issue 12): what answers at the endpoint is untrusted. Its answers are decoded by
 // the pure functions of etcd_json.h (every field and type checked); no exception leaves any
-// method of this class; a response over kMaxEtcdResponseBytes aborts its transfer. Optional:
+// method of this class; a response over kMaxEtcdResponseBytes aborts its transfer; a watch
+// stream is split into lines as it arrives and each line decoded once (work linear in the
+// bytes, however etcd cuts them). Optional:
 // TLS (https:// endpoint; etcd_cacert verifies the server, etcd_cert/etcd_key authenticate
 // this side) and etcd v3 auth (etcd_user + etcd_password_file: /v3/auth/authenticate gives a
 // token sent in the Authorization header; renewed once when etcd answers 401). A password is
-// never sent in clear to a host other than the loopback.
+// never sent in clear to a host other than the loopback (IsLoopbackHost).
 // Thread safety: one user thread plus one heartbeat thread (every call uses its own curl
 // handle; the auth token is guarded by mu_; the rest is immutable after Open).
 #ifndef RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
@@ -21,6 +23,7 @@
 #include <memory>
 #include <string>
 
+#include "common/exchange/etcd_json.h"
 #include "common/exchange/mailbox.h"
 #include "common/mutex.h"
 #include "rkv/connection_params.h"
@@ -43,15 +46,21 @@ class EtcdMailbox : public Mailbox {
   }
 
   // Checks the options' combination (scheme, TLS files, user/password, cleartext password)
-  // without contacting etcd. Pure, for tests.
+  // without contacting etcd. Pure, for tests. The endpoint is parsed with libcurl's URL parser
+  // (the one that picks the host curl connects to) and must have no userinfo, query or
+  // fragment; a password goes over plain http only to a host IsLoopbackHost accepts.
   [[nodiscard]] static Status CheckOptions(const ExchangeOptions& o);
+  // The host as libcurl's URL parser gives it: a numeric IPv4 address in 127.0.0.0/8, ::1
+  // (bracketed or not) or exactly "localhost". Any other name, even "127.x.example", is not.
+  static bool IsLoopbackHost(const std::string& host);
   // Reads a password file: a regular file not readable or writable by group/others, at most
   // 4 KiB; one trailing newline is dropped.
   [[nodiscard]] static Status ReadPasswordFile(const std::string& path, std::string* password);
 
-  // Streaming calls (watch) consume complete messages from *data as they arrive; a consumer
-  // returns true to end the transfer.
-  using Consumer = bool (*)(std::string* data, void* arg);
+  // Streaming calls (watch) hand each complete line (one message; EtcdLineSplitter) to a
+  // consumer as it arrives; the consumer returns true to end the transfer. The unterminated
+  // rest is left in the response.
+  using Consumer = EtcdLineSplitter::OnLine;
 
  private:
   explicit EtcdMailbox(ExchangeOptions o) : o_(std::move(o)) {}
