@@ -1,6 +1,7 @@
 #include "client/connection.h"
 
 #include <glog/logging.h>
+#include <poll.h>
 #include <time.h>
 
 #include <cerrno>
@@ -314,11 +315,32 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
       else if (wc[k].wr_id == kSend)
         want_send = false;
     }
-    if (n == 0 && (++spins & 1023) == 0 && NowNs() > deadline)
-      return Broken(Status(Code::kTimeout, "no completion within " + std::to_string(timeout_ms) +
-                                               " ms; connection considered lost"));
+    if (n == 0 && (++spins & 1023) == 0) {
+      if (NowNs() > deadline)
+        return Broken(Status(Code::kTimeout, "no completion within " + std::to_string(timeout_ms) +
+                                                 " ms; connection considered lost"));
+      // Waiting for a reply (never on the GET path): a server that closed or died is noticed
+      // at once, not after rpc_timeout_ms.
+      if (want_recv && PeerDisconnected())
+        return Broken(Status(Code::kConnectionLost,
+                             "server disconnected (rdma_cm DISCONNECTED) while a reply was "
+                             "awaited; the request's outcome is unknown"));
+    }
   }
   return Status::Ok();
+}
+
+bool Connection::PeerDisconnected() {
+  if (!channel_) return false;  // manual mode: the exchange channel watches the peer
+  pollfd pfd{channel_->fd, POLLIN, 0};
+  if (::poll(&pfd, 1, 0) <= 0) return false;
+  rdma_cm_event* ev = nullptr;
+  if (rdma_get_cm_event(channel_.get(), &ev) != 0) return false;
+  const bool gone = ev->event == RDMA_CM_EVENT_DISCONNECTED ||
+                    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+                    ev->event == RDMA_CM_EVENT_TIMEWAIT_EXIT;
+  rdma_ack_cm_event(ev);
+  return gone;
 }
 
 Status Connection::WaitReads(int n) { return Poll(n, false, false, options_.rpc_timeout_ms); }

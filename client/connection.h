@@ -83,6 +83,9 @@ class Connection {
   // Opens, then fills info_ from hello_ and the read-back parameters of both QPs.
   Status FinishOpen(const std::string& host, uint16_t port);
   Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms);
+  // rdma_cm mode: true if the channel holds a DISCONNECTED (or device removal) event, consumed
+  // (one non-blocking poll; never called on the GET path).
+  bool PeerDisconnected();
   Status Broken(Status s);
   Status Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload);
 

@@ -719,9 +719,22 @@ TEST_F(Reconnect, KvbenchSurvivesServerRestart) {
   bench.Start({dir + "kvbench", "run", "--server=" + addr_, "--workload=a", "--records=500",
                "--threads=2", "--duration=20", "--json=" + json},
               out);
-  // Restart after 3 s. A client may notice only after rpc_timeout_ms (10 s; soft-RoCE does not
-  // always fail the QP), which leaves the run several seconds on the new server.
-  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  // Restart once both connections of the run (one per thread) are up (a connect
+  // that a restart cuts off is a failed start, not what this test is about; under a loaded TCG
+  // host the threads may take seconds to connect), and 2 s into the run.
+  const auto connected_by = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    std::ifstream partial(out);
+    std::stringstream t;
+    t << partial.rdbuf();
+    size_t n = 0;
+    for (size_t at = t.str().find("rkv: connected to"); at != std::string::npos;
+         at = t.str().find("rkv: connected to", at + 1))
+      ++n;
+    if (n >= 2 || std::chrono::steady_clock::now() > connected_by) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
   ASSERT_NO_FATAL_FAILURE(RestartServer());
   int status = 0;
   ASSERT_TRUE(bench.Wait(120000, &status)) << "kvbench did not finish";
