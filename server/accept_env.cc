@@ -1,5 +1,7 @@
 #include "server/accept_env.h"
 
+#include <arpa/inet.h>
+
 #include <cstring>
 
 #include "common/secure_random.h"
@@ -40,16 +42,34 @@ Status NewServerNonce(uint8_t* nonce) {
 }
 
 std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
-                              rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn) {
+                              rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn,
+                              SourceLimiter::Lease lease) {
   int w = env.WorkerFor(slot);
   auto c = std::make_shared<Conn>(kind, env.next_serial->fetch_add(1) + 1, slot, w,
                                   env.workers[size_t(w)], owner, id, qp, nonce, peer_qpn);
+  c->source_lease = std::move(lease);
   env.workers[size_t(w)]->Adopt(c);  // first: a Close that follows must find it adopted
   env.registry->Add(c);
   env.counters->connections_total.fetch_add(1, std::memory_order_relaxed);
   env.counters->connections_active.fetch_add(1, std::memory_order_relaxed);
   env.counters->connections_pending.fetch_add(1, std::memory_order_relaxed);
   return c;
+}
+
+Status AdmitSource(const AcceptEnv& env, const sockaddr* addr, SourceLimiter::Lease* lease) {
+  if (env.limiter == nullptr || addr == nullptr) return Status::Ok();
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (addr->sa_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, text, sizeof text);
+  } else if (addr->sa_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, text, sizeof text);
+  } else {
+    return Status::Ok();
+  }
+  Status s = env.limiter->Admit(text, SourceLimiter::Clock::now(), lease);
+  if (s.ok()) return s;
+  env.counters->source_limited.fetch_add(1, std::memory_order_relaxed);
+  return Status(s.code(), "BUSY: " + s.message());
 }
 
 bool MarkEstablished(const AcceptEnv& env, Conn* c) {

@@ -17,6 +17,7 @@
 #include "server/counters.h"
 #include "server/rpc_executor.h"
 #include "server/server_options.h"
+#include "server/source_limiter.h"
 #include "server/srq_pool.h"
 #include "server/worker.h"
 
@@ -29,6 +30,7 @@ struct AcceptEnv {
   SrqPool* srq = nullptr;
   std::vector<Worker*> workers;
   ConnRegistry* registry = nullptr;
+  SourceLimiter* limiter = nullptr;  // per-address caps (source_limiter.h)
   ServerCounters* counters = nullptr;
   // The accept private data without its nonce (HelloFor fills in the connection's).
   wire::ServerHello hello{};
@@ -48,9 +50,16 @@ struct AcceptEnv {
 
 // Wraps a freshly created QP (and rdma_cm id) in a Conn owned by `owner`, hands it to its
 // worker (before the QP can receive) and registers it; counts it as total, active, pending.
-// nonce: from NewServerNonce; peer_qpn: the client's QP number.
+// nonce: from NewServerNonce; peer_qpn: the client's QP number; lease: the connection's share
+// of its source address's cap (empty where there is no address), held until the Conn is gone.
 std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
-                              rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn);
+                              rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn,
+                              SourceLimiter::Lease lease = {});
+
+// Admits a connection attempt from `addr` (an IPv4/IPv6 sockaddr; others pass unchecked):
+// *lease holds it, or the Status (Code::kBusy, message starting "BUSY: ") says which limit.
+[[nodiscard]] Status AdmitSource(const AcceptEnv& env, const sockaddr* addr,
+                                 SourceLimiter::Lease* lease);
 
 // Owner: kSetup -> kEstablished, counted in connections_established (counted first, so the
 // worker's uncount at close never runs ahead of it). True also if the worker already opened it

@@ -118,6 +118,9 @@ void CmAcceptor::HandleConnectRequest(rdma_cm_event* ev) {
   if (int(pending_.size()) >= o.max_pending)
     return reject("server has " + std::to_string(pending_.size()) +
                   " connections in setup (--max_pending); try again");
+  SourceLimiter::Lease lease;
+  s = AdmitSource(env_, rdma_get_peer_addr(id), &lease);
+  if (!s.ok()) return reject(s.message());
   uint8_t nonce[wire::kNonceSize];
   s = NewServerNonce(nonce);
   if (!s.ok()) return reject(s.message());
@@ -130,8 +133,8 @@ void CmAcceptor::HandleConnectRequest(rdma_cm_event* ev) {
     env_.registry->ReleaseSlot(slot);
     return reject(std::string("rdma_create_qp failed: ") + std::strerror(err));
   }
-  std::shared_ptr<Conn> c =
-      NewConn(env_, Conn::Kind::kRdmaCm, slot, this, id, id->qp, nonce, ev->param.conn.qp_num);
+  std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kRdmaCm, slot, this, id, id->qp, nonce,
+                                    ev->param.conn.qp_num, std::move(lease));
   by_id_[id] = c;
   pending_.push_back(c);
   uint8_t ack_timeout = static_cast<uint8_t>(o.qp.timeout);

@@ -58,6 +58,7 @@
 
 #include "common/exchange/exchange.h"
 #include "common/mutex.h"
+#include "server/source_limiter.h"
 
 namespace rkv {
 
@@ -124,6 +125,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
   const Clock::time_point created;
   uint8_t server_nonce[16];  // immutable after construction (wire::kNonceSize)
   const uint32_t peer_qpn;
+  // This connection's share of its source address's cap (server/source_limiter.h): set by
+  // NewConn before the worker sees the Conn, never touched after; released when the Conn is
+  // destroyed.
+  SourceLimiter::Lease source_lease;
   rdma_cm_id* id() const { return id_; }
   ibv_qp* qp() const { return qp_; }
   // The connection's private rkey (docs/security.md, "Private rkeys"): a memory window bound on

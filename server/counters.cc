@@ -16,6 +16,7 @@ std::string FormatStats(const ServerCounters& c, const Table& table, uint64_t in
   line("connections_total", c.connections_total);
   line("connections_active", c.connections_active);
   line("connections_rejected", c.connections_rejected);
+  line("source_limited", c.source_limited);
   line("connections_pending", c.connections_pending);
   line("connections_established", c.connections_established);
   line("setup_timeouts", c.setup_timeouts);

@@ -16,9 +16,10 @@ namespace rkv {
 struct ServerCounters {
   using C = std::atomic<uint64_t>;
   // Connections.
-  C connections_total{0};        // accepted (a slot and a QP given)
-  C connections_active{0};       // from accept until the QP is destroyed
-  C connections_rejected{0};     // refused before a slot was taken (bad hello, full, busy)
+  C connections_total{0};     // accepted (a slot and a QP given)
+  C connections_active{0};    // from accept until the QP is destroyed
+  C connections_rejected{0};  // refused before a slot was taken (bad hello, full, busy)
+  C source_limited{0};  // of those, refused by a per-address limit (--max_conns_per_source, ...)
   C connections_pending{0};      // in setup (accepted, not yet established)
   C connections_established{0};  // established and not closing
   C setup_timeouts{0};           // closed because setup did not finish before its deadline

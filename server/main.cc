@@ -32,6 +32,15 @@ DEFINE_double(accept_timeout, 5,
               "seconds a connection may take from connect request (or first exchange message) "
               "to established");
 
+DEFINE_int32(max_conns_per_source, 256,
+             "live connections one source address may hold (0: no cap); more are refused BUSY");
+DEFINE_double(max_connects_per_source_per_s, 100,
+              "connection attempts per second one source address may make on average (0: no "
+              "limit); more are refused BUSY");
+DEFINE_int32(connect_burst_per_source, 200,
+             "connection attempts one source address may make at once before "
+             "--max_connects_per_source_per_s applies");
+
 DEFINE_string(auth_token_file, "",
               "file holding the secret clients must prove (HMAC challenge-response; at least 16 "
               "bytes, one trailing newline ignored; the file must not be accessible by group or "
@@ -101,6 +110,15 @@ int main(int argc, char** argv) {
   if (!(FLAGS_accept_timeout >= 0.1 && FLAGS_accept_timeout <= 600))
     return Fail("--accept_timeout must be 0.1..600 seconds");
   o.max_pending = FLAGS_max_pending;
+  if (FLAGS_max_conns_per_source < 0 || FLAGS_max_conns_per_source > 65536)
+    return Fail("--max_conns_per_source must be 0..65536");
+  if (!(FLAGS_max_connects_per_source_per_s >= 0 && FLAGS_max_connects_per_source_per_s <= 1e6))
+    return Fail("--max_connects_per_source_per_s must be 0..1000000");
+  if (FLAGS_connect_burst_per_source < 1 || FLAGS_connect_burst_per_source > 1000000)
+    return Fail("--connect_burst_per_source must be 1..1000000");
+  o.max_conns_per_source = FLAGS_max_conns_per_source;
+  o.connects_per_source_per_s = FLAGS_max_connects_per_source_per_s;
+  o.connect_burst_per_source = FLAGS_connect_burst_per_source;
   o.credits = FLAGS_credits;
   o.peer_timeout_ms = int(FLAGS_peer_timeout * 1000);
   o.accept_timeout_ms = int(FLAGS_accept_timeout * 1000);

@@ -44,8 +44,17 @@ void ManualAcceptor::Loop() {
       LOG_EVERY_N(WARNING, 50) << "exchange listener: " << s.ToString();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    auto lease = std::make_shared<SourceLimiter::Lease>();
     if (ch) {
-      if (int(handshakes_.size()) >= env_.opt->max_pending) {
+      sockaddr_storage peer{};
+      Status admitted =
+          ch->PeerAddress(&peer)
+              ? AdmitSource(env_, reinterpret_cast<const sockaddr*>(&peer), lease.get())
+              : Status::Ok();
+      if (!admitted.ok()) {
+        Refuse(ch.get(), admitted.code(), "server: " + admitted.message());
+        Linger(std::move(ch));
+      } else if (int(handshakes_.size()) >= env_.opt->max_pending) {
         env_.counters->exchanges_refused_busy.fetch_add(1, std::memory_order_relaxed);
         Refuse(ch.get(), Code::kTimeout,
                "server busy: " + std::to_string(handshakes_.size()) +
@@ -56,10 +65,10 @@ void ManualAcceptor::Loop() {
         Handshake* h = &handshakes_.back();
         auto shared = std::make_shared<std::unique_ptr<ExchangeChannel>>(std::move(ch));
         try {
-          h->thread = std::thread([this, h, shared] {
+          h->thread = std::thread([this, h, shared, lease] {
             std::unique_ptr<ExchangeChannel> owned = std::move(*shared);
             bool established = false;
-            std::shared_ptr<Conn> c = RunHandshake(owned.get(), &established);
+            std::shared_ptr<Conn> c = RunHandshake(owned.get(), lease.get(), &established);
             if (c && established) {
               c->control = std::move(owned);
               events_.Push({std::move(c), nullptr, true});
@@ -147,7 +156,8 @@ void ManualAcceptor::Refuse(ExchangeChannel* ch, Code code, const std::string& w
   (void)ch->Send(e);
 }
 
-std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, bool* established) {
+std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, SourceLimiter::Lease* lease,
+                                                   bool* established) {
   const ServerOptions& o = *env_.opt;
   const std::string where = ch->Describe();
   const auto deadline = Clock::now() + std::chrono::milliseconds(o.accept_timeout_ms);
@@ -210,8 +220,8 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, bool* es
     Refuse(ch, Code::kIoError, "server: ibv_create_qp failed: " + std::string(strerror(err)));
     return nullptr;
   }
-  std::shared_ptr<Conn> c =
-      NewConn(env_, Conn::Kind::kManual, slot, this, nullptr, qp, nonce, m.params.qp_num);
+  std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kManual, slot, this, nullptr, qp, nonce,
+                                    m.params.qp_num, std::move(*lease));
   reply.params.qp_num = self.qp_num = qp->qp_num;
   std::string note;
   s = ModifyQpToInit(qp, self, IBV_ACCESS_REMOTE_READ);

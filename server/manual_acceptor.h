@@ -63,7 +63,9 @@ class ManualAcceptor : public ConnOwner {
   void Loop();
   // Runs on a handshake thread; returns the Conn (null if none was created) and leaves in *ch
   // the channel (moved to the Conn's control channel when established).
-  std::shared_ptr<Conn> RunHandshake(ExchangeChannel* ch, bool* established);
+  // lease: the connection's share of its source address's cap (moved into the Conn).
+  std::shared_ptr<Conn> RunHandshake(ExchangeChannel* ch, SourceLimiter::Lease* lease,
+                                     bool* established);
   void Refuse(ExchangeChannel* ch, Code code, const std::string& why);
   void Destroy(const std::shared_ptr<Conn>& c);
   void Tick();

@@ -190,6 +190,13 @@ Status Server::Start() {
   aenv.srq = srq_.get();
   for (auto& w : workers_) aenv.workers.push_back(w.get());
   aenv.registry = registry_.get();
+  SourceLimiter::Limits limits;
+  limits.max_conns_per_source = uint32_t(std::max(0, opt_.max_conns_per_source));
+  limits.attempts_per_s = opt_.connects_per_source_per_s;
+  limits.attempt_burst = uint32_t(std::max(1, opt_.connect_burst_per_source));
+  limits.max_sources = size_t(opt_.max_connections) + 4096;  // addresses holding connections fit
+  limiter_ = std::make_unique<SourceLimiter>(limits);
+  aenv.limiter = limiter_.get();
   aenv.counters = &counters_;
   aenv.hello = MakeHello();
   aenv.region = region;

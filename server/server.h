@@ -34,6 +34,7 @@
 #include "server/manual_acceptor.h"
 #include "server/rpc_executor.h"
 #include "server/server_options.h"
+#include "server/source_limiter.h"
 #include "server/srq_pool.h"
 #include "server/table.h"
 #include "server/worker.h"
@@ -94,6 +95,7 @@ class Server {
   std::unique_ptr<WritePool> writes_;  // --data_dir only: PUT/DELETE off the workers
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<ConnRegistry> registry_;
+  std::unique_ptr<SourceLimiter> limiter_;  // per-address caps; Leases may outlive it
   std::unique_ptr<AsyncEvents> async_;
   std::unique_ptr<ManualAcceptor> manual_;
 };

@@ -33,6 +33,12 @@ struct ServerOptions {
   int peer_timeout_ms = 30000;
   // rdma_cm: accept -> ESTABLISHED, and a manual handshake, must finish within this.
   int accept_timeout_ms = 5000;
+  // Per source address (server/source_limiter.h): live connections (0: no cap), and connection
+  // attempts per second on average with bursts of connect_burst_per_source (0: no rate limit).
+  // rdma_cm and tcp-exchange connections; file and etcd exchanges have no source address.
+  int max_conns_per_source = 256;
+  double connects_per_source_per_s = 100;
+  int connect_burst_per_source = 200;
   // Durability (docs/design.md, "Durability"). Empty data_dir: memory-only.
   std::string data_dir;
   wal::FsyncMode fsync = wal::FsyncMode::kEverySec;

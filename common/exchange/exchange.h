@@ -11,6 +11,8 @@
 #ifndef RKV_COMMON_EXCHANGE_EXCHANGE_H_
 #define RKV_COMMON_EXCHANGE_EXCHANGE_H_
 
+#include <sys/socket.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -61,6 +63,11 @@ class ExchangeChannel {
   virtual std::string Describe() const = 0;
   // The local IPv4 address (network order) the channel uses, 0 if it has none (file, etcd).
   virtual uint32_t LocalIpv4() const { return 0; }
+  // The peer's address (for per-address limits); false if the channel has none (file, etcd).
+  virtual bool PeerAddress(sockaddr_storage* out) const {
+    (void)out;
+    return false;
+  }
 };
 
 class ExchangeListener {

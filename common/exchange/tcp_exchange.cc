@@ -76,6 +76,11 @@ TcpChannel::~TcpChannel() {
   if (fd_ >= 0) close(fd_);
 }
 
+bool TcpChannel::PeerAddress(sockaddr_storage* out) const {
+  socklen_t len = sizeof *out;
+  return getpeername(fd_, reinterpret_cast<sockaddr*>(out), &len) == 0;
+}
+
 uint32_t TcpChannel::LocalIpv4() const {
   sockaddr_in a{};
   socklen_t len = sizeof a;

@@ -30,6 +30,7 @@ class TcpChannel : public ExchangeChannel {
   bool PeerGone() override;
   std::string Describe() const override { return "tcp " + peer_; }
   uint32_t LocalIpv4() const override;
+  bool PeerAddress(sockaddr_storage* out) const override;
 
  private:
   // Reads exactly len bytes before `deadline` (timeout_ms is for the message).

@@ -95,7 +95,11 @@ Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int
         msg += ": " + std::string(p, strnlen(p, (*event)->param.conn.private_data_len));
       }
     }
-    Code code = (*event)->event == RDMA_CM_EVENT_REJECTED ||
+    // A server's per-address limit (its reject text starts "BUSY: "): try again later.
+    const bool busy =
+        (*event)->event == RDMA_CM_EVENT_REJECTED && msg.find("): BUSY: ") != std::string::npos;
+    Code code = busy ? Code::kBusy
+                : (*event)->event == RDMA_CM_EVENT_REJECTED ||
                         (*event)->event == RDMA_CM_EVENT_UNREACHABLE ||
                         (*event)->event == RDMA_CM_EVENT_ADDR_ERROR ||
                         (*event)->event == RDMA_CM_EVENT_ROUTE_ERROR ||

@@ -771,5 +771,85 @@ TEST_F(Reconnect, KvbenchSurvivesServerRestart) {
   }
 }
 
+
+// Per-address limits (issue 12; server/source_limiter.h): every client here comes from the
+// sandbox's one address, so the caps bite. A refused connect is BUSY and names the limit; the
+// server keeps serving; a connection that goes away frees its share.
+class SourceLimits : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = Env("RKV_KVSERVER");
+    ip_ = Env("RKV_SANDBOX_ADDR");
+    if (bin_.empty() || ip_.empty()) GTEST_SKIP() << "RKV_KVSERVER/RKV_SANDBOX_ADDR not set";
+  }
+  // Starts a kvserver with `flags` on `port`; waits until a probe connects (the probe counts
+  // against the limits: it is closed before this returns).
+  void StartServer(const char* port, std::vector<std::string> flags) {
+    addr_ = ip_ + ":" + port;
+    std::vector<std::string> args = {bin_, "--listen=" + addr_, "--memory=8M"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    server_.Start(args, ::testing::TempDir() + "rkv-limits-" + port + ".log");
+    std::unique_ptr<Client> probe;
+    for (int i = 0; i < 100 && !Client::Connect(addr_, Options(), &probe).ok(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_TRUE(probe) << "kvserver on " << addr_ << " did not come up";
+  }
+  std::string bin_, ip_, addr_;
+  ChildGuard server_;
+};
+
+TEST_F(SourceLimits, ConnectionsPerSourceAreCappedAndFreedOnDisconnect) {
+  ASSERT_NO_FATAL_FAILURE(StartServer("7476", {"--max_conns_per_source=3"}));
+  std::vector<std::unique_ptr<Client>> held(3);
+  for (auto& c : held) {
+    Status s = Status(Code::kBusy, "");
+    // The probe's share is freed once the server has torn it down: retry briefly.
+    for (int i = 0; i < 50 && s.code() == Code::kBusy; ++i) {
+      s = Client::Connect(addr_, Options(), &c);
+      if (s.code() == Code::kBusy) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  std::unique_ptr<Client> extra;
+  Status s = Client::Connect(addr_, Options(), &extra);
+  EXPECT_EQ(s.code(), Code::kBusy) << s.ToString();
+  EXPECT_NE(s.message().find("--max_conns_per_source"), std::string::npos) << s.ToString();
+  std::string v;
+  ASSERT_TRUE(held[0]->Put("k", "v").ok()) << "the server keeps serving its clients";
+  ASSERT_TRUE(held[1]->Get("k", &v).ok());
+  EXPECT_EQ(v, "v");
+  held[2].reset();  // one leaves: its share is freed when the server has torn it down
+  for (int i = 0; i < 50; ++i) {
+    s = Client::Connect(addr_, Options(), &extra);
+    if (s.code() != Code::kBusy) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  std::string stats;
+  ASSERT_TRUE(held[0]->Stats(&stats).ok());
+  EXPECT_EQ(stats.find("source_limited 0\n"), std::string::npos) << stats;
+}
+
+TEST_F(SourceLimits, ConnectionAttemptsPerSourceAreRateLimited) {
+  // 1 attempt per 100 s after a burst of 4: the probe plus three more get in, then BUSY.
+  ASSERT_NO_FATAL_FAILURE(StartServer(
+      "7477", {"--max_connects_per_source_per_s=0.01", "--connect_burst_per_source=4"}));
+  int admitted = 0, busy = 0;
+  Status last;
+  for (int i = 0; i < 8; ++i) {
+    std::unique_ptr<Client> c;
+    Status s = Client::Connect(addr_, Options(), &c);
+    if (s.ok()) ++admitted;
+    if (s.code() == Code::kBusy) {
+      ++busy;
+      last = s;
+    }
+  }
+  EXPECT_LE(admitted, 3) << "the probe spent one token of the burst";
+  EXPECT_GE(busy, 4);
+  EXPECT_NE(last.message().find("too many connection attempts"), std::string::npos)
+      << last.ToString();
+}
+
 }  // namespace
 }  // namespace rkv
