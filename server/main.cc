@@ -41,6 +41,10 @@ DEFINE_int32(connect_burst_per_source, 200,
              "connection attempts one source address may make at once before "
              "--max_connects_per_source_per_s applies");
 
+DEFINE_bool(test_mode, false,
+            "allow the flags meant for tests that force predictable or wrong connection "
+            "parameters (--psn, --force_rq_psn, --force_dest_qp_num); never in production");
+
 DEFINE_string(auth_token_file, "",
               "file holding the secret clients must prove (HMAC challenge-response; at least 16 "
               "bytes, one trailing newline ignored; the file must not be accessible by group or "
@@ -140,6 +144,11 @@ int main(int argc, char** argv) {
   o.write_threads = FLAGS_write_threads;
   s = rkv::ConnFlags(rkv::Role::kServer, &o.exchange, &o.qp);
   if (!s.ok()) return Fail(s.message());
+  if (!FLAGS_test_mode && (o.qp.psn >= 0 || o.qp.force_rq_psn >= 0 || o.qp.force_dest_qp_num >= 0))
+    return Fail(
+        "--psn, --force_rq_psn and --force_dest_qp_num are for tests (a predictable PSN or a "
+        "wrong peer QP weakens or breaks every connection): start kvserver with --test_mode to "
+        "use them");
   if (!FLAGS_auth_token_file.empty()) {
     s = rkv::auth::LoadTokenFile(FLAGS_auth_token_file, &o.auth_token);
     if (!s.ok()) return Fail("--auth_token_file: " + s.message());
