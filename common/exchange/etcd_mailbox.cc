@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/exchange/etcd_json.h"
+#include "common/read_limited.h"
 #include "common/verbs/rdma.h"
 
 namespace rkv {
@@ -212,24 +213,13 @@ Status EtcdMailbox::ReadPasswordFile(const std::string& path, std::string* passw
   if ((st.st_mode & 077) != 0) return refuse("group or others may access it (chmod 600)");
   if (uint64_t(st.st_size) > kMaxPasswordBytes)
     return refuse("larger than " + std::to_string(kMaxPasswordBytes) + " bytes");
-  std::string buf(kMaxPasswordBytes + 1, '\0');
-  size_t got = 0;
-  while (got < buf.size()) {
-    ssize_t n = read(fd, buf.data() + got, buf.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return ErrnoStatus("read(" + what + ")", err);
-    }
-    if (n == 0) break;
-    got += size_t(n);
-  }
+  std::string buf;
+  Status s = ReadLimited(fd, kMaxPasswordBytes, what, &buf);
   close(fd);
-  if (got > kMaxPasswordBytes)
+  if (!s.ok()) return s;
+  if (buf.size() > kMaxPasswordBytes)
     return Status(Code::kInvalidArgument,
                   what + ": larger than " + std::to_string(kMaxPasswordBytes) + " bytes");
-  buf.resize(got);
   if (!buf.empty() && buf.back() == '\n') buf.pop_back();
   if (!buf.empty() && buf.back() == '\r') buf.pop_back();
   if (buf.empty()) return Status(Code::kInvalidArgument, what + ": empty");

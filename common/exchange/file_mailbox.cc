@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/read_limited.h"
 #include "common/secure_random.h"
 #include "common/verbs/rdma.h"
 
@@ -211,23 +212,12 @@ Status FileMailbox::ReadEntry(const std::string& name, std::string* bytes, bool*
     return s;
   }
   // Read at most one byte more than the limit: a file that grew since fstat is refused too.
-  std::string buf(kMaxFileBytes + 1, '\0');
-  size_t got = 0;
-  while (got < buf.size()) {
-    ssize_t n = read(fd, buf.data() + got, buf.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return ErrnoStatus("read(" + path + ")", err);
-    }
-    if (n == 0) break;
-    got += size_t(n);
-  }
+  std::string buf;
+  s = ReadLimited(fd, kMaxFileBytes, path, &buf);
   close(fd);
-  if (got > kMaxFileBytes)
+  if (!s.ok()) return s;
+  if (buf.size() > kMaxFileBytes)
     return Refuse(path, "it grew past the limit of " + std::to_string(kMaxFileBytes) + " bytes");
-  buf.resize(got);
   *bytes = std::move(buf);
   return Status::Ok();
 }
