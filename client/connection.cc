@@ -209,12 +209,12 @@ Status Connection::SendOpen() {
   if (!s.ok()) return s;
   if (code == Code::kUnauthenticated) return Status(code, "server refused OPEN: " + payload);
   if (code != Code::kOk) return Status(code, "OPEN: " + payload);
-  s = wire::DecodeOpenReply(payload, &hello_);
-  if (!s.ok()) return s;
-  if (required && !auth::VerifyMac(token, auth::Prover::kServer, t, hello_.server_mac))
+  // The proof covers the whole reply: checked before any field of it is decoded or used.
+  if (required && !auth::VerifyOpenProof(token, t, payload))
     return Status(Code::kUnauthenticated,
-                  "authentication failed: the server did not prove the token");
-  return Status::Ok();
+                  "authentication failed: the server did not prove the token (or its OPEN reply "
+                  "was altered)");
+  return wire::DecodeOpenReply(payload, &hello_);
 }
 
 Status Connection::FinishOpen(const std::string& host, uint16_t port) {

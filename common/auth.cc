@@ -1,114 +1,240 @@
 #include "common/auth.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 namespace rkv::auth {
 namespace {
 constexpr char kClientLabel[] = "rkv-open-client-v1";
-constexpr char kServerLabel[] = "rkv-open-server-v1";
+// v2: the proof covers the OPEN reply body too (v1 covered the transcript only).
+constexpr char kServerLabel[] = "rkv-open-server-v2";
 constexpr size_t kMaxTokenFile = 4096;
+constexpr size_t kProofBodySize = offsetof(wire::OpenReply, server_mac);
+static_assert(kProofBodySize + wire::kMacSize == sizeof(wire::OpenReply),
+              "server_mac must be the last field of the OPEN reply");
 
 void PutLe32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 
 std::string Errno(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+
+std::string Octal(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
+  return text;
+}
+
+// Closes fd when it goes out of scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Whether host resolves (getaddrinfo, AI_PASSIVE) to a wildcard address; an error if it does
+// not resolve.
+Status ResolvesToWildcard(const std::string& host, bool* wildcard) {
+  *wildcard = false;
+  std::string h = host;
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.empty() || h == "*") {
+    *wildcard = true;
+    return Status::Ok();
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* res = nullptr;
+  int gai = getaddrinfo(h.c_str(), nullptr, &hints, &res);
+  if (gai != 0)
+    return Status(Code::kInvalidArgument,
+                  "cannot resolve listen host '" + host + "': getaddrinfo: " +
+                      (gai == EAI_SYSTEM ? std::string(std::strerror(errno)) : gai_strerror(gai)));
+  for (const addrinfo* p = res; p != nullptr && !*wildcard; p = p->ai_next) {
+    if (p->ai_family == AF_INET && p->ai_addrlen >= sizeof(sockaddr_in)) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(p->ai_addr);
+      *wildcard = a->sin_addr.s_addr == htonl(INADDR_ANY);
+    } else if (p->ai_family == AF_INET6 && p->ai_addrlen >= sizeof(sockaddr_in6)) {
+      const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(p->ai_addr)->sin6_addr;
+      // ::ffff:0.0.0.0 binds an IPv6 socket to every IPv4 address.
+      static const uint8_t kMappedAny[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 0, 0};
+      *wildcard = IN6_IS_ADDR_UNSPECIFIED(&a) || std::memcmp(&a, kMappedAny, 16) == 0;
+    }
+  }
+  freeaddrinfo(res);
+  return Status::Ok();
+}
 }  // namespace
 
-Status ComputeMac(std::string_view token, Prover who, const Transcript& t, uint8_t* mac) {
+Status ComputeMac(std::string_view token, Prover who, const Transcript& t, uint8_t* mac,
+                  std::string_view body) {
   const char* label = who == Prover::kClient ? kClientLabel : kServerLabel;
   const size_t label_len = std::strlen(label);
-  uint8_t msg[32 + 2 * wire::kNonceSize + 8];
+  uint8_t head[32 + 2 * wire::kNonceSize + 8];
   size_t n = 0;
-  std::memcpy(msg, label, label_len);
+  std::memcpy(head, label, label_len);
   n += label_len;
-  std::memcpy(msg + n, t.server_nonce, wire::kNonceSize);
+  std::memcpy(head + n, t.server_nonce, wire::kNonceSize);
   n += wire::kNonceSize;
-  std::memcpy(msg + n, t.client_nonce, wire::kNonceSize);
+  std::memcpy(head + n, t.client_nonce, wire::kNonceSize);
   n += wire::kNonceSize;
-  PutLe32(msg + n, t.server_qpn);
-  PutLe32(msg + n + 4, t.client_qpn);
+  PutLe32(head + n, t.server_qpn);
+  PutLe32(head + n + 4, t.client_qpn);
   n += 8;
+  std::string msg(reinterpret_cast<const char*>(head), n);
+  msg.append(body);
   unsigned int len = 0;
-  if (HMAC(EVP_sha256(), token.data(), int(token.size()), msg, n, mac, &len) == nullptr ||
-      len != wire::kMacSize)
-    return Status(Code::kIoError, "HMAC(SHA-256) failed");
+  const bool ok =
+      HMAC(EVP_sha256(), token.data(), int(token.size()),
+           reinterpret_cast<const uint8_t*>(msg.data()), msg.size(), mac, &len) != nullptr &&
+      len == wire::kMacSize;
+  OPENSSL_cleanse(head, sizeof head);
+  if (!ok) return Status(Code::kIoError, "HMAC(SHA-256) failed");
   return Status::Ok();
 }
 
-bool VerifyMac(std::string_view token, Prover who, const Transcript& t, const uint8_t* mac) {
+bool VerifyMac(std::string_view token, Prover who, const Transcript& t, const uint8_t* mac,
+               std::string_view body) {
   uint8_t want[wire::kMacSize];
-  if (!ComputeMac(token, who, t, want).ok()) return false;
+  if (!ComputeMac(token, who, t, want, body).ok()) return false;
   bool ok = CRYPTO_memcmp(want, mac, wire::kMacSize) == 0;
   OPENSSL_cleanse(want, sizeof want);
   return ok;
 }
 
+std::string_view OpenReplyBody(const wire::OpenReply& reply) {
+  return std::string_view(reinterpret_cast<const char*>(&reply), kProofBodySize);
+}
+
+Status ComputeOpenProof(std::string_view token, const Transcript& t, wire::OpenReply* reply) {
+  uint8_t mac[wire::kMacSize];
+  Status s = ComputeMac(token, Prover::kServer, t, mac, OpenReplyBody(*reply));
+  if (s.ok()) std::memcpy(reply->server_mac, mac, sizeof mac);
+  return s;
+}
+
+bool VerifyOpenProof(std::string_view token, const Transcript& t, std::string_view payload) {
+  if (payload.size() != sizeof(wire::OpenReply)) return false;
+  return VerifyMac(token, Prover::kServer, t,
+                   reinterpret_cast<const uint8_t*>(payload.data()) + kProofBodySize,
+                   payload.substr(0, kProofBodySize));
+}
+
+void StripTrailingWhitespace(std::string* token) {
+  size_t n = token->size();
+  auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
+  };
+  while (n > 0 && space((*token)[n - 1])) --n;
+  if (n < token->size()) OPENSSL_cleanse(&(*token)[n], token->size() - n);
+  token->resize(n);
+}
+
 Status LoadTokenFile(const std::string& path, std::string* token) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0)
-    return Status(Code::kInvalidArgument, Errno("open(auth token file " + path + ")", errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return Status(Code::kInvalidArgument, Errno("fstat(auth token file " + path + ")", err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return Status(Code::kInvalidArgument, "auth token file " + path + " is not a regular file");
-  }
-  if ((st.st_mode & 077) != 0) {
-    close(fd);
-    char mode[8];
-    snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+  const std::string what = "auth token file " + path;
+  // The parent directory: whoever may write it may replace the file between our checks and
+  // the server's next start.
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty()) return Status(Code::kInvalidArgument, what + " names a directory");
+  Fd dfd{open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  if (dfd.fd < 0)
     return Status(Code::kInvalidArgument,
-                  "auth token file " + path + " has mode " + mode +
-                      ": group or others may access it; make it private (chmod 600)");
+                  Errno("open(directory " + dir + " of " + what + ")", errno));
+  struct stat dst;
+  if (fstat(dfd.fd, &dst) != 0)
+    return Status(Code::kInvalidArgument,
+                  Errno("fstat(directory " + dir + " of " + what + ")", errno));
+  if ((dst.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (dst.st_mode & S_ISVTX) == 0)
+    return Status(Code::kInvalidArgument,
+                  what + ": its directory " + dir + " has mode " + Octal(dst.st_mode) +
+                      ": group or others may replace the file; keep the token in a directory "
+                      "only its owner may write (chmod go-w), or one with the sticky bit");
+  Fd fd{openat(dfd.fd, base.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
+  if (fd.fd < 0) {
+    int err = errno;
+    if (err == ELOOP)
+      return Status(Code::kInvalidArgument, what + " is a symbolic link; name the file itself");
+    return Status(Code::kInvalidArgument, Errno("open(" + what + ")", err));
   }
+  struct stat st;
+  if (fstat(fd.fd, &st) != 0)
+    return Status(Code::kInvalidArgument, Errno("fstat(" + what + ")", errno));
+  if (!S_ISREG(st.st_mode)) return Status(Code::kInvalidArgument, what + " is not a regular file");
+  if (st.st_uid != geteuid())
+    return Status(Code::kInvalidArgument, what + " is owned by uid " + std::to_string(st.st_uid) +
+                                              ", not by this user (uid " +
+                                              std::to_string(geteuid()) + "); chown it");
+  if ((st.st_mode & 077) != 0)
+    return Status(Code::kInvalidArgument,
+                  what + " has mode " + Octal(st.st_mode) +
+                      ": group or others may access it; make it private (chmod 600)");
   std::string data(kMaxTokenFile + 1, '\0');
   size_t got = 0;
   while (got < data.size()) {
-    ssize_t r = read(fd, &data[got], data.size() - got);
+    ssize_t r = read(fd.fd, &data[got], data.size() - got);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       int err = errno;
-      close(fd);
-      return Status(Code::kInvalidArgument, Errno("read(auth token file " + path + ")", err));
+      OPENSSL_cleanse(&data[0], data.size());
+      return Status(Code::kInvalidArgument, Errno("read(" + what + ")", err));
     }
     if (r == 0) break;
     got += size_t(r);
   }
-  close(fd);
-  if (got > kMaxTokenFile)
-    return Status(Code::kInvalidArgument, "auth token file " + path + " is larger than " +
-                                              std::to_string(kMaxTokenFile) + " bytes");
-  data.resize(got);
-  if (!data.empty() && data.back() == '\n') data.pop_back();
-  if (data.size() < kMinTokenSize) {
+  if (got > kMaxTokenFile) {
     OPENSSL_cleanse(&data[0], data.size());
     return Status(Code::kInvalidArgument,
-                  "auth token in " + path + " is " + std::to_string(data.size()) +
-                      " bytes; need at least " + std::to_string(kMinTokenSize));
+                  what + " is larger than " + std::to_string(kMaxTokenFile) + " bytes");
+  }
+  OPENSSL_cleanse(&data[got], data.size() - got);
+  data.resize(got);
+  StripTrailingWhitespace(&data);
+  if (data.size() < kMinTokenSize) {
+    size_t n = data.size();
+    if (n > 0) OPENSSL_cleanse(&data[0], n);
+    return Status(Code::kInvalidArgument,
+                  "auth token in " + path + " is " + std::to_string(n) +
+                      " bytes (trailing whitespace stripped); need at least " +
+                      std::to_string(kMinTokenSize) +
+                      ": make one with openssl rand -hex 32 > FILE && chmod 600 FILE");
   }
   *token = std::move(data);
   return Status::Ok();
 }
 
 bool IsWildcardHost(const std::string& host) {
-  return host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]" || host == "*";
+  bool wildcard = false;
+  return !ResolvesToWildcard(host, &wildcard).ok() || wildcard;
 }
 
 Status CheckListen(const std::string& host, bool auth, bool allow_unauthenticated) {
-  if (auth || allow_unauthenticated || !IsWildcardHost(host)) return Status::Ok();
+  if (auth || allow_unauthenticated) return Status::Ok();
+  bool wildcard = false;
+  Status s = ResolvesToWildcard(host, &wildcard);
+  if (!s.ok())
+    return Status(s.code(), s.message() +
+                                " (without authentication the listen address must be known not "
+                                "to be a wildcard)");
+  if (!wildcard) return Status::Ok();
   return Status(Code::kInvalidArgument,
                 "refusing to listen on the wildcard address '" + host +
                     "' without authentication: any host that reaches the port could read and "

@@ -5,9 +5,10 @@
 
 #include <cerrno>
 #include <chrono>
-#include <random>
 #include <sstream>
 
+#include "common/auth.h"
+#include "common/secure_random.h"
 #include "common/verbs/qp_setup.h"
 #include "common/wire.h"
 #include "server/durability/recovery.h"
@@ -79,13 +80,24 @@ std::string Server::StatsText() const {
 }
 
 Status Server::Start() {
-  std::random_device rd;
-  instance_id_ = (uint64_t{rd()} << 32 | rd()) ^
-                 uint64_t(std::chrono::system_clock::now().time_since_epoch().count());
+  // Protected mode here too, so that every user of Server is covered, not only kvserver.
+  Status s = auth::CheckListen(opt_.host, !opt_.auth_token.empty(), opt_.allow_unauthenticated);
+  if (!s.ok()) return s;
+  if (!opt_.auth_token.empty() && opt_.auth_token.size() < auth::kMinTokenSize)
+    return Status(Code::kInvalidArgument,
+                  "the auth token is " + std::to_string(opt_.auth_token.size()) +
+                      " bytes; need at least " + std::to_string(auth::kMinTokenSize));
+  // The instance id is public (logs, STATS, OPEN replies); the hash seed must not be derivable
+  // from it, so both are drawn independently from the kernel's CSPRNG.
+  s = SecureRandom::U64(&instance_id_);
+  if (!s.ok()) return Status(s.code(), "instance id: " + s.message());
   if (instance_id_ == 0) instance_id_ = 1;
+  uint64_t seed = 0;
+  s = SecureRandom::U64(&seed);
+  if (!s.ok()) return Status(s.code(), "hash seed: " + s.message());
 
   cm_ = std::make_unique<CmAcceptor>();
-  Status s = cm_->Listen(opt_.host, opt_.port, &ctx_);
+  s = cm_->Listen(opt_.host, opt_.port, &ctx_);
   if (!s.ok()) return s;
   if (ctx_ == nullptr) {
     int n = 0;
@@ -106,7 +118,6 @@ Status Server::Start() {
     return ErrnoStatus("mmap(" + std::to_string(opt_.memory) + " bytes for --memory)", errno);
   region_ = std::unique_ptr<uint8_t, Unmap>(static_cast<uint8_t*>(mem), Unmap{opt_.memory});
   layout::Geometry geo;
-  uint64_t seed = instance_id_ * 0x9E3779B97F4A7C15ull;
   if (!opt_.data_dir.empty()) {  // the data's seed: keys go back to the buckets they had
     wal::Env* env = wal::Env::Posix();
     s = env->CreateDirIfMissing(opt_.data_dir);

@@ -317,7 +317,7 @@ Status Worker::Open(const std::shared_ptr<Conn>& c, const wire::Request& req,
     return Status(Code::kUnauthenticated, "server: cannot grant access: " + s.message());
   }
   if (!token.empty()) {
-    s = auth::ComputeMac(token, auth::Prover::kServer, t, reply->server_mac);
+    s = auth::ComputeOpenProof(token, t, reply);  // last: over every other field
     if (!s.ok()) return Status(Code::kUnauthenticated, "server: " + s.message());
   }
   // Counted first, so the uncount at close never runs ahead of it.

@@ -2,8 +2,10 @@
 # Authentication and the handshake (issue 12; docs/security.md), in the RDMA sandbox. Starts an
 # authenticating kvserver (--auth_token_file) and one without, and checks with raw_client's
 # `auth` mode (judged attacks) and the real tools:
-#   start-up: a token file others can read, a short token, and a wildcard --listen without auth
-#     are refused; --allow_unauthenticated allows the wildcard, with one warning line
+#   start-up: a token file others can read, one in a directory others may write, one owned by
+#     another user, a symlink, a token under 32 bytes (trailing whitespace stripped), and a
+#     wildcard --listen without auth in any spelling (0.0.0.0, 0, 0x0, [::], ...) are refused;
+#     --allow_unauthenticated allows the wildcard, with one warning line
 #   anonymous: the accept data is the 32-byte hello (no rkey, no address; rdma_cm pads it with
 #     zeros to 196 bytes on RoCE, and the padding must be zero); a request before OPEN
 #     gets UNAUTHENTICATED and the connection is dropped (both servers)
@@ -42,22 +44,40 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
 
+# Tokens of 64 bytes, as `openssl rand -hex 32` makes them (the sandbox may lack openssl).
 token=$logs/token
-printf 'sandbox-secret-token-0123456789\n' > "$token"
+printf 'sandbox-secret-token-0123456789abcdef0123456789abcdef0123456789ab\n' > "$token"
 chmod 600 "$token"
 wrong=$logs/wrong
-printf 'another-secret-token-9876543210\n' > "$wrong"
+printf 'another-secret-token-9876543210fedcba9876543210fedcba9876543210fe\r\n' > "$wrong"
 chmod 600 "$wrong"
 
 # --- start-up checks ---------------------------------------------------------------------------
 cp "$token" "$logs/open-token" && chmod 644 "$logs/open-token"
 out=$("$KVSERVER" --listen="$addr:$PORT" --memory=8M --auth_token_file="$logs/open-token" 2>&1)
 [ $? -eq 2 ] && [[ $out == *"chmod 600"* ]] && pass "token-file-mode" || fail "token-file-mode" "$out"
-printf 'short\n' > "$logs/short" && chmod 600 "$logs/short"
+# 31 bytes once the trailing whitespace (CR LF, blanks) is stripped.
+printf '0123456789abcdef0123456789abcde \t\r\n' > "$logs/short" && chmod 600 "$logs/short"
 out=$("$KVSERVER" --listen="$addr:$PORT" --memory=8M --auth_token_file="$logs/short" 2>&1)
-[ $? -eq 2 ] && [[ $out == *"at least 16"* ]] && pass "short-token" || fail "short-token" "$out"
-out=$("$KVSERVER" --listen="0.0.0.0:$PORT" --memory=8M 2>&1)
-[ $? -eq 2 ] && [[ $out == *"--allow_unauthenticated"* ]] && pass "protected-mode" || fail "protected-mode" "$out"
+[ $? -eq 2 ] && [[ $out == *"at least 32"* ]] && pass "short-token" || fail "short-token" "$out"
+out=$("$KVCTL" --server="$addr:$PORT" --auth_token_file="$logs/short" get k 2>&1)
+[ $? -ne 0 ] && [[ $out == *"at least 32"* ]] && pass "short-token-client" || fail "short-token-client" "$out"
+mkdir -p "$logs/open-dir" && chmod 777 "$logs/open-dir" && cp "$token" "$logs/open-dir/token" && chmod 600 "$logs/open-dir/token"
+out=$("$KVSERVER" --listen="$addr:$PORT" --memory=8M --auth_token_file="$logs/open-dir/token" 2>&1)
+[ $? -eq 2 ] && [[ $out == *"its directory"* ]] && pass "token-dir-writable" || fail "token-dir-writable" "$out"
+if [ "$(id -u)" = 0 ]; then
+  cp "$token" "$logs/other-token" && chmod 600 "$logs/other-token" && chown 65534 "$logs/other-token"
+  out=$("$KVSERVER" --listen="$addr:$PORT" --memory=8M --auth_token_file="$logs/other-token" 2>&1)
+  [ $? -eq 2 ] && [[ $out == *"owned by uid 65534"* ]] && pass "token-owner" || fail "token-owner" "$out"
+fi
+ln -s "$token" "$logs/link-token"
+out=$("$KVSERVER" --listen="$addr:$PORT" --memory=8M --auth_token_file="$logs/link-token" 2>&1)
+[ $? -eq 2 ] && [[ $out == *"symbolic link"* ]] && pass "token-symlink" || fail "token-symlink" "$out"
+# Protected mode judges the resolved address: every spelling of the wildcard is refused.
+for h in 0.0.0.0 0 0x0 0.0 000.000.000.000 "[::]" 0:0:0:0:0:0:0:0; do
+  out=$("$KVSERVER" --listen="$h:$PORT" --memory=8M 2>&1)
+  [ $? -eq 2 ] && [[ $out == *"--allow_unauthenticated"* ]] && pass "protected-mode $h" || fail "protected-mode $h" "$out"
+done
 
 # wait_up LOG: until the server logs that it listens (30 s).
 wait_up() { for _ in $(seq 300); do grep -q "kvserver listening on" "$1" && return 0; sleep 0.1; done; return 1; }

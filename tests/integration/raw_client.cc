@@ -308,12 +308,9 @@ class CmConn {
         open_buf_, 4096);
     return Call(open_buf_, len, timeout_ms, [&](const rkv::wire::Reply& r) {
       if (r.status != rkv::Code::kOk) return Status(r.status, std::string(r.payload));
-      Status s = rkv::wire::DecodeOpenReply(r.payload, &granted_);
-      if (s.ok() && !token.empty() &&
-          !rkv::auth::VerifyMac(token, rkv::auth::Prover::kServer, Transcript(req),
-                                granted_.server_mac))
-        s = Status(rkv::Code::kUnauthenticated, "the server did not prove the token");
-      return s;
+      if (!token.empty() && !rkv::auth::VerifyOpenProof(token, Transcript(req), r.payload))
+        return Status(rkv::Code::kUnauthenticated, "the server did not prove the token");
+      return rkv::wire::DecodeOpenReply(r.payload, &granted_);
     });
   }
 
