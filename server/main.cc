@@ -46,12 +46,14 @@ DEFINE_bool(test_mode, false,
             "parameters (--psn, --force_rq_psn, --force_dest_qp_num); never in production");
 
 DEFINE_string(auth_token_file, "",
-              "file holding the secret clients must prove (HMAC challenge-response; at least 16 "
-              "bytes, one trailing newline ignored; the file must not be accessible by group or "
-              "others). Empty: no authentication");
+              "file holding the secret clients must prove (HMAC challenge-response; at least 32 "
+              "bytes, trailing whitespace ignored, e.g. `openssl rand -hex 32`; a regular file "
+              "owned by this user, not accessible by group or others, in a directory others "
+              "cannot write). Empty: no authentication");
 DEFINE_bool(allow_unauthenticated, false,
-            "without --auth_token_file, allow listening on a wildcard address (0.0.0.0, ::) "
-            "anyway: every host that reaches the port can read and write every key");
+            "without --auth_token_file, allow listening on a wildcard address (any spelling "
+            "that resolves to 0.0.0.0 or ::) anyway: every host that reaches the port can read and "
+            "write every key");
 DEFINE_string(client_rkeys, "auto",
               "how each client gets its private rkey: auto (a type-2 memory window bound on its "
               "QP when the device has them, else a registration of its own) or registration "
