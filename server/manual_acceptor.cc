@@ -9,6 +9,7 @@
 
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
+#include "server/peer_gid.h"
 
 namespace rkv {
 
@@ -204,6 +205,12 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, SourceLi
   }
   if (m.type != MsgType::kParams) {
     Refuse(ch, Code::kProtocolError, "expected the client's parameters first");
+    return nullptr;
+  }
+  sockaddr_storage from{};
+  s = CheckPeerGid(m.params, ch->PeerAddress(&from) ? &from : nullptr);
+  if (!s.ok()) {
+    Refuse(ch, s.code(), "server: " + s.message());
     return nullptr;
   }
   int slot = 0;
