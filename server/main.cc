@@ -32,12 +32,12 @@ DEFINE_double(accept_timeout, 5,
               "seconds a connection may take from connect request (or first exchange message) "
               "to established");
 
-DEFINE_int32(max_conns_per_source, 256,
+DEFINE_int32(max_conns_per_source, 512,
              "live connections one source address may hold (0: no cap); more are refused BUSY");
-DEFINE_double(max_connects_per_source_per_s, 100,
+DEFINE_double(max_connects_per_source_per_s, 1000,
               "connection attempts per second one source address may make on average (0: no "
               "limit); more are refused BUSY");
-DEFINE_int32(connect_burst_per_source, 200,
+DEFINE_int32(connect_burst_per_source, 1000,
              "connection attempts one source address may make at once before "
              "--max_connects_per_source_per_s applies");
 

@@ -36,9 +36,9 @@ struct ServerOptions {
   // Per source address (server/source_limiter.h): live connections (0: no cap), and connection
   // attempts per second on average with bursts of connect_burst_per_source (0: no rate limit).
   // rdma_cm and tcp-exchange connections; file and etcd exchanges have no source address.
-  int max_conns_per_source = 256;
-  double connects_per_source_per_s = 100;
-  int connect_burst_per_source = 200;
+  int max_conns_per_source = 512;
+  double connects_per_source_per_s = 1000;
+  int connect_burst_per_source = 1000;
   // Durability (docs/design.md, "Durability"). Empty data_dir: memory-only.
   std::string data_dir;
   wal::FsyncMode fsync = wal::FsyncMode::kEverySec;

@@ -16,11 +16,13 @@
 #   private rkeys: A's rkey is refused to B while A is connected and after A has left; AUTH_MANY
 #     connections show no constant step in rkeys or PSNs; granted addresses are 0; the same on a
 #     server with --client_rkeys=registration (open, read, no write/atomic)
+#   nothing left to read: a scan of the whole region through a window after deletes and an
+#     overwrite finds none of the dead values' bytes (inline and heap) and finds the live ones
 #   measure: connect+OPEN time with and without authentication, and with a window bind vs a
 #     registration per client (reported, not judged)
 #   tests/integration/auth.sh BUILD_DIR [ADDR LOGDIR]   (only BUILD_DIR: enters the sandbox)
 # Environment: AUTH_CONNECTS (connects per timing run, default 30), AUTH_MANY (connections of
-# the step check, default 200), AUTH_PORT_BASE (7560).
+# the step check, default 1000), AUTH_PORT_BASE (7560).
 set -uo pipefail
 build=$(cd "${1:?usage: auth.sh BUILD_DIR [ADDR LOGDIR]}" && pwd) || exit 2
 if [ $# -eq 1 ] && [ -z "${RKV_IN_SANDBOX:-}" ]; then
@@ -34,7 +36,7 @@ mkdir -p "$logs" || exit 2
 KNOB_PREFIX=AUTH
 . "$(dirname "$0")/common.sh"
 CONNECTS=$(knob CONNECTS 30)
-MANY=$(knob MANY 200)
+MANY=$(knob MANY 1000)
 PORT=$(knob PORT_BASE 7560)
 KVSERVER=$build/kvserver RAW=$build/raw_client KVCTL=$build/kvctl KVBENCH=$build/kvbench
 rc=0
@@ -125,6 +127,18 @@ raw open-read-no-write-noauth "$N" --auth_case=open
 raw cross-rkey "$A" --auth_case=cross-rkey --auth_token_file="$token"
 raw many-no-constant-step "$A" --auth_case=many --count="$MANY" --auth_token_file="$token"
 raw open-read-no-write-registration "$R" --auth_case=open --auth_token_file="$token"
+# Nothing left to read: deleted and overwritten values (inline, heap) are not in the region that
+# a client's window shows; live ones are (the scan works).
+mk() { od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; }
+pad=$(printf 'x%.0s' $(seq 2900))
+d1=$(mk) d2=$(mk) d3=$(mk) l1=$(mk) l2=$(mk)
+kv() { "$KVCTL" --server="$A" --auth_token_file="$token" "$@" > /dev/null 2>&1; }
+kv put scan-dead-inline "$d1" && kv put scan-dead-heap "$d2$pad" && kv put scan-over "$d3$pad" &&
+  kv put scan-over "replaced" && kv del scan-dead-inline && kv del scan-dead-heap &&
+  kv put scan-live-inline "$l1" && kv put scan-live-heap "$l2$pad" ||
+  fail "region-scan setup" "kvctl put/del failed"
+raw region-scan-after-deletes "$A" --auth_case=scan --auth_token_file="$token" \
+  --scan_live="$l1,$l2" --scan_dead="$d1,$d2,$d3"
 if grep -qE "0x7f[0-9a-f]{10}|region addr" "$logs"/auth-server.log "$logs"/open-server.log; then
   fail "no-address-in-logs" "$(grep -hE "0x7f[0-9a-f]{10}|region addr" "$logs"/*.log | head -2)"
 else

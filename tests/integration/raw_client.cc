@@ -1313,12 +1313,19 @@ int RunCredits(const std::string& host, uint16_t port) {
 //   connect-time  --count connects+OPENs, one at a time; prints the mean and median ms
 //   cross-rkey  A and B open; B's READ with A's rkey fails while A is connected, and after A has
 //               left (checked within a second of A's disconnect); B's own rkey works
+//   scan        reads the whole granted region through the window, 64 KiB per READ, and looks for
+//               the markers: each --scan_live one must be found, no --scan_dead one anywhere
+//               (deleted and overwritten values are cleared). Heap blocks are stored XORed with
+//               an 8-byte-periodic mask, so a marker is matched on x[i] ^ x[i + 8], which the
+//               mask cancels (plain inline copies match too)
 //   many        --count connections one after another: their rkeys and the server's PSNs show
 //               no constant step (the most frequent difference between consecutive values is
 //               under 10% of the pairs) and every granted region address is 0
 
 DEFINE_string(auth_case, "", "auth: which attack (see the auth mode's comment)");
 DEFINE_string(wrong_token, "a wrong token of enough bytes", "auth: the token wrong-token uses");
+DEFINE_string(scan_live, "", "auth scan: comma-separated markers that must be found");
+DEFINE_string(scan_dead, "", "auth scan: comma-separated markers that must not be found");
 
 namespace {
 // Waits up to timeout_ms for the connection to end (DISCONNECTED) or its QP to fail.
@@ -1458,6 +1465,84 @@ int RunAuth(const std::string& host, uint16_t port) {
         .Add("psn_most_common_step", psn_worst);
     if (pairs >= 10 && rk_worst * 10 >= pairs) return fail("rkeys advance in a constant step");
     if (pairs >= 10 && psn_worst * 10 >= pairs) return fail("PSNs advance in a constant step");
+    return pass();
+  }
+  if (kase == "scan") {
+    CmConn c;
+    Status s = ConnectOnly(&c, host, port);
+    if (s.ok()) s = c.Open(FLAGS_timeout_ms, CmConn::Token(), nullptr);
+    if (!s.ok()) return fail("connect: " + s.ToString());
+    const rkv::wire::OpenReply& g = c.granted();
+    if (g.region_size == 0 || g.region_size > (uint64_t{1} << 32))
+      return fail("implausible region size " + std::to_string(g.region_size));
+    std::vector<uint8_t> region(g.region_size);
+    ibv_mr* mr = ibv_reg_mr(c.pd(), region.data(), region.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (mr == nullptr) return fail(rkv::ErrnoStatus("ibv_reg_mr", errno).message());
+    constexpr uint64_t kChunk = 64 << 10;
+    for (uint64_t off = 0; off < g.region_size && s.ok(); off += kChunk) {
+      const uint32_t len = uint32_t(std::min(kChunk, g.region_size - off));
+      ibv_sge sge{reinterpret_cast<uint64_t>(region.data() + off), len, mr->lkey};
+      ibv_send_wr wr{}, *bad = nullptr;
+      wr.wr_id = kSendWr | 9;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_RDMA_READ;
+      wr.send_flags = IBV_SEND_SIGNALED;
+      wr.wr.rdma.remote_addr = g.region_addr + off;
+      wr.wr.rdma.rkey = g.rkey;
+      if (int rc = ibv_post_send(c.qp(), &wr, &bad); rc != 0) {
+        s = rkv::ErrnoStatus("ibv_post_send(RDMA_READ)", rc);
+        break;
+      }
+      auto deadline = Clock::now() + std::chrono::milliseconds(FLAGS_timeout_ms);
+      for (;;) {
+        ibv_wc wc;
+        int n = ibv_poll_cq(c.cq(), 1, &wc);
+        if (n > 0) {
+          if (wc.status != IBV_WC_SUCCESS)
+            s = Status(rkv::Code::kConnectionLost, ibv_wc_status_str(wc.status));
+          break;
+        }
+        if (n < 0 || Clock::now() > deadline) {
+          s = Status(rkv::Code::kTimeout, "READ at offset " + std::to_string(off));
+          break;
+        }
+      }
+    }
+    ibv_dereg_mr(mr);
+    if (!s.ok()) return fail("reading the region: " + s.ToString());
+    // Copies of `m` (plain or masked): positions where x[i] ^ x[i + 8] equals m's.
+    auto copies = [&region](const std::string& m) {
+      if (m.size() < 16) return -1;
+      const size_t sig = m.size() - 8;
+      int found = 0;
+      for (size_t p = 0; p + m.size() <= region.size(); ++p) {
+        size_t i = 0;
+        while (i < sig && uint8_t(region[p + i] ^ region[p + i + 8]) == uint8_t(m[i] ^ m[i + 8]))
+          ++i;
+        if (i == sig) ++found;
+      }
+      return found;
+    };
+    auto split = [](const std::string& list) {
+      std::vector<std::string> v;
+      for (size_t b = 0; b < list.size();) {
+        size_t e = list.find(',', b);
+        if (e == std::string::npos) e = list.size();
+        if (e > b) v.push_back(list.substr(b, e - b));
+        b = e + 1;
+      }
+      return v;
+    };
+    sum.Add("region_bytes", g.region_size);
+    int live_missing = 0, dead_found = 0;
+    for (const std::string& m : split(FLAGS_scan_live)) live_missing += copies(m) > 0 ? 0 : 1;
+    for (const std::string& m : split(FLAGS_scan_dead)) dead_found += copies(m) > 0 ? 1 : 0;
+    sum.Add("live_missing", live_missing).Add("dead_found", dead_found);
+    if (split(FLAGS_scan_live).empty())
+      return fail("no --scan_live marker: the scan proves nothing");
+    if (live_missing > 0) return fail("a live marker was not found: the scan does not work");
+    if (dead_found > 0) return fail("bytes of a deleted or overwritten value are still readable");
     return pass();
   }
   if (kase == "cross-rkey") {
