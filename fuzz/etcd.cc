@@ -10,6 +10,7 @@
 // printable and bounded.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "common/exchange/etcd_json.h"
 #include "fuzz/fuzz_util.h"
@@ -79,6 +80,28 @@ void CheckBase64(std::string_view text) {
   for (char c : snippet) FUZZ_CHECK(c >= 0x20 && c < 0x7f);
 }
 
+// The watch stream's line splitter: any chunking gives the same lines, each byte is scanned
+// once (linear work), and lines + what stays buffered give back the input.
+void CheckSplitter(std::string_view text) {
+  if (text.empty()) return;
+  const size_t chunk = size_t(uint8_t(text[0]) % 17) + 1;
+  std::string whole_buf, chunk_buf;
+  std::vector<std::string> whole_lines, chunk_lines;
+  auto collect = [](std::string_view line, void* arg) {
+    static_cast<std::vector<std::string>*>(arg)->emplace_back(line);
+    return false;
+  };
+  EtcdLineSplitter whole, chunked;
+  FUZZ_CHECK(!whole.Feed(&whole_buf, text, collect, &whole_lines));
+  for (size_t at = 0; at < text.size(); at += chunk)
+    FUZZ_CHECK(!chunked.Feed(&chunk_buf, text.substr(at, chunk), collect, &chunk_lines));
+  FUZZ_CHECK(whole_lines == chunk_lines && whole_buf == chunk_buf);
+  FUZZ_CHECK(chunked.bytes_scanned() <= text.size() && whole.bytes_scanned() <= text.size());
+  std::string back;
+  for (const std::string& l : whole_lines) back += l + "\n";
+  FUZZ_CHECK(back + whole_buf == text);
+}
+
 void Seeds(const fuzz::SeedWriter& w) {
   const std::string key = EncodeBase64(kWatchedKey), value = EncodeBase64("\x52\x4b\x56\x58 msg");
   w.Write("range", json{{"header",
@@ -124,5 +147,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckToken(text);
   CheckWatch(text);
   CheckBase64(text);
+  CheckSplitter(text);
   return 0;
 }
