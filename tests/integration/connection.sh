@@ -104,6 +104,9 @@ broken PSN "rq_psn mismatch: local rq_psn 0x5, peer sq_psn" --server="$addr:7480
 broken QPN "dest_qp_num mismatch: local 0x63, peer qp_num" --server="$addr:7480" --exchange=tcp --force_dest_qp_num=99
 broken MTU "path_mtu mismatch: local 1024, peer 256 (RC requires equal path MTU)" --server="$addr:7483" --exchange=tcp --path_mtu=256
 broken P_Key "pkey mismatch: local 0xffff, peer 0x1234" --server="$addr:7480" --exchange=tcp --pkey=0x1234
+# Manual mode on RoCE: a record's GID must be the address its control connection comes from
+# (GID index 0 is the port's link-local GID, not the tcp peer's address).
+broken GID "is not the address its control channel comes from" --server="$addr:7480" --exchange=tcp --gid_index=0
 broken rd_atomic "peer max_rd_atomic 32 above local max_dest_rd_atomic" --server="$addr:7480" --exchange=tcp --max_rd_atomic=32
 broken "P_Key over etcd" "pkey mismatch" --server="$addr:7482" ${flags[etcd]} --pkey=0x1234
 broken "PSN over file" "rq_psn mismatch" --server="$addr:7481" ${flags[file]} --force_rq_psn=7
