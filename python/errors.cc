@@ -1,0 +1,27 @@
+// Translates StatusError into rkv's Python exceptions (errors.h has the contract).
+#include "python/errors.h"
+
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace rkv::python {
+
+void RegisterStatusTranslator() {
+  // Imported here so that a missing rkv/_errors.py fails the import of the module, not a call.
+  py::module_::import("rkv._errors");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      const Status& s = e.status();
+      // rkv._errors is in sys.modules (imported at init), so this is a dictionary lookup.
+      py::object exc =
+          py::module_::import("rkv._errors")
+              .attr("_from_status")(static_cast<int>(s.code()), CodeName(s.code()), s.message());
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    }
+  });
+}
+
+}  // namespace rkv::python
