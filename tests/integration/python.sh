@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# ctest `python`: the Python module's pytest suite in the RDMA sandbox (python/tests/run.sh has
+# the details).   tests/integration/python.sh BUILD_DIR
+exec "$(dirname "$0")/../../python/tests/run.sh" "$@"
