@@ -142,8 +142,6 @@ std::string Resolve(const RawFlags& raw, Config* out) {
   if (c.value_size.max > 65536) return "--value-size must be at most 65536 (rkv's value limit)";
   c.verify = raw.verify;
   c.reconnect = raw.reconnect;
-  if (c.verify && c.value_size.min < kMinVerifiableValue)
-    return "--verify needs --value-size of at least 16 bytes (key checksum and version)";
   *out = c;
   return "";
 }

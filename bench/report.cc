@@ -46,7 +46,10 @@ void PrintSummary(const Report& r, FILE* out) {
     std::fprintf(out, "[RKV], RoundTripsPerGet, %.3f\n", double(r.round_trips) / double(r.gets));
     std::fprintf(out, "[RKV], ChecksumRetries, %lu\n", UL(r.checksum_retries));
   }
-  if (r.verify) std::fprintf(out, "[VERIFY], Failures, %lu\n", UL(r.verify_failures));
+  if (r.verify) {
+    std::fprintf(out, "[VERIFY], Failures, %lu\n", UL(r.verify_failures));
+    std::fprintf(out, "[VERIFY], NotWrittenByKvbench, %lu\n", UL(r.verify_foreign));
+  }
   if (r.reconnect || r.reconnects || r.server_restarts) {
     std::fprintf(out, "[RECONNECT], Reconnects, %lu\n", UL(r.reconnects));
     std::fprintf(out, "[RECONNECT], ServerRestarts, %lu\n", UL(r.server_restarts));
@@ -62,14 +65,15 @@ void WriteJson(const Report& r, FILE* f) {
                "\"qp_num\": %u,\n "
                "\"runtime_ms\": %.0f, \"operations\": %lu, \"throughput_ops\": %.1f,\n "
                "\"reads_per_get\": %.4f, \"rounds_per_get\": %.4f, \"checksum_retries\": %lu, "
-               "\"verify\": %s, \"verify_failures\": %lu,\n \"reconnect\": %s, "
+               "\"verify\": %s, \"verify_failures\": %lu, \"verify_foreign\": %lu,\n "
+               "\"reconnect\": %s, "
                "\"reconnects\": %lu, \"server_restarts\": %lu,\n \"ops\": {",
                r.phase.c_str(), r.workload.c_str(), r.distribution.c_str(), r.threads,
                r.connections, r.depth, r.server.c_str(), r.device.c_str(), r.port, r.gid_index,
                r.path_mtu, r.qp_num, r.runtime_ms, UL(r.operations), r.throughput(),
                double(r.reads_posted) / gets, double(r.round_trips) / gets, UL(r.checksum_retries),
-               r.verify ? "true" : "false", UL(r.verify_failures), r.reconnect ? "true" : "false",
-               UL(r.reconnects), UL(r.server_restarts));
+               r.verify ? "true" : "false", UL(r.verify_failures), UL(r.verify_foreign),
+               r.reconnect ? "true" : "false", UL(r.reconnects), UL(r.server_restarts));
   bool first = true;
   for (int k = 0; k < kNumOps; ++k) {
     const OpResult& o = r.ops[k];

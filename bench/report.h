@@ -41,8 +41,9 @@ struct Report {
   OpResult ops[kNumOps];
   uint64_t gets = 0, reads_posted = 0, round_trips = 0, checksum_retries = 0;
   bool verify = false;
-  uint64_t verify_failures = 0;
-  bool reconnect = false;  // clients reconnected automatically (kvbench --reconnect)
+  uint64_t verify_failures = 0;  // every failed check (bench/workload.h CheckValue), of which
+  uint64_t verify_foreign = 0;   // values not written by kvbench
+  bool reconnect = false;        // clients reconnected automatically (kvbench --reconnect)
   uint64_t reconnects = 0, server_restarts = 0;  // summed over the clients
   std::vector<SecondSample> series;
   double throughput() const { return runtime_ms > 0 ? operations / (runtime_ms / 1000.0) : 0; }

@@ -79,25 +79,65 @@ uint64_t KeyChooser::Next(std::mt19937_64& rng, uint64_t inserted) const {
 }
 
 namespace {
+constexpr char kMarker[4] = {'k', 'v', 'B', '1'};
+
 uint64_t ValueHash(std::string_view key, std::string_view value) {
   return XXH3_64bits_withSeed(value.data() + 8, value.size() - 8,
                               XXH3_64bits(key.data(), key.size()));
 }
+// The first n (< 16) bytes of the key's short-value pattern.
+void ShortPattern(std::string_view key, size_t n, char* out) {
+  const XXH128_hash_t h = XXH3_128bits_withSeed(key.data(), key.size(), 0x6b764231u + n);
+  unsigned char b[16];
+  for (int i = 0; i < 8; ++i) {
+    b[i] = static_cast<unsigned char>(h.low64 >> (8 * i));
+    b[8 + i] = static_cast<unsigned char>(h.high64 >> (8 * i));
+  }
+  std::memcpy(out, b, n);
+}
 }  // namespace
 
 void FillValue(std::string_view key, uint64_t version, std::string* value) {
-  if (value->size() < kMinVerifiableValue) value->resize(kMinVerifiableValue);
-  std::memcpy(value->data() + 8, &version, 8);
-  for (size_t i = 16; i < value->size(); ++i) (*value)[i] = char('a' + (version + i) % 26);
+  const size_t n = value->size();
+  if (n == 0) return;
+  if (n < kFullValueHeader) {
+    ShortPattern(key, n, value->data());
+    return;
+  }
+  std::memcpy(value->data() + 8, kMarker, 4);
+  for (int i = 0; i < 4; ++i) (*value)[12 + i] = static_cast<char>(version >> (8 * i));
+  for (size_t i = 16; i < n; ++i) (*value)[i] = char('a' + (version + i) % 26);
   uint64_t h = ValueHash(key, *value);
   std::memcpy(value->data(), &h, 8);
 }
 
-bool VerifyValue(std::string_view key, std::string_view value) {
-  if (value.size() < kMinVerifiableValue) return false;
+ValueCheck CheckValue(std::string_view key, std::string_view value) {
+  const size_t n = value.size();
+  if (n == 0) return ValueCheck::kOk;
+  if (n < kFullValueHeader) {
+    char want[kFullValueHeader];
+    ShortPattern(key, n, want);
+    return std::memcmp(want, value.data(), n) == 0 ? ValueCheck::kOk : ValueCheck::kMismatch;
+  }
+  if (std::memcmp(value.data() + 8, kMarker, 4) != 0) return ValueCheck::kForeign;
   uint64_t h;
   std::memcpy(&h, value.data(), 8);
-  return h == ValueHash(key, value);
+  return h == ValueHash(key, value) ? ValueCheck::kOk : ValueCheck::kWrong;
+}
+
+const char* ValueCheckText(ValueCheck c) {
+  switch (c) {
+    case ValueCheck::kOk:
+      return "ok";
+    case ValueCheck::kWrong:
+      return "wrong or torn value (kvbench's marker, but not this key's checksum)";
+    case ValueCheck::kForeign:
+      return "value not written by kvbench (no kvbench marker)";
+    case ValueCheck::kMismatch:
+      return "short value that is not this key's kvbench value (written by something else, or "
+             "another key's)";
+  }
+  return "?";
 }
 
 }  // namespace rkv::bench

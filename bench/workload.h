@@ -50,12 +50,31 @@ class KeyChooser {
   double hot_data_, hot_opn_;
 };
 
-// Self-verifying values: bytes 0..7 XXH3-64 of (key, bytes 8..end), bytes 8..15 the version,
-// then filler derived from the version. Needs size >= 16.
-inline constexpr size_t kMinVerifiableValue = 16;
+// Self-verifying values. Every value kvbench writes, with or without --verify, is one of these,
+// so `run --verify` works after any kvbench load (docs/kvbench.md).
+//  - size >= 16: bytes 0..7 XXH3-64 of bytes 8..end seeded with XXH3-64 of the key; bytes 8..11
+//    the marker "kvB1"; bytes 12..15 the low 32 bits of the version (little-endian); then filler
+//    derived from the version.
+//  - size 1..15: the first `size` bytes of the key's pattern (XXH3-128 of the key and the size,
+//    little-endian): no version or marker fits, so a mismatch cannot tell a foreign value from
+//    another key's.
+//  - size 0: the empty value (nothing to check).
+inline constexpr size_t kFullValueHeader = 16;
 void FillValue(std::string_view key, uint64_t version, std::string* value);
-// True if `value` was made by FillValue for this key (not torn, not another key's).
-bool VerifyValue(std::string_view key, std::string_view value);
+
+enum class ValueCheck {
+  kOk,        // made by FillValue for this key
+  kWrong,     // has kvbench's marker but not this key's checksum: torn, or another key's
+  kForeign,   // not a kvbench value (no marker): written by something else
+  kMismatch,  // a short value that is not this key's pattern (foreign or wrong: no marker fits)
+};
+ValueCheck CheckValue(std::string_view key, std::string_view value);
+// A sentence for a failed check ("not written by kvbench", ...).
+const char* ValueCheckText(ValueCheck c);
+// True if CheckValue says kOk.
+inline bool VerifyValue(std::string_view key, std::string_view value) {
+  return CheckValue(key, value) == ValueCheck::kOk;
+}
 
 }  // namespace rkv::bench
 

@@ -88,11 +88,6 @@ TEST(BenchConfig, OptionErrorsNameTheFlag) {
       {[](RawFlags* r) { r->key_size = "3"; }, "too short"},
       {[](RawFlags* r) { r->value_size = "100-10"; }, "--value-size"},
       {[](RawFlags* r) { r->value_size = "70000"; }, "at most 65536"},
-      {[](RawFlags* r) {
-         r->verify = true;
-         r->value_size = "8-100";
-       },
-       "--verify needs"},
   };
   for (const Case& c : cases) {
     RawFlags r = RunFlags();

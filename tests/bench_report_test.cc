@@ -66,7 +66,8 @@ TEST(BenchReport, YcsbSummaryLines) {
             "[RKV], READsPerGet, 2.000\n"
             "[RKV], RoundTripsPerGet, 1.000\n"
             "[RKV], ChecksumRetries, 0\n"
-            "[VERIFY], Failures, 0\n");
+            "[VERIFY], Failures, 0\n"
+            "[VERIFY], NotWrittenByKvbench, 0\n");
 }
 TEST(BenchReport, ErrorsByCodeAndReconnectLines) {
   Report r = Sample();

@@ -1,30 +1,38 @@
-// kvctl: shell access to a kvserver.
-//   kvctl --server=ADDR:PORT get KEY            prints the value; exit 1 if not found
+// kvctl: shell access to a kvserver (docs/kvctl.md).
+//   kvctl --server=ADDR:PORT get KEY            writes the value to stdout; exit 1 if not found
 //   kvctl --server=ADDR:PORT put KEY [VALUE]    value from the argument, or stdin if absent
 //   kvctl --server=ADDR:PORT del KEY            exit 1 if not found
-//   kvctl --server=ADDR:PORT stats              server counters
-//   kvctl --server=ADDR:PORT info               every connection parameter, both QPs
+//   kvctl --server=ADDR:PORT stats [--json]     server counters
+//   kvctl --server=ADDR:PORT info [--json]      every connection parameter, both QPs
 //   kvctl --server=ADDR:PORT check              the validator, without connecting a data QP
 //   kvctl --server=ADDR:PORT snapshot           asks a durable server for a snapshot and waits
 //                                               for it (--snapshot_wait_s); prints its figures
-// Connection flags (--exchange=cm|tcp|file|etcd, --path_mtu, --psn, ...):
-// common/verbs/conn_flags.cc. Exit status: 0 OK, 1 NOT_FOUND (get/del) or a broken rule (check), 2
-// any other error.
+// A shell tool: quiet on success (logs only with -v), values byte-exact both ways (`get` adds a
+// newline only when stdout is a terminal; `put` reads stdin as bytes), errors one line on
+// stderr. Connection flags (--exchange=cm|tcp|file|etcd, --path_mtu, --psn, ...):
+// common/verbs/conn_flags.cc.
+// Exit status: 0 OK; 1 NOT_FOUND (get, del) or a broken rule (check); 2 any other error (bad
+// usage, cannot connect, refused by the server, reading stdin or writing stdout failed).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/auth.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
+#include "tools/kvctl/json_output.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver address ADDR:PORT");
 DEFINE_string(auth_token_file, "",
@@ -32,6 +40,8 @@ DEFINE_string(auth_token_file, "",
               "server requires authentication. Must not be accessible by group or others");
 DEFINE_int32(timeout_ms, 5000, "connect and RPC timeout");
 DEFINE_int32(snapshot_wait_s, 600, "snapshot: how long to wait for it to finish");
+DEFINE_bool(json, false, "stats, info: print one JSON object instead of text");
+DEFINE_bool(verbose, false, "log what the client library does on stderr (also -v)");
 
 namespace {
 int Report(const rkv::Status& s) {
@@ -44,10 +54,58 @@ int Report(const rkv::Status& s) {
   return 2;
 }
 int Usage() {
-  std::cerr
-      << "usage: kvctl --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | stats | info | "
-         "check | snapshot\n";
+  std::cerr << "usage: kvctl [-v] --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | "
+               "stats [--json] | info [--json] | check | snapshot\n";
   return 2;
+}
+
+// Writes all of `data` to stdout; false (errno set) if it could not.
+bool WriteStdout(const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(STDOUT_FILENO, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += w;
+    n -= size_t(w);
+  }
+  return true;
+}
+int Print(const std::string& text) {
+  if (WriteStdout(text.data(), text.size())) return 0;
+  std::cerr << "kvctl: write(stdout): " << std::strerror(errno) << "\n";
+  return 2;
+}
+
+// Reads stdin as bytes, at most `limit` of them; 1 if there are more, 2 on a read error.
+int ReadStdin(size_t limit, std::string* out) {
+  out->clear();
+  char buf[65536];
+  for (;;) {
+    const ssize_t r = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      std::cerr << "kvctl: read(stdin): " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    if (r == 0) return 0;
+    if (out->size() + size_t(r) > limit) {
+      std::cerr << "kvctl: the value on stdin is larger than the server's limit of " << limit
+                << " bytes\n";
+      return 2;
+    }
+    out->append(buf, size_t(r));
+  }
+}
+
+// A bare -v (before any "--") means --verbose: glog's own -v takes a number.
+void ExpandShortVerbose(int argc, char** argv) {
+  static char verbose[] = "--verbose";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) return;
+    if (std::strcmp(argv[i], "-v") == 0) argv[i] = verbose;
+  }
 }
 // The server's counter `name` (0 if absent).
 uint64_t Counter(const std::string& stats, const std::string& name) {
@@ -88,17 +146,21 @@ int Snapshot(rkv::Client* client) {
     std::cerr << "kvctl: snapshot failed (kvserver's log says why; the log files are kept)\n";
     return 2;
   }
-  std::cout << "snapshot taken: " << Counter(now, "snapshot_last_entries") << " entries, "
-            << Counter(now, "snapshot_last_bytes") << " bytes, " << Counter(now, "snapshot_last_ms")
-            << " ms\n";
-  return 0;
+  return Print("snapshot taken: " + std::to_string(Counter(now, "snapshot_last_entries")) +
+               " entries, " + std::to_string(Counter(now, "snapshot_last_bytes")) + " bytes, " +
+               std::to_string(Counter(now, "snapshot_last_ms")) + " ms\n");
 }
 }  // namespace
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage("kvctl --server=ADDR:PORT get|put|del|stats|info [KEY [VALUE]]");
+  gflags::SetUsageMessage(
+      "kvctl [-v] --server=ADDR:PORT get|put|del|stats|info|check|snapshot [KEY [VALUE]]");
+  ExpandShortVerbose(argc, argv);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
+  // Quiet on success: the library's INFO and WARNING lines only with -v (an error is reported
+  // once, by the status kvctl prints).
+  FLAGS_minloglevel = FLAGS_verbose ? google::GLOG_INFO : google::GLOG_ERROR;
   google::InitGoogleLogging(argv[0]);
   if (argc < 2) return Usage();
   std::string cmd = argv[1];
@@ -107,6 +169,10 @@ int main(int argc, char** argv) {
       cmd != "check" && cmd != "snapshot")
     return Usage();
   if (size_t(argc) < want || size_t(argc) > (cmd == "put" ? 4u : want)) return Usage();
+  if (FLAGS_json && cmd != "stats" && cmd != "info") {
+    std::cerr << "kvctl: --json applies to stats and info\n";
+    return 2;
+  }
 
   rkv::Options opt;
   opt.connect_timeout_ms = FLAGS_timeout_ms;
@@ -120,7 +186,7 @@ int main(int argc, char** argv) {
   if (cmd == "check") {
     std::string report;
     s = rkv::CheckConnection(FLAGS_server, opt, &report);
-    std::cout << report;
+    if (Print(report) != 0) return 2;
     if (s.code() == rkv::Code::kParamMismatch) {
       std::cerr << "kvctl: " << s.ToString() << "\n";
       return 1;
@@ -133,15 +199,20 @@ int main(int argc, char** argv) {
   if (cmd == "get") {
     std::string v;
     s = client->Get(argv[2], &v);
-    if (s.ok()) std::cout << v << (v.empty() || v.back() != '\n' ? "\n" : "");
-    return Report(s);
+    if (!s.ok()) return Report(s);
+    // Exact bytes into a pipe or file; a terminal gets a final newline.
+    if (isatty(STDOUT_FILENO) && (v.empty() || v.back() != '\n')) v += '\n';
+    return Print(v);
   }
   if (cmd == "put") {
     std::string v;
     if (argc == 4) {
       v = argv[3];
     } else {
-      v.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+      // Bounded by the server's limit (one byte more is refused here, not after reading a
+      // stream without end).
+      const int rc = ReadStdin(client->server_info().max_value_size, &v);
+      if (rc != 0) return rc;
     }
     return Report(client->Put(argv[2], v));
   }
@@ -149,23 +220,25 @@ int main(int argc, char** argv) {
   if (cmd == "stats") {
     std::string text;
     s = client->Stats(&text);
-    if (s.ok()) std::cout << text;
-    return Report(s);
+    if (!s.ok()) return Report(s);
+    return Print(FLAGS_json ? rkv::kvctl::StatsJson(text) : text);
   }
   if (cmd == "snapshot") return Snapshot(client.get());
   const rkv::ServerInfo& i = client->server_info();
-  std::cout << "exchange " << rkv::ExchangeName(i.exchange) << "\ndevice " << i.device << "\nport "
-            << int(i.port) << "\nlink_layer " << i.link_layer << "\ngid_index " << i.gid_index
-            << "\nqp_num " << i.qp_num << "\npath_mtu " << i.path_mtu << "\nprotocol_version "
-            << i.protocol_version << "\ninstance_id " << i.instance_id << "\nregion_addr 0x"
-            << std::hex << i.region_addr << std::dec << "\nrkey 0x" << std::hex << i.rkey
-            << std::dec << "\nregion_size " << i.region_size << "\nnum_buckets " << i.num_buckets
-            << "\noverflow_slots " << i.overflow_slots << "\nhash_seed 0x" << std::hex
-            << i.hash_seed << std::dec << "\nmax_key_size " << i.max_key_size << "\nmax_value_size "
-            << i.max_value_size << "\n\n"
-            << "# every connection parameter, read back from both QPs (local: this client, "
-               "peer: the server)\n"
-            << rkv::FormatParamTable(i.local, i.peer);
-  if (!i.mtu_note.empty()) std::cout << "# " << i.mtu_note << "\n";
-  return 0;
+  if (FLAGS_json) return Print(rkv::kvctl::InfoJson(i));
+  std::ostringstream out;
+  out << "exchange " << rkv::ExchangeName(i.exchange) << "\ndevice " << i.device << "\nport "
+      << int(i.port) << "\nlink_layer " << i.link_layer << "\ngid_index " << i.gid_index
+      << "\nqp_num " << i.qp_num << "\npath_mtu " << i.path_mtu << "\nprotocol_version "
+      << i.protocol_version << "\ninstance_id " << i.instance_id << "\nregion_addr 0x" << std::hex
+      << i.region_addr << std::dec << "\nrkey 0x" << std::hex << i.rkey << std::dec
+      << "\nregion_size " << i.region_size << "\nnum_buckets " << i.num_buckets
+      << "\noverflow_slots " << i.overflow_slots << "\nhash_seed 0x" << std::hex << i.hash_seed
+      << std::dec << "\nmax_key_size " << i.max_key_size << "\nmax_value_size " << i.max_value_size
+      << "\n\n"
+      << "# every connection parameter, read back from both QPs (local: this client, "
+         "peer: the server)\n"
+      << rkv::FormatParamTable(i.local, i.peer);
+  if (!i.mtu_note.empty()) out << "# " << i.mtu_note << "\n";
+  return Print(out.str());
 }
