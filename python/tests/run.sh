@@ -34,9 +34,22 @@ KNOB_PREFIX=PY
 PORT=$(knob PORT_BASE 7600)
 PY=${RKV_PY_PYTHON:-/usr/bin/python3}
 export PYTHONDONTWRITEBYTECODE=1
+# pytest's output capture truncates unlinked temporary files, which the VM's 9p /tmp cannot do
+# (ENOENT): temporary files go to a tmpfs when there is one, else capture stays in Python.
+capture=fd
+if shm=$(mktemp -d /dev/shm/rkv-py.XXXXXX 2>/dev/null); then
+  export TMPDIR=$shm
+else
+  shm=
+  capture=sys
+fi
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  [ -z "${shm:-}" ] || rm -rf "$shm"
+}
 trap cleanup EXIT
 
 if ! "$PY" -c 'import pytest' 2>/dev/null; then
@@ -94,7 +107,7 @@ pytest_run() {  # pytest_run JUNIT_XML PYTHONPATH [pytest args...]
   local xml=$1 path=$2
   shift 2
   (cd "$work" && PYTHONPATH="$path" "$PY" -m pytest -v -rA -p no:cacheprovider \
-    --junitxml="$xml" "$src/python/tests" "$@")
+    --capture=$capture --junitxml="$xml" "$src/python/tests" "$@")
 }
 
 # 1. The module of the build tree.
