@@ -38,6 +38,7 @@
 #include "bench/report.h"
 #include "bench/workload.h"
 #include "common/auth.h"
+#include "common/cli/flag_check.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
@@ -354,6 +355,7 @@ class Runner {
 int main(int argc, char** argv) {
   NormalizeFlagNames(argc, argv);
   gflags::SetUsageMessage("kvbench load|run --server=ADDR:PORT [options]");
+  if (std::string bad = rkv::cli::PrecheckFlags(argc, argv); !bad.empty()) return Fail(bad);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

@@ -262,9 +262,11 @@ Status Connection::FinishOpen(const std::string& host, uint16_t port) {
                                             " but the server reports QP " +
                                             std::to_string(i.peer.qp_num) + ", ours points at " +
                                             std::to_string(peer_seen.qp_num));
-  LOG(INFO) << "rkv: connected to " << host << ":" << port << " via "
-            << ExchangeName(options_.exchange.method) << " on " << i.device << ": "
-            << FormatParamsLine(i.local, peer_seen);
+  // Verbose only (glog --v=1, kvctl -v): a library does not write to a program's stderr when
+  // all goes well.
+  VLOG(1) << "rkv: connected to " << host << ":" << port << " via "
+          << ExchangeName(options_.exchange.method) << " on " << i.device << ": "
+          << FormatParamsLine(i.local, peer_seen);
   return Status::Ok();
 }
 

@@ -10,9 +10,9 @@ refused() {  # EXPECTED_TEXT FLAGS...
   local out rc=0
   out=$(timeout 20 "$kvserver" --listen=127.0.0.1:7999 "$@" 2>&1) || rc=$?
   if [ "$rc" -ne 0 ] && [[ "$out" == *"$want"* ]]; then
-    pass=$((pass + 1)); echo "  ok: $* refused"
+    pass=$((pass + 1)); echo "[case PASS] kvserver-flags: $* refused"
   else
-    fail=$((fail + 1)); echo "  FAIL: $* (exit $rc): $out"
+    fail=$((fail + 1)); echo "[case FAIL] kvserver-flags: $* (exit $rc): $out"
   fi
 }
 refused "--test_mode" --psn=5
@@ -24,9 +24,9 @@ refused "--connect_burst_per_source" --connect_burst_per_source=0
 # --test_mode lets them through to the device (which may be absent here: any later error).
 out=$(timeout 20 "$kvserver" --listen=127.0.0.1:7999 --psn=5 --test_mode 2>&1 | head -3)
 if [[ "$out" == *"--test_mode"* ]]; then
-  fail=$((fail + 1)); echo "  FAIL: --test_mode did not allow --psn: $out"
+  fail=$((fail + 1)); echo "[case FAIL] kvserver-flags: --test_mode did not allow --psn: $out"
 else
-  pass=$((pass + 1)); echo "  ok: --psn allowed with --test_mode"
+  pass=$((pass + 1)); echo "[case PASS] kvserver-flags: --psn allowed with --test_mode"
 fi
 echo "kvserver flags: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

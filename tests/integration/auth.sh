@@ -40,8 +40,8 @@ MANY=$(knob MANY 1000)
 PORT=$(knob PORT_BASE 7560)
 KVSERVER=$build/kvserver RAW=$build/raw_client KVCTL=$build/kvctl KVBENCH=$build/kvbench
 rc=0
-pass() { echo "auth $1: passed${2:+ ($2)}"; }
-fail() { echo "auth $1: FAILED${2:+ ($2)}"; rc=1; }
+pass() { echo "[case PASS] auth: $1${2:+ ($2)}"; }
+fail() { echo "[case FAIL] auth: $1${2:+ ($2)}"; rc=1; }
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT

@@ -10,8 +10,8 @@
 set -uo pipefail
 build=$1 addr=$2 logs=$3
 failed=0 passed=0
-pass() { echo "connection: $1: passed"; passed=$((passed + 1)); }
-fail() { echo "connection: $1: FAILED"; failed=$((failed + 1)); }
+pass() { echo "[case PASS] connection: $1"; passed=$((passed + 1)); }
+fail() { echo "[case FAIL] connection: $1"; failed=$((failed + 1)); }
 ctl() { timeout 60 "$build/kvctl" --timeout_ms=8000 --exchange_timeout_ms=8000 "$@"; }
 
 exdir=$(mktemp -d /dev/shm/rkv-exchange.XXXXXX)

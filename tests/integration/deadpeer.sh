@@ -4,7 +4,7 @@
 # out of connection slots. Runs in the two-host sandbox: kvserver in VM A, clients in VM B,
 # B's link cut from outside B (tools/sandbox-peer link off).
 #   tests/integration/deadpeer.sh BUILD_DIR
-# Prints "deadpeer <case>: passed|FAILED" lines and the reap times; exit 1 on any failure.
+# Prints "[case PASS|FAIL] deadpeer: <case>" lines and the reap times; exit 1 on any failure.
 set -uo pipefail
 build=$(cd "${1:?usage: deadpeer.sh BUILD_DIR}" && pwd) || exit 2
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,8 +29,8 @@ ctl() { "$build/kvctl" --server="$addr:$port" "$@"; }
 stat() { ctl stats 2>/dev/null | awk -v k="$1" '$1==k{print $2}'; }
 for i in $(seq 50); do ctl stats >/dev/null 2>&1 && break; sleep 0.2; done
 rc=0
-pass() { echo "deadpeer $1: passed"; }
-fail() { echo "deadpeer $1: FAILED ${2:-}"; rc=1; }
+pass() { echo "[case PASS] deadpeer: $1"; }
+fail() { echo "[case FAIL] deadpeer: $1 ${2:-}"; rc=1; }
 now() { date +%s.%N; }
 
 # kvctl stats itself holds a connection while it runs (and the previous one may still be

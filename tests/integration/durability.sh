@@ -78,8 +78,8 @@ usage=$("$KVCTL" 2>&1)  # kvctl without a command prints its usage
 has_snapshot=0
 [[ $usage == *snapshot* ]] && has_snapshot=1
 failures=()
-fail() { echo "  FAIL: $*"; failures+=("$*"); }
-pass() { echo "  ok: $*"; }
+fail() { echo "[case FAIL] durability: $*"; failures+=("$*"); }
+pass() { echo "[case PASS] durability: $*"; }
 
 # --- servers, mounts, clean-up -------------------------------------------------------------
 declare -A live  # pids of the servers and loads this script started and has not reaped
@@ -545,7 +545,7 @@ part_done
 # --- crash patterns in every server log -------------------------------------------------------
 for f in "$logs"/srv-*.log; do
   crash=$(grep -v -E "^[IW][0-9]{8} " "$f" | grep -m1 -E "$CRASH_PATTERN")
-  [ -z "$crash" ] || fail "$(basename "$f"): $crash"
+  [ -z "$crash" ] && pass "$(basename "$f"): no crash report" || fail "$(basename "$f"): $crash"
 done
 
 tally=$(grep "^durability: [0-9]" "$logs/kill-load.txt" 2>/dev/null)

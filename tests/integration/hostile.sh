@@ -6,7 +6,7 @@
 #   RKV_SANDBOX_ACCEL=tcg tools/rdma-sandbox -- tests/integration/hostile.sh build 10.77.0.1 /tmp/hostile-logs
 #   tests/integration/hostile.sh BUILD_DIR ADDR LOGDIR
 # Starts its own kvservers (ports from HOSTILE_PORT_BASE, default 7490) and prints one
-# `hostile <case>: passed|FAILED ...` line per case (plus indented figures); exit 1 if any failed.
+# `[case PASS|FAIL] hostile: <case> ...` line per case (plus indented figures); exit 1 if any failed.
 # Environment (tools/rdma-sandbox passes only RKV_* variables into the VM, so each HOSTILE_X
 # may also be given as RKV_HOSTILE_X, or set inside: `tools/rdma-sandbox -- env HOSTILE_X=...`):
 #   RKV_HOSTILE_SERVER  kvserver binary (default BUILD_DIR/kvserver; e.g. an ASan or TSan build)
@@ -88,8 +88,8 @@ SLOW_LIMIT_S=4           # kvctl --exchange=tcp put must finish within this, sta
 GETONLY_SECONDS=20
 
 failed=0 passed=0
-pass() { echo "hostile $1: passed${2:+ ($2)}"; passed=$((passed + 1)); }
-fail() { echo "hostile $1: FAILED${2:+ ($2)}"; failed=$((failed + 1)); }
+pass() { echo "[case PASS] hostile: $1${2:+ ($2)}"; passed=$((passed + 1)); }
+fail() { echo "[case FAIL] hostile: $1${2:+ ($2)}"; failed=$((failed + 1)); }
 note() { echo "  $*"; }
 verdict() {  # case why [what passed] -> pass if why is empty; on failure the crash report
   if [ -z "$2" ]; then pass "$1" "${3:-}"; return; fi

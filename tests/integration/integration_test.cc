@@ -717,7 +717,7 @@ TEST_F(Reconnect, KvbenchSurvivesServerRestart) {
   std::remove(out.c_str());
   ChildGuard bench;
   bench.Start({dir + "kvbench", "run", "--server=" + addr_, "--workload=a", "--records=500",
-               "--threads=2", "--duration=20", "--json=" + json},
+               "--threads=2", "--duration=20", "--json=" + json, "--v=1"},
               out);
   // Restart once both connections of the run (one per thread) are up (a connect
   // that a restart cuts off is a failed start, not what this test is about; under a loaded TCG

@@ -65,8 +65,14 @@ phase() {  # name seed lin_load-flags...
   local r=$?
   echo "--- $name ($*; $((SECONDS - t0)) s, exit $r)"
   grep -v "^lin_load: history" "$logs/$name.txt" | sed 's/^/  /'
-  [ $r -eq 0 ] || { rc=1; tail -5 "$logs/$name.err" | sed 's/^/  stderr: /'; }
-  grep -q "^linearizability: .* 0 violations (" "$logs/$name.txt" || rc=1
+  local ok=1
+  [ $r -eq 0 ] || { ok=0; tail -5 "$logs/$name.err" | sed 's/^/  stderr: /'; }
+  grep -q "^linearizability: .* 0 violations (" "$logs/$name.txt" || ok=0
+  if [ $ok = 1 ]; then
+    echo "[case PASS] linearizability: $name ($*): history linearizable"
+  else
+    echo "[case FAIL] linearizability: $name ($*): exit $r or violations"; rc=1
+  fi
 }
 phase phase1 "$SEED" --ops="$OPS1" --hot_keys=2 --keys=6
 phase phase2 "$((SEED + 1))" --ops="$OPS2" --hot_keys=4 --keys=300
@@ -81,10 +87,10 @@ if [ "$NEGATIVE" = 1 ]; then
   echo "--- negative control (1 hot key, ${replays:-no} old values put back by an unrecorded client; $((SECONDS - t0)) s, exit $r)"
   if [ "${replays:-0}" -gt 0 ] && grep -q -E "^linearizability: .* [1-9][0-9]* violations" "$logs/negative.txt"; then
     sed -n '/^linearizability: /,$p' "$logs/negative.txt" | head -12 | sed 's/^/  /'
-    echo "  negative control: passed (the checker reported the replayed values)"
+    echo "[case PASS] linearizability: negative control (the checker reported the replayed values)"
   else
     grep "^linearizability: " "$logs/negative.txt" | sed 's/^/  /'
-    echo "  negative control: FAILED (no violation reported, or nothing was replayed)"; rc=1
+    echo "[case FAIL] linearizability: negative control (no violation reported, or nothing was replayed)"; rc=1
   fi
 fi
 
@@ -94,7 +100,10 @@ crash=$(grep -v -E "^[IW][0-9]{8} " "$logs/kvserver.log" | grep -m1 -E "$CRASH_P
 kill $srv 2>/dev/null
 wait $srv 2>/dev/null
 if [ $alive = 0 ] || [ -n "$crash" ]; then
-  echo "linearizability: kvserver died or crashed: ${crash:-exited}"; tail -20 "$logs/kvserver.log"; rc=1
+  echo "[case FAIL] linearizability: kvserver alive, no crash report (${crash:-exited})"
+  tail -20 "$logs/kvserver.log"; rc=1
+else
+  echo "[case PASS] linearizability: kvserver alive, no crash report"
 fi
 total=$(awk '/^linearizability: /{n += $2} END{print n + 0}' "$logs"/phase*.txt)
 echo "linearizability: $total operations checked in 2 phases, 0 violations expected; $([ $rc = 0 ] && echo passed || echo FAILED)"

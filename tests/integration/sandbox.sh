@@ -17,9 +17,9 @@ if [ "${1:-}" = --inside-a ]; then  # run by the two-host case, in VM A
   peer="$repo/tools/sandbox-peer"
   logs=$(mktemp -d /tmp/rkv-sandbox-test-a.XXXXXX)
   fails=0
-  ok() { echo "sandbox two-host $1: passed"; }
+  ok() { echo "[case PASS] sandbox two-host: $1"; }
   bad() {
-    echo "sandbox two-host $1: FAILED ($2)"; fails=$((fails + 1))
+    echo "[case FAIL] sandbox two-host: $1 ($2)"; fails=$((fails + 1))
     for f in "$logs"/*; do [ -s "$f" ] && { echo "  --- ${f##*/}"; sed 's/^/  /' "$f"; }; done
   }
   ping1=(busybox ping -c 1 -W 2)  # one ping with a 2 s deadline
@@ -107,9 +107,9 @@ accel_env=${RKV_SANDBOX_ACCEL:-}
 unset RKV_SANDBOX_ACCEL RKV_SANDBOX_TEST_KVM RKV_SANDBOX_HOSTS
 export RKV_SANDBOX_MODE=vm
 failed=0
-pass() { echo "sandbox $1: passed"; }
+pass() { echo "[case PASS] sandbox: $1"; }
 fail() {
-  echo "sandbox $1: FAILED ($2)"; failed=$((failed + 1))
+  echo "[case FAIL] sandbox: $1 ($2)"; failed=$((failed + 1))
   for f in "$tmp"/out "$tmp"/err; do [ -s "$f" ] && { echo "  --- ${f##*/}"; tail -n 40 "$f" | sed 's/^/  /'; }; done
 }
 
@@ -135,8 +135,8 @@ fi
 [ -n "$accel_env" ] && export RKV_SANDBOX_ACCEL=$accel_env
 RKV_SANDBOX_HOSTS=2 "$sb" --timeout 900 -- "$repo/tests/integration/sandbox.sh" --inside-a "$repo" > "$tmp/out" 2> "$tmp/err"; rc=$?
 grep '^sandbox two-host\|^  ' "$tmp/out"
-n_pass=$(grep -c '^sandbox two-host .*: passed$' "$tmp/out")
-n_fail=$(grep -c '^sandbox two-host .*: FAILED' "$tmp/out")
+n_pass=$(grep -c '^\[case PASS\] sandbox two-host: ' "$tmp/out")
+n_fail=$(grep -c '^\[case FAIL\] sandbox two-host: ' "$tmp/out")
 failed=$((failed + n_fail))
 if [ "$n_fail" = 0 ] && { [ $rc != 0 ] || [ "$n_pass" != 6 ]; }; then
   fail two-host "rdma-sandbox exit $rc, $n_pass of 6 cases passed"

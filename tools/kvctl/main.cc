@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "common/cli/flag_check.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
@@ -156,11 +157,16 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "kvctl [-v] --server=ADDR:PORT get|put|del|stats|info|check|snapshot [KEY [VALUE]]");
   ExpandShortVerbose(argc, argv);
+  if (std::string bad = rkv::cli::PrecheckFlags(argc, argv); !bad.empty()) {
+    std::cerr << "kvctl: " << bad << "\n";
+    return 2;
+  }
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   // Quiet on success: the library's INFO and WARNING lines only with -v (an error is reported
   // once, by the status kvctl prints).
   FLAGS_minloglevel = FLAGS_verbose ? google::GLOG_INFO : google::GLOG_ERROR;
+  if (FLAGS_verbose && FLAGS_v < 1) FLAGS_v = 1;  // the library's connection details
   google::InitGoogleLogging(argv[0]);
   if (argc < 2) return Usage();
   std::string cmd = argv[1];
