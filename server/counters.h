@@ -1,14 +1,18 @@
-// ServerCounters: what kvserver counts, and the `kvctl stats` text that shows it with the
-// table's figures.
-// Thread safety: every counter is a relaxed atomic, bumped by any thread; FormatStats reads
-// each once (the text is not a consistent snapshot across counters).
+// ServerCounters: what kvserver counts, and the `kvctl stats` figures that show it with the
+// table's (CollectStats: one list, rendered as the stats text by FormatStats and as the
+// Prometheus page by server/metrics/metrics_registry.h).
+// Thread safety: every counter is a relaxed atomic, bumped by any thread; CollectStats reads
+// each once (the figures are not a consistent snapshot across counters).
 #ifndef RKV_SERVER_COUNTERS_H_
 #define RKV_SERVER_COUNTERS_H_
 
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "server/metrics/rpc_metrics.h"
+#include "server/metrics/stat_value.h"
 #include "server/table.h"
 
 namespace rkv {
@@ -37,9 +41,16 @@ struct ServerCounters {
   C keepalives_sent{0};
   C srq_limit_events{0};        // the SRQ ran low; its reserve buffers were posted
   C exchanges_refused_busy{0};  // manual handshakes refused: too many in progress
+  // Replies posted by request type and status, and their latency (the Prometheus endpoint).
+  metrics::RpcMetrics rpcs;
 };
 
-// `kvctl stats` text: "name value" lines.
+// The `kvctl stats` figures, in the order the text shows them.
+std::vector<StatValue> CollectStats(const ServerCounters& c, const Table& table,
+                                    uint64_t instance_id, int workers, uint32_t credits);
+// "name value" lines, one per figure.
+std::string FormatStats(const std::vector<StatValue>& stats);
+// `kvctl stats` text: FormatStats(CollectStats(...)).
 std::string FormatStats(const ServerCounters& c, const Table& table, uint64_t instance_id,
                         int workers, uint32_t credits);
 

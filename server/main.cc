@@ -73,6 +73,10 @@ DEFINE_string(snapshot_log_size, "64M",
 DEFINE_int32(write_threads, 16,
              "with --data_dir: threads executing PUT/DELETE (concurrent writes share a sync)");
 
+DEFINE_string(metrics_listen, "",
+              "ADDR:PORT to serve Prometheus metrics on over HTTP (GET /metrics; "
+              "docs/metrics.md); empty: off. Anyone who reaches it can read the figures (no "
+              "secrets): prefer a management address");
 namespace {
 rkv::Server* g_server = nullptr;
 void OnSignal(int) {
@@ -165,6 +169,10 @@ int main(int argc, char** argv) {
   rkv::Server server(o);
   s = server.Start();
   if (!s.ok()) return Fail(s.ToString());
+  if (!FLAGS_metrics_listen.empty()) {
+    s = rkv::ParseHostPort(FLAGS_metrics_listen, &o.metrics_host, &o.metrics_port);
+    if (!s.ok()) return Fail("--metrics_listen=" + FLAGS_metrics_listen + ": " + s.message());
+  }
   g_server = &server;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);

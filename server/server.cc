@@ -29,6 +29,7 @@ Server::~Server() {
 
 void Server::StopThreads() {
   stop_.store(true);
+  if (metrics_http_) metrics_http_->Stop();  // first: it reads the table and the log
   if (manual_) manual_->Join();
   if (async_) async_->Join();
   for (auto& w : workers_) w->Join();
@@ -56,27 +57,50 @@ Status Server::OpenDurability() {
   return Status::Ok();
 }
 
-std::string Server::StatsText() const {
-  std::string text =
-      FormatStats(counters_, *table_, instance_id_, opt_.workers, uint32_t(opt_.credits));
-  std::ostringstream o;
-  o << "durable " << (log_ ? 1 : 0) << "\n";
+std::vector<StatValue> Server::CollectStats() const {
+  std::vector<StatValue> v =
+      rkv::CollectStats(counters_, *table_, instance_id_, opt_.workers, uint32_t(opt_.credits));
+  v.push_back(StatValue::U("durable", log_ ? 1 : 0));
   if (log_) {
-    o << "wal_records " << log_->records() << "\n"
-      << "wal_failures " << log_->failures() << "\n"
-      << "wal_batches " << log_->batches() << "\n"
-      << "wal_syncs " << log_->syncs() << "\n"
-      << "wal_file_bytes " << log_->current_file_bytes() << "\n"
-      << "wal_generation " << log_->current_generation() << "\n"
-      << "wal_broken " << (log_->broken().ok() ? 0 : 1) << "\n"
-      << "snapshots_taken " << snapshotter_->taken() << "\n"
-      << "snapshots_failed " << snapshotter_->failed() << "\n"
-      << "snapshot_running " << (snapshotter_->running() ? 1 : 0) << "\n"
-      << "snapshot_last_entries " << snapshotter_->last_entries() << "\n"
-      << "snapshot_last_bytes " << snapshotter_->last_bytes() << "\n"
-      << "snapshot_last_ms " << snapshotter_->last_ms() << "\n";
+    v.push_back(StatValue::U("wal_records", log_->records()));
+    v.push_back(StatValue::U("wal_failures", log_->failures()));
+    v.push_back(StatValue::U("wal_batches", log_->batches()));
+    v.push_back(StatValue::U("wal_syncs", log_->syncs()));
+    v.push_back(StatValue::U("wal_file_bytes", log_->current_file_bytes()));
+    v.push_back(StatValue::U("wal_generation", log_->current_generation()));
+    v.push_back(StatValue::U("wal_broken", log_->broken().ok() ? 0 : 1));
+    v.push_back(StatValue::U("snapshots_taken", snapshotter_->taken()));
+    v.push_back(StatValue::U("snapshots_failed", snapshotter_->failed()));
+    v.push_back(StatValue::U("snapshot_running", snapshotter_->running() ? 1 : 0));
+    v.push_back(StatValue::U("snapshot_last_entries", snapshotter_->last_entries()));
+    v.push_back(StatValue::U("snapshot_last_bytes", snapshotter_->last_bytes()));
+    v.push_back(StatValue::U("snapshot_last_ms", snapshotter_->last_ms()));
   }
-  return text + o.str();
+  return v;
+}
+
+std::string Server::StatsText() const { return FormatStats(CollectStats()); }
+
+Status Server::StartMetrics() {
+  if (opt_.metrics_host.empty()) return Status::Ok();
+  metrics_ = std::make_unique<metrics::MetricsRegistry>(
+      metrics::MetricsRegistry::Sources{[this] { return CollectStats(); }, &counters_.rpcs},
+      std::chrono::milliseconds(100));
+  metrics_http_ =
+      std::make_unique<metrics::MetricsHttpServer>([this] { return metrics_->Render(); });
+  const std::string where = opt_.metrics_host + ":" + std::to_string(opt_.metrics_port);
+  Status s = metrics_http_->Start(opt_.metrics_host, opt_.metrics_port);
+  if (!s.ok()) {
+    metrics_http_.reset();
+    return Status(Code::kInvalidArgument, "--metrics_listen=" + where + ": " + s.message());
+  }
+  LOG(INFO) << "metrics: http://" << opt_.metrics_host << ":" << metrics_http_->port()
+            << "/metrics (Prometheus text format)";
+  if (auth::IsWildcardHost(opt_.metrics_host))
+    LOG(WARNING) << "--metrics_listen=" << where
+                 << " is a wildcard address: any host that reaches the port can read the metrics "
+                    "(no secrets: counters and load figures); prefer a management address";
+  return Status::Ok();
 }
 
 Status Server::Start() {
@@ -189,6 +213,12 @@ Status Server::Start() {
   int per_worker = (opt_.max_connections + opt_.workers - 1) / opt_.workers;
   int cqe = int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64;
   for (int w = 0; w < opt_.workers; ++w) {
+  if (writes_) {
+    write_received_.assign(size_t(opt_.max_connections) * size_t(slots + 1), {});
+    write_ring_head_.assign(size_t(opt_.max_connections), 0);
+    wenv.write_received = write_received_.data();
+    wenv.write_ring_head = write_ring_head_.data();
+  }
     workers_.push_back(std::make_unique<Worker>(w, wenv));
     s = workers_.back()->Init(ctx_, cqe);
     if (!s.ok()) return s;
@@ -233,6 +263,8 @@ Status Server::Start() {
   if (opt_.auth_token.empty())
     LOG(WARNING) << "no --auth_token_file: any host that can reach " << opt_.host << ":"
                  << cm_->bound_port() << " can read and write every key";
+  s = StartMetrics();
+  if (!s.ok()) return s;
   else
     LOG(INFO) << "authentication on: clients must prove the token of --auth_token_file";
   LOG(INFO) << "private rkeys: "

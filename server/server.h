@@ -11,6 +11,9 @@
 // Ownership: the Server owns every component. Destruction: threads are stopped and joined
 // first; then every connection is dropped (QP destroyed, then its id) while the CQs, SRQ, PD
 // and event channel still exist; then workers (CQs), SRQ pool, MRs, PD, listener.
+// With --metrics_listen (ServerOptions::metrics_host) Start() also binds the Prometheus
+// endpoint (server/metrics/metrics_http_server.h), which serves on threads of its own and only
+// reads the counters and CollectStats' figures; it is stopped and joined first at shutdown.
 // Thread safety: Stop() may be called from any thread, also a signal handler (it only sets
 // an atomic flag); everything else from the thread that owns the Server.
 #ifndef RKV_SERVER_SERVER_H_
@@ -32,6 +35,8 @@
 #include "server/durability/durable_log.h"
 #include "server/durability/snapshotter.h"
 #include "server/manual_acceptor.h"
+#include "server/metrics/metrics_http_server.h"
+#include "server/metrics/metrics_registry.h"
 #include "server/rpc_executor.h"
 #include "server/server_options.h"
 #include "server/source_limiter.h"
@@ -55,6 +60,8 @@ class Server {
   [[nodiscard]] Status Run();
   void Stop() { stop_.store(true); }
   uint16_t bound_port() const { return cm_ ? cm_->bound_port() : 0; }
+  // The metrics endpoint's port (0: none).
+  uint16_t metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
 
  private:
   // The accept private data without a nonce (no address, rkey or geometry).
@@ -64,7 +71,11 @@ class Server {
   // --data_dir: lock the directory, recover the table from it, open the log, make the
   // snapshotter.
   [[nodiscard]] Status OpenDurability();
+  // The `kvctl stats` figures: the counters', the table's and, when durable, the log's.
+  std::vector<StatValue> CollectStats() const;
   std::string StatsText() const;
+  // --metrics_listen: bind and start the endpoint.
+  [[nodiscard]] Status StartMetrics();
   void StopThreads();
 
   const ServerOptions opt_;
@@ -93,11 +104,16 @@ class Server {
   std::unique_ptr<SrqPool> srq_;
   std::unique_ptr<RpcExecutor> exec_;
   std::unique_ptr<WritePool> writes_;  // --data_dir only: PUT/DELETE off the workers
+  // --data_dir only: receive times of writes waiting for or in the pool (WorkerEnv).
+  std::vector<Conn::Clock::time_point> write_received_;
+  std::vector<uint32_t> write_ring_head_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::unique_ptr<ConnRegistry> registry_;
   std::unique_ptr<SourceLimiter> limiter_;  // per-address caps; Leases may outlive it
   std::unique_ptr<AsyncEvents> async_;
   std::unique_ptr<ManualAcceptor> manual_;
+  std::unique_ptr<metrics::MetricsRegistry> metrics_;         // --metrics_listen only
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;  // reads metrics_; stopped first
 };
 
 }  // namespace rkv

@@ -58,6 +58,9 @@ struct ServerOptions {
   ExchangeOptions exchange;  // kRdmaCm: rdma_cm only; else also manual mode over this method
   QpSettings qp;             // connection parameters (docs/connection.md)
 };
+  // Prometheus endpoint (kvserver --metrics_listen; docs/metrics.md). Empty host: none.
+  std::string metrics_host;
+  uint16_t metrics_port = 0;
 
 // Unacknowledged requests tolerated beyond the announced credits: a reply the client has
 // received may not have completed at the server yet (acknowledgements can be coalesced).

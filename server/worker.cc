@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 #include <poll.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "common/auth.h"
@@ -212,7 +213,8 @@ bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
 void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len) {
   const ServerOptions& o = *env_.opt;
   Conn::WorkerState& w = c->w;
-  w.last_heard = Clock::now();
+  const Clock::time_point received = Clock::now();
+  w.last_heard = received;
   const int slots = SendSlots(o);
   if (w.unacked + w.in_pool + int(w.waiting_writes.size()) >= slots) {
     env_.counters->credit_drops.fetch_add(1, std::memory_order_relaxed);
@@ -225,7 +227,7 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
     HandleUnopened(c, env_.srq->Buffer(buf), len);
     return;
   }
-  if (Offload(c, env_.srq->Buffer(buf), len)) return;
+  if (Offload(c, env_.srq->Buffer(buf), len, received)) return;
   uint8_t* out = env_.send_base +
                  (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
   bool malformed = false;
@@ -243,7 +245,17 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
   if (PostSend(*c, kReply, out, uint32_t(n))) {
     ++w.next_send;
     ++w.unacked;
+    CountReply(out, n, received);
   }
+}
+
+void Worker::CountReply(const void* reply, size_t n, Clock::time_point received) {
+  if (n < sizeof(wire::ReplyHeader)) return;
+  wire::ReplyHeader h;
+  std::memcpy(&h, reply, sizeof h);
+  int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - received).count();
+  env_.counters->rpcs.Record(h.op, h.status, ns > 0 ? uint64_t(ns) : 0);
 }
 
 void Worker::PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
@@ -256,6 +268,7 @@ void Worker::PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t req
   if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
     ++w.next_send;
     ++w.unacked;
+    CountReply(out, n, w.last_heard);  // only called while handling a request: its receive time
   }
 }
 
@@ -368,13 +381,20 @@ Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
   return Status::Ok();
 }
 
-bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len) {
+bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,
+                     Clock::time_point received) {
   if (env_.writes == nullptr) return false;
   wire::Request req;
   if (!wire::DecodeRequest(msg, len, &req).ok()) return false;  // answered here: BAD_REQUEST
   if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete) return false;
   // One write of a connection in the pool at a time, in the order it sent them: a client cannot
   // take more than one pool thread per connection, and "PUT k=1; PUT k=2" ends as 2.
+  if (env_.write_received != nullptr) {
+    const uint32_t slots = uint32_t(SendSlots(*env_.opt));
+    const uint32_t at =
+        (env_.write_ring_head[c->slot] + uint32_t(c->w.waiting_writes.size())) % slots;
+    env_.write_received[size_t(c->slot) * (slots + 1) + at] = received;
+  }
   c->w.waiting_writes.emplace_back(reinterpret_cast<const char*>(msg), len);
   SubmitNextWrite(c);
   return true;
@@ -392,6 +412,15 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
   job.worker = this;
   job.request = std::move(w.waiting_writes.front());
   w.waiting_writes.pop_front();
+  Clock::time_point received = Clock::now();
+  if (env_.write_received != nullptr) {
+    const uint32_t slots = uint32_t(SendSlots(*env_.opt));
+    Clock::time_point* times = env_.write_received + size_t(c->slot) * (slots + 1);
+    uint32_t& head = env_.write_ring_head[c->slot];
+    received = times[head];
+    head = (head + 1) % slots;
+    times[slots] = received;  // the write in the pool
+  }
   ++w.in_pool;
   if (!env_.writes->Submit(std::move(job))) {
     // The pool is stopping (shutdown) or full beyond the credit bound: answer here instead.
@@ -407,6 +436,7 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
     if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
       ++w.next_send;
       ++w.unacked;
+      CountReply(out, n, received);
     }
     SubmitNextWrite(c);
   }
@@ -422,6 +452,10 @@ void Worker::SendReply(const std::shared_ptr<Conn>& c, const std::string& reply)
   if (PostSend(*c, kReply, out, uint32_t(reply.size()))) {
     ++w.next_send;
     ++w.unacked;
+    if (env_.write_received != nullptr) {
+      const size_t slots = size_t(SendSlots(*env_.opt));
+      CountReply(out, reply.size(), env_.write_received[size_t(c->slot) * (slots + 1) + slots]);
+    }
   }
 }
 

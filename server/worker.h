@@ -17,6 +17,10 @@
 // so a client that only does one-sided GETs stays known to be alive. A keepalive that fails
 // (retries exhausted: the peer's host or link is gone) or silence past peer_timeout closes the
 // connection.
+// Request metrics (server/metrics/rpc_metrics.h): every reply posted is counted by the op and
+// status in its header, with the time since its request's receive completion was polled (a
+// PUT/DELETE that went through the write pool keeps its receive time in WorkerEnv's
+// write_received ring). Relaxed atomics only: no lock, no allocation.
 // Thread safety: Adopt/Close/LastWqe from any thread; everything else on the worker thread.
 // Ownership: owns the completion channel, the CQ (destroyed after every QP using it: the
 // Server destroys connections before workers) and the eventfd; holds a reference to each
@@ -70,6 +74,11 @@ struct WorkerEnv {
   uint8_t* region = nullptr;
   uint64_t region_size = 0;
   bool windows = false;
+  // With a write pool: per connection slot, SendSlots() + 1 receive times: a ring of those of
+  // the connection's waiting_writes (in order, starting at write_ring_head[slot]), then the one
+  // of its write in the pool. Slots belong to one live connection, hence to one worker.
+  Conn::Clock::time_point* write_received = nullptr;  // max_connections * (SendSlots() + 1)
+  uint32_t* write_ring_head = nullptr;                // max_connections
 };
 
 class Worker {
@@ -131,10 +140,13 @@ class Worker {
   void PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
                  std::string_view payload);
   // Takes a decoded PUT/DELETE for the write pool (false: no pool, execute it here).
-  bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,
+               Clock::time_point received);
   // Submits the connection's next waiting write if none of its writes is in the pool.
   void SubmitNextWrite(const std::shared_ptr<Conn>& c);
   void SendReply(const std::shared_ptr<Conn>& c, const std::string& reply);
+  // Request metrics for a reply of n bytes at `reply` just posted.
+  void CountReply(const void* reply, size_t n, Clock::time_point received);
   std::shared_ptr<Conn> Find(uint32_t qpn);
   bool PostSend(Conn& c, SendKind kind, const void* data, uint32_t len);
   void Tick();

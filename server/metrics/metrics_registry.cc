@@ -1,0 +1,226 @@
+#include "server/metrics/metrics_registry.h"
+
+#include <cstring>
+#include <map>
+
+#ifndef RKV_VERSION
+#define RKV_VERSION "unknown"
+#endif
+
+namespace rkv::metrics {
+namespace {
+
+// How a `kvctl stats` figure appears. Figures sharing a family differ by one label.
+struct Mapping {
+  const char* stat;
+  const char* family;
+  MetricType type;
+  const char* help;
+  const char* label = nullptr;  // "key=value"
+  double scale = 1;             // e.g. 0.001 for milliseconds to seconds
+};
+
+constexpr MetricType kC = MetricType::kCounter;
+constexpr MetricType kG = MetricType::kGauge;
+
+const Mapping kMappings[] = {
+    {"connections_total", "rkv_connections_accepted_total", kC,
+     "Connections accepted (a slot and a QP given)."},
+    {"connections_active", "rkv_connections_active", kG,
+     "Connections from accept until their QP is destroyed."},
+    {"connections_pending", "rkv_connections_pending", kG,
+     "Connections in setup (accepted, not yet established)."},
+    {"connections_established", "rkv_connections_established", kG,
+     "Connections established and not closing."},
+    {"connections_rejected", "rkv_connections_rejected_total", kC,
+     "Connection attempts refused before a slot was taken (bad hello, full, busy, source "
+     "limits)."},
+    {"source_limited", "rkv_connections_source_limited_total", kC,
+     "Of rkv_connections_rejected_total: refused by a per-source-address limit "
+     "(--max_conns_per_source, --max_connects_per_source_per_s)."},
+    {"exchanges_refused_busy", "rkv_exchanges_refused_busy_total", kC,
+     "Manual-mode parameter exchanges refused: too many in progress (--max_pending)."},
+    {"setup_timeouts", "rkv_connection_setup_timeouts_total", kC,
+     "Connections closed because setup did not finish within --accept_timeout."},
+    {"opens", "rkv_opens_total", kC, "Successful OPENs (authenticated when auth is on)."},
+    {"opens_refused", "rkv_opens_refused_total", kC,
+     "Failed OPENs and requests before OPEN (the connection is then dropped)."},
+    {"open_timeouts", "rkv_open_timeouts_total", kC,
+     "Connections closed because no OPEN came within 2 x --accept_timeout."},
+    {"peers_dead", "rkv_peers_dead_total", kC,
+     "Connections closed by keepalive failure or silence past --peer_timeout."},
+    {"qp_async_errors", "rkv_qp_async_errors_total", kC,
+     "Connections closed by a QP async error event."},
+    {"qps_leaked", "rkv_qps_leaked_total", kC, "QPs that did not drain in time (never reused)."},
+    {"clients_dropped", "rkv_clients_dropped_total", kC,
+     "Connections closed for misbehaving, by reason: malformed (more than the allowed malformed "
+     "requests), credit_overrun (more requests outstanding than their credits).",
+     "reason=malformed"},
+    {"credit_drops", "rkv_clients_dropped_total", kC, "", "reason=credit_overrun"},
+    {"rpc_bad_request", "rkv_requests_malformed_total", kC,
+     "Requests that did not decode (answered BAD_REQUEST)."},
+    {"rpc_errors", "rkv_rpc_errors_total", kC,
+     "Requests answered with an error other than NOT_FOUND."},
+    {"keepalives_sent", "rkv_keepalives_sent_total", kC,
+     "Keepalives (zero-length RDMA WRITEs) sent to silent clients."},
+    {"srq_limit_events", "rkv_srq_limit_events_total", kC,
+     "Times the shared receive queue ran low and its reserve buffers were posted."},
+    {"request_credits", "rkv_request_credits", kG,
+     "Requests a client may have outstanding (--credits)."},
+    {"entries", "rkv_table_entries", kG, "Keys stored."},
+    {"entry_capacity", "rkv_table_entry_capacity", kG,
+     "Entry slots of the index (buckets x 7 plus overflow slots)."},
+    {"load_factor", "rkv_table_load_factor", kG, "rkv_table_entries / rkv_table_entry_capacity."},
+    {"overflow_entries", "rkv_table_overflow_entries", kG, "Entries in overflow slots."},
+    {"num_buckets", "rkv_table_buckets", kG, "Index buckets."},
+    {"region_size", "rkv_region_size_bytes", kG,
+     "Size of the registered region (index, overflow and value heap; --memory)."},
+    {"heap_bytes_in_use", "rkv_heap_used_bytes", kG,
+     "Value heap bytes in live blocks (values and headers, rounded)."},
+    {"heap_capacity", "rkv_heap_capacity_bytes", kG, "Value heap size."},
+    {"heap_log_bytes", "rkv_heap_log_bytes", kG,
+     "Value heap bytes between the log's tail and head (dead blocks and padding too)."},
+    {"heap_blocks_moved", "rkv_heap_blocks_moved_total", kC,
+     "Live heap blocks moved to make room."},
+    {"heap_bytes_moved", "rkv_heap_moved_bytes_total", kC, "Bytes of live heap blocks moved."},
+    {"workers", "rkv_workers", kG, "Worker threads (--workers)."},
+    {"durable", "rkv_durable", kG, "1 with --data_dir (write-ahead log), 0 memory-only."},
+    {"wal_records", "rkv_wal_records_total", kC, "Write-ahead log records written."},
+    {"wal_failures", "rkv_wal_failures_total", kC, "Write-ahead log writes or syncs that failed."},
+    {"wal_batches", "rkv_wal_batches_total", kC,
+     "Write-ahead log writes (group commit: fewer than records)."},
+    {"wal_syncs", "rkv_wal_syncs_total", kC, "fdatasync calls on the write-ahead log."},
+    {"wal_file_bytes", "rkv_wal_file_bytes", kG, "Bytes in the current log file."},
+    {"wal_generation", "rkv_wal_generation", kG, "Generation of the current log file."},
+    {"wal_broken", "rkv_wal_broken", kG, "1 when the log is broken and writes are refused."},
+    {"snapshots_taken", "rkv_snapshots_taken_total", kC, "Snapshots written."},
+    {"snapshots_failed", "rkv_snapshots_failed_total", kC, "Snapshots that failed."},
+    {"snapshot_running", "rkv_snapshot_running", kG, "1 while a snapshot is being written."},
+    {"snapshot_last_entries", "rkv_snapshot_last_entries", kG, "Entries in the last snapshot."},
+    {"snapshot_last_bytes", "rkv_snapshot_last_bytes", kG, "Size of the last snapshot."},
+    {"snapshot_last_ms", "rkv_snapshot_last_duration_seconds", kG, "Time the last snapshot took.",
+     nullptr, 0.001},
+};
+
+// Figures with a dedicated metric elsewhere (rkv_rpcs_total) or a label (instance_id).
+bool Skipped(const char* stat) {
+  static const char* const kSkip[] = {"instance_id", "rpc_put",    "rpc_delete",
+                                      "rpc_stats",   "rpc_params", "rpc_snapshot"};
+  for (const char* s : kSkip)
+    if (std::strcmp(s, stat) == 0) return true;
+  return false;
+}
+
+const Mapping* Find(const char* stat) {
+  for (const Mapping& m : kMappings)
+    if (std::strcmp(m.stat, stat) == 0) return &m;
+  return nullptr;
+}
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+MetricsRegistry::MetricsRegistry(Sources sources, std::chrono::milliseconds min_interval)
+    : sources_(std::move(sources)), min_interval_(min_interval), start_time_s_(WallSeconds()) {}
+
+std::vector<MetricFamily> MetricsRegistry::Families(const std::vector<StatValue>& stats,
+                                                    const RpcMetrics* rpcs, double start_time_s) {
+  std::vector<MetricFamily> out;
+  std::map<std::string, size_t> index;
+  auto family = [&](const std::string& name, MetricType type,
+                    const std::string& help) -> MetricFamily& {
+    auto it = index.find(name);
+    if (it != index.end()) return out[it->second];
+    index.emplace(name, out.size());
+    out.push_back(MetricFamily{name, help, type, {}});
+    return out.back();
+  };
+
+  family("rkv_up", kG, "1 while kvserver serves.").Add({}, 1);
+  family("rkv_build_info", kG, "Build of this kvserver (the value is 1).")
+      .Add({{"version", RKV_VERSION}}, 1);
+  family("rkv_start_time_seconds", kG, "When this kvserver started, Unix time.")
+      .AddDouble({}, start_time_s);
+
+  uint64_t heap_used = 0, heap_capacity = 0;
+  bool have_used = false, have_capacity = false;
+  for (const StatValue& s : stats) {
+    if (std::strcmp(s.name, "instance_id") == 0) {
+      family("rkv_instance_info", kG,
+             "This server instance (instance_id changes at every start; the value is 1).")
+          .Add({{"instance_id", std::to_string(s.u)}}, 1);
+      continue;
+    }
+    if (Skipped(s.name)) continue;
+    if (std::strcmp(s.name, "heap_bytes_in_use") == 0) have_used = true, heap_used = s.u;
+    if (std::strcmp(s.name, "heap_capacity") == 0) have_capacity = true, heap_capacity = s.u;
+    const Mapping* m = Find(s.name);
+    if (m == nullptr) {
+      std::string name = std::string("rkv_stat_") + s.name;
+      if (!IsValidMetricName(name)) continue;
+      MetricFamily& f = family(name, kG, std::string("The `kvctl stats` figure ") + s.name + ".");
+      if (s.is_double) {
+        f.AddDouble({}, s.d);
+      } else {
+        f.Add({}, s.u);
+      }
+      continue;
+    }
+    MetricFamily& f = family(m->family, m->type, m->help);
+    if (f.help.empty()) f.help = m->help;
+    Labels labels;
+    if (m->label != nullptr) {
+      const char* eq = std::strchr(m->label, '=');
+      labels.emplace_back(std::string(m->label, eq), std::string(eq + 1));
+    }
+    if (s.is_double || m->scale != 1) {
+      f.AddDouble(std::move(labels), (s.is_double ? s.d : double(s.u)) * m->scale);
+    } else {
+      f.Add(std::move(labels), s.u);
+    }
+  }
+  if (have_used && have_capacity) {
+    family("rkv_heap_free_bytes", kG,
+           "rkv_heap_capacity_bytes - rkv_heap_used_bytes (TABLE_FULL comes at about 200 KiB).")
+        .Add({}, heap_capacity > heap_used ? heap_capacity - heap_used : 0);
+  }
+
+  if (rpcs != nullptr) {
+    MetricFamily& total = family(
+        "rkv_rpcs_total", kC,
+        "Replies posted, by request type (op; unknown: did not decode) and reply status (code). "
+        "GETs are one-sided READs and never reach the server.");
+    MetricFamily& latency =
+        family("rkv_request_duration_seconds", MetricType::kHistogram,
+               "Time from a request's receive completion being polled to its reply being posted "
+               "(durable PUT/DELETE: including the write-ahead log commit).");
+    for (size_t op = 0; op < RpcMetrics::kOps; ++op) {
+      // OPEN is answered OK or UNAUTHENTICATED; the rest show OK always and other codes once seen.
+      for (size_t code = 0; code < RpcMetrics::kCodes; ++code) {
+        uint64_t v = rpcs->replies(op, code);
+        if (v == 0 && !(code == 0 && op > 0)) continue;
+        total.Add({{"op", RpcMetrics::OpName(op)}, {"code", RpcMetrics::CodeLabel(code)}}, v);
+      }
+      if (op == 0) continue;  // malformed requests: counted, not timed separately
+      AddHistogram(&latency, {{"op", RpcMetrics::OpName(op)}}, rpcs->latency(op).Read());
+    }
+  }
+  return out;
+}
+
+std::string MetricsRegistry::Render() {
+  std::lock_guard<std::mutex> l(mu_);
+  auto now = std::chrono::steady_clock::now();
+  if (have_page_ && now - rendered_ < min_interval_) return page_;
+  std::vector<StatValue> stats;
+  if (sources_.stats) stats = sources_.stats();
+  page_ = RenderPrometheusText(Families(stats, sources_.rpcs, start_time_s_));
+  rendered_ = now;
+  have_page_ = true;
+  return page_;
+}
+
+}  // namespace rkv::metrics
