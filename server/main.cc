@@ -70,13 +70,13 @@ DEFINE_string(recover, "strict",
               "the damage and drop the rest (named in the log)");
 DEFINE_string(snapshot_log_size, "64M",
               "take a snapshot when the log file grows past this (0: only on kvctl snapshot)");
-DEFINE_int32(write_threads, 16,
-             "with --data_dir: threads executing PUT/DELETE (concurrent writes share a sync)");
-
 DEFINE_string(metrics_listen, "",
               "ADDR:PORT to serve Prometheus metrics on over HTTP (GET /metrics; "
               "docs/metrics.md); empty: off. Anyone who reaches it can read the figures (no "
               "secrets): prefer a management address");
+DEFINE_int32(write_threads, 16,
+             "with --data_dir: threads executing PUT/DELETE (concurrent writes share a sync)");
+
 namespace {
 rkv::Server* g_server = nullptr;
 void OnSignal(int) {
@@ -163,16 +163,16 @@ int main(int argc, char** argv) {
   if (FLAGS_client_rkeys != "auto" && FLAGS_client_rkeys != "registration")
     return Fail("--client_rkeys must be auto or registration (got '" + FLAGS_client_rkeys + "')");
   o.rkey_registration = FLAGS_client_rkeys == "registration";
+  if (!FLAGS_metrics_listen.empty()) {
+    s = rkv::ParseHostPort(FLAGS_metrics_listen, &o.metrics_host, &o.metrics_port);
+    if (!s.ok()) return Fail("--metrics_listen=" + FLAGS_metrics_listen + ": " + s.message());
+  }
   s = rkv::auth::CheckListen(o.host, !o.auth_token.empty(), o.allow_unauthenticated);
   if (!s.ok()) return Fail("--listen=" + FLAGS_listen + ": " + s.message());
 
   rkv::Server server(o);
   s = server.Start();
   if (!s.ok()) return Fail(s.ToString());
-  if (!FLAGS_metrics_listen.empty()) {
-    s = rkv::ParseHostPort(FLAGS_metrics_listen, &o.metrics_host, &o.metrics_port);
-    if (!s.ok()) return Fail("--metrics_listen=" + FLAGS_metrics_listen + ": " + s.message());
-  }
   g_server = &server;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);

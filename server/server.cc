@@ -28,8 +28,8 @@ Server::~Server() {
 }
 
 void Server::StopThreads() {
-  stop_.store(true);
   if (metrics_http_) metrics_http_->Stop();  // first: it reads the table and the log
+  stop_.store(true);
   if (manual_) manual_->Join();
   if (async_) async_->Join();
   for (auto& w : workers_) w->Join();
@@ -209,16 +209,16 @@ Status Server::Start() {
   wenv.region = region_.get();
   wenv.region_size = opt_.memory;
   wenv.windows = windows_;
-  // Every QP of a worker may have its full send queue and its share of receives outstanding.
-  int per_worker = (opt_.max_connections + opt_.workers - 1) / opt_.workers;
-  int cqe = int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64;
-  for (int w = 0; w < opt_.workers; ++w) {
   if (writes_) {
     write_received_.assign(size_t(opt_.max_connections) * size_t(slots + 1), {});
     write_ring_head_.assign(size_t(opt_.max_connections), 0);
     wenv.write_received = write_received_.data();
     wenv.write_ring_head = write_ring_head_.data();
   }
+  // Every QP of a worker may have its full send queue and its share of receives outstanding.
+  int per_worker = (opt_.max_connections + opt_.workers - 1) / opt_.workers;
+  int cqe = int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64;
+  for (int w = 0; w < opt_.workers; ++w) {
     workers_.push_back(std::make_unique<Worker>(w, wenv));
     s = workers_.back()->Init(ctx_, cqe);
     if (!s.ok()) return s;
@@ -258,13 +258,13 @@ Status Server::Start() {
     LOG(INFO) << "manual-mode connections: parameters exchanged over " << manual_->Describe();
   }
 
+  s = StartMetrics();
+  if (!s.ok()) return s;
   LOG(INFO) << "kvserver listening on " << opt_.host << ":" << cm_->bound_port() << " device "
             << ibv_get_device_name(ctx_->device) << " instance " << instance_id_;
   if (opt_.auth_token.empty())
     LOG(WARNING) << "no --auth_token_file: any host that can reach " << opt_.host << ":"
                  << cm_->bound_port() << " can read and write every key";
-  s = StartMetrics();
-  if (!s.ok()) return s;
   else
     LOG(INFO) << "authentication on: clients must prove the token of --auth_token_file";
   LOG(INFO) << "private rkeys: "

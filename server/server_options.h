@@ -55,12 +55,12 @@ struct ServerOptions {
   // memory window when the device has them, else a registration of its own; true: always a
   // registration of its own (ibv_reg_mr_iova), e.g. to compare their cost.
   bool rkey_registration = false;
-  ExchangeOptions exchange;  // kRdmaCm: rdma_cm only; else also manual mode over this method
-  QpSettings qp;             // connection parameters (docs/connection.md)
-};
   // Prometheus endpoint (kvserver --metrics_listen; docs/metrics.md). Empty host: none.
   std::string metrics_host;
   uint16_t metrics_port = 0;
+  ExchangeOptions exchange;  // kRdmaCm: rdma_cm only; else also manual mode over this method
+  QpSettings qp;             // connection parameters (docs/connection.md)
+};
 
 // Unacknowledged requests tolerated beyond the announced credits: a reply the client has
 // received may not have completed at the server yet (acknowledgements can be coalesced).
