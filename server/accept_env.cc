@@ -57,14 +57,18 @@ std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, C
 }
 
 Status AdmitSource(const AcceptEnv& env, const sockaddr* addr, SourceLimiter::Lease* lease) {
-  if (env.limiter == nullptr || addr == nullptr) return Status::Ok();
+  if (env.limiter == nullptr) return Status::Ok();
+  // Fail closed: a connection whose source cannot be named is not let past the limits.
+  if (addr == nullptr) return Status(Code::kProtocolError, "no source address for the connection");
   char text[INET6_ADDRSTRLEN] = {0};
   if (addr->sa_family == AF_INET) {
     inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(addr)->sin_addr, text, sizeof text);
   } else if (addr->sa_family == AF_INET6) {
     inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr, text, sizeof text);
   } else {
-    return Status::Ok();
+    return Status(Code::kProtocolError, "source address of family " +
+                                            std::to_string(addr->sa_family) +
+                                            " (not IPv4 or IPv6): refused");
   }
   Status s = env.limiter->Admit(text, SourceLimiter::Clock::now(), lease);
   if (s.ok()) return s;

@@ -56,8 +56,9 @@ std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, C
                               rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn,
                               SourceLimiter::Lease lease = {});
 
-// Admits a connection attempt from `addr` (an IPv4/IPv6 sockaddr; others pass unchecked):
-// *lease holds it, or the Status (Code::kBusy, message starting "BUSY: ") says which limit.
+// Admits a connection attempt from `addr` (an IPv4/IPv6 sockaddr): *lease holds it, or the
+// Status (Code::kBusy, message starting "BUSY: ") says which limit. Fails closed: a null
+// address or another family is refused (Code::kProtocolError). No limiter: always Ok.
 [[nodiscard]] Status AdmitSource(const AcceptEnv& env, const sockaddr* addr,
                                  SourceLimiter::Lease* lease);
 

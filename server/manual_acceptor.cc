@@ -48,10 +48,13 @@ void ManualAcceptor::Loop() {
     auto lease = std::make_shared<SourceLimiter::Lease>();
     if (ch) {
       sockaddr_storage peer{};
-      Status admitted =
-          ch->PeerAddress(&peer)
-              ? AdmitSource(env_, reinterpret_cast<const sockaddr*>(&peer), lease.get())
-              : Status::Ok();
+      // A tcp channel always has the address accept4 named; one without is refused (fail
+      // closed). File and etcd channels have none: their access is the directory's or etcd's.
+      Status admitted;
+      if (ch->PeerAddress(&peer))
+        admitted = AdmitSource(env_, reinterpret_cast<const sockaddr*>(&peer), lease.get());
+      else if (env_.opt->exchange.method == Exchange::kTcp)
+        admitted = Status(Code::kProtocolError, "no peer address for the tcp connection");
       if (!admitted.ok()) {
         Refuse(ch.get(), admitted.code(), "server: " + admitted.message());
         Linger(std::move(ch));
@@ -208,7 +211,12 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, SourceLi
     return nullptr;
   }
   sockaddr_storage from{};
-  s = CheckPeerGid(m.params, ch->PeerAddress(&from) ? &from : nullptr);
+  const bool has_address = ch->PeerAddress(&from);
+  if (!has_address && o.exchange.method == Exchange::kTcp) {  // fail closed (Loop refuses it too)
+    Refuse(ch, Code::kProtocolError, "server: no peer address for the tcp connection");
+    return nullptr;
+  }
+  s = CheckPeerGid(m.params, has_address ? &from : nullptr);
   if (!s.ok()) {
     Refuse(ch, s.code(), "server: " + s.message());
     return nullptr;

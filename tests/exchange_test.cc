@@ -19,6 +19,7 @@
 #include "common/exchange/file_mailbox.h"
 #include "common/exchange/mailbox_channel.h"
 #include "common/exchange/tcp_exchange.h"
+#include "server/peer_gid.h"
 
 namespace rkv {
 namespace {
@@ -177,6 +178,48 @@ TEST(Exchange, TcpDribblingPeerGetsOneDeadlineForTheWholeMessage) {
   EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
   EXPECT_GE(took, std::chrono::milliseconds(390));
   EXPECT_LT(took, std::chrono::milliseconds(600));
+}
+
+// Review 12, finding 2: a peer that sends its PARAMS and resets the connection (SO_LINGER 0)
+// before the server accepts it leaves a socket whose data is still readable but whose
+// getpeername fails (ENOTCONN). The channel keeps the address accept4 named, so the per-address
+// limits and the GID check still see where it came from.
+TEST(Exchange, TcpResetPeerKeepsTheAddressAcceptNamed) {
+  std::unique_ptr<ExchangeListener> listener;
+  uint16_t port = 0;
+  for (uint16_t p = 47940; p < 47960 && port == 0; ++p)
+    if (TcpListener::Listen("127.0.0.1", p, &listener).ok()) port = p;
+  ASSERT_NE(port, 0);
+  ExchangeMsg m;
+  m.type = MsgType::kParams;
+  m.params.link_layer = kLinkEthernet;
+  ASSERT_EQ(inet_pton(AF_INET6, "::ffff:10.9.9.9", m.params.gid), 1);  // a third host
+  const std::string bytes = EncodeExchangeMsg(m);
+  int raw = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(raw, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(send(raw, bytes.data(), bytes.size(), 0), ssize_t(bytes.size()));
+  linger lg{1, 0};
+  ASSERT_EQ(setsockopt(raw, SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+  close(raw);  // RST
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+
+  std::unique_ptr<ExchangeChannel> ch;
+  ASSERT_TRUE(listener->Accept(&ch, 2000).ok());
+  ASSERT_NE(ch, nullptr);
+  sockaddr_storage peer{};
+  ASSERT_TRUE(ch->PeerAddress(&peer)) << "the reset peer's address is lost";
+  ASSERT_EQ(peer.ss_family, AF_INET);
+  EXPECT_EQ(reinterpret_cast<const sockaddr_in*>(&peer)->sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+  ExchangeMsg got;
+  Status s = ch->Receive(&got, 1000);
+  if (s.ok()) {  // the record is still readable: the GID check must see the address
+    Status gid = CheckPeerGid(got.params, &peer);
+    EXPECT_FALSE(gid.ok()) << "third host's GID ::ffff:10.9.9.9 accepted from 127.0.0.1";
+  }
 }
 
 TEST(Exchange, TcpConnectRefusedSaysSo) {

@@ -47,7 +47,7 @@ Status TcpChannel::Connect(const std::string& host, uint16_t port, int timeout_m
   if (!s.ok()) return s;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return ErrnoStatus("socket", errno);
-  auto channel = std::make_unique<TcpChannel>(fd, Where(addr));
+  auto channel = std::make_unique<TcpChannel>(fd, Where(addr), addr);
   if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     if (errno != EINPROGRESS)
       return ErrnoStatus("connect(tcp exchange " + Where(addr) + ")", errno);
@@ -77,8 +77,10 @@ TcpChannel::~TcpChannel() {
 }
 
 bool TcpChannel::PeerAddress(sockaddr_storage* out) const {
-  socklen_t len = sizeof *out;
-  return getpeername(fd_, reinterpret_cast<sockaddr*>(out), &len) == 0;
+  if (peer_addr_.sin_family != AF_INET) return false;
+  *out = sockaddr_storage{};
+  std::memcpy(out, &peer_addr_, sizeof peer_addr_);
+  return true;
 }
 
 uint32_t TcpChannel::LocalIpv4() const {
@@ -198,7 +200,11 @@ Status TcpListener::Accept(std::unique_ptr<ExchangeChannel>* out, int timeout_ms
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  *out = std::make_unique<TcpChannel>(fd, Where(peer));
+  if (len < socklen_t(sizeof peer) || peer.sin_family != AF_INET) {  // cannot be: AF_INET socket
+    close(fd);
+    return Status::Ok();
+  }
+  *out = std::make_unique<TcpChannel>(fd, Where(peer), peer);
   return Status::Ok();
 }
 

@@ -11,6 +11,8 @@
 #ifndef RKV_COMMON_EXCHANGE_TCP_EXCHANGE_H_
 #define RKV_COMMON_EXCHANGE_TCP_EXCHANGE_H_
 
+#include <netinet/in.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -23,13 +25,17 @@ class TcpChannel : public ExchangeChannel {
  public:
   [[nodiscard]] static Status Connect(const std::string& host, uint16_t port, int timeout_ms,
                                       std::unique_ptr<ExchangeChannel>* out);
-  explicit TcpChannel(int fd, std::string peer) : fd_(fd), peer_(std::move(peer)) {}
+  // peer_addr: the peer's address as connect or accept4 gave it (PeerAddress returns it).
+  TcpChannel(int fd, std::string peer, const sockaddr_in& peer_addr)
+      : fd_(fd), peer_(std::move(peer)), peer_addr_(peer_addr) {}
   ~TcpChannel() override;
   Status Send(const ExchangeMsg& m) override;
   Status Receive(ExchangeMsg* m, int timeout_ms) override;
   bool PeerGone() override;
   std::string Describe() const override { return "tcp " + peer_; }
   uint32_t LocalIpv4() const override;
+  // The address accept4 (or connect) named, not getpeername's: a peer that has already reset
+  // the connection still has its address (getpeername would fail with ENOTCONN).
   bool PeerAddress(sockaddr_storage* out) const override;
 
  private:
@@ -38,6 +44,7 @@ class TcpChannel : public ExchangeChannel {
                   int timeout_ms);
   int fd_;
   std::string peer_;
+  sockaddr_in peer_addr_;
 };
 
 class TcpListener : public ExchangeListener {
