@@ -58,6 +58,14 @@ SourceLimiter::SourceLimiter(const Limits& limits)
     : state_(std::make_shared<Lease::State>(limits)) {}
 
 Status SourceLimiter::Admit(const std::string& source, Clock::time_point now, Lease* lease) {
+  Status s = Count(source, now);
+  // Outside the lock: a share *lease held before is released by this assignment, and its
+  // Release takes the same mutex.
+  if (s.ok()) *lease = Lease(state_, source);
+  return s;
+}
+
+Status SourceLimiter::Count(const std::string& source, Clock::time_point now) {
   const Limits& lim = state_->limits;
   MutexLock l(&state_->mu);
   auto& sources = state_->sources;
@@ -99,7 +107,6 @@ Status SourceLimiter::Admit(const std::string& source, Clock::time_point now, Le
     return Status(Code::kBusy, source + " already has " + std::to_string(e.connections) +
                                    " connections (--max_conns_per_source); try again later");
   ++e.connections;
-  *lease = Lease(state_, source);
   return Status::Ok();
 }
 

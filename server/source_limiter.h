@@ -63,7 +63,8 @@ class SourceLimiter {
   explicit SourceLimiter(const Limits& limits);
 
   // An attempt from `source` at `now`: *lease holds one connection of it, or the Status says
-  // why not (Code::kBusy naming the limit).
+  // why not (Code::kBusy naming the limit). A share *lease already held (of any source) is
+  // released when the new one replaces it; on refusal *lease is left as it was.
   [[nodiscard]] Status Admit(const std::string& source, Clock::time_point now, Lease* lease);
 
   // Live connections counted for `source` (tests and stats).
@@ -71,6 +72,8 @@ class SourceLimiter {
   size_t tracked() const;
 
  private:
+  // Admit's checks and counting, under the mutex.
+  Status Count(const std::string& source, Clock::time_point now);
   std::shared_ptr<Lease::State> state_;
 };
 

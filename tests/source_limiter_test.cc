@@ -96,6 +96,26 @@ TEST(SourceLimiter, TableIsBoundedAndForgetsIdleAddressesFirst) {
   EXPECT_EQ(lim.tracked(), 4u);
 }
 
+// Review 12, finding 8: Admit into a Lease that already holds a share replaced it under the
+// limiter's mutex, and the old share's Release took the same mutex again (self-deadlock).
+TEST(SourceLimiter, AdmitIntoAHeldLeaseReleasesTheOldShare) {
+  SourceLimiter lim(L(2, 0, 0, 16));
+  const auto t = Clock::now();
+  SourceLimiter::Lease l;
+  ASSERT_TRUE(lim.Admit("10.0.0.1", t, &l).ok());
+  ASSERT_TRUE(lim.Admit("10.0.0.1", t, &l).ok());  // same source: one share replaces the other
+  EXPECT_EQ(lim.Connections("10.0.0.1"), 1u);
+  ASSERT_TRUE(lim.Admit("10.0.0.2", t, &l).ok());  // another source
+  EXPECT_EQ(lim.Connections("10.0.0.1"), 0u);
+  EXPECT_EQ(lim.Connections("10.0.0.2"), 1u);
+  // A refusal leaves the held share alone.
+  SourceLimiter::Lease other;
+  ASSERT_TRUE(lim.Admit("10.0.0.2", t, &other).ok());
+  ASSERT_FALSE(lim.Admit("10.0.0.2", t, &l).ok());  // the cap of 2 is full
+  EXPECT_TRUE(l.held());
+  EXPECT_EQ(lim.Connections("10.0.0.2"), 2u);
+}
+
 TEST(SourceLimiter, LeaseMayOutliveTheLimiter) {
   SourceLimiter::Lease l;
   {
