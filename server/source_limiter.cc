@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <list>
 #include <utility>
 
 namespace rkv {
@@ -16,15 +17,37 @@ std::string Number(double v) {
 }  // namespace
 
 struct SourceLimiter::Lease::State {
+  // Keys of idle entries (no live connection), least recently used first; a key points at the
+  // key of its node in `sources` (stable until that node is erased).
+  using IdleList = std::list<const std::string*>;
   struct Entry {
     uint32_t connections = 0;
     double tokens = 0;
     Clock::time_point last;  // last attempt (token refill reference)
+    bool idle = false;       // in `idle` (connections == 0)
+    IdleList::iterator idle_pos;
   };
+  using Map = std::unordered_map<std::string, Entry>;
   explicit State(const Limits& l) : limits(l) {}
+  // O(1) bookkeeping of the idle list (mu held).
+  void MarkIdle(Map::iterator it) REQUIRES(mu) {  // also: used again, goes to the back
+    Entry& e = it->second;
+    if (e.idle) {
+      idle.splice(idle.end(), idle, e.idle_pos);
+    } else {
+      e.idle_pos = idle.insert(idle.end(), &it->first);
+      e.idle = true;
+    }
+  }
+  void MarkBusy(Entry* e) REQUIRES(mu) {
+    if (!e->idle) return;
+    idle.erase(e->idle_pos);
+    e->idle = false;
+  }
   const Limits limits;
   mutable Mutex mu;
-  std::unordered_map<std::string, Entry> sources GUARDED_BY(mu);
+  Map sources GUARDED_BY(mu);
+  IdleList idle GUARDED_BY(mu);
 };
 
 SourceLimiter::Lease::~Lease() { Release(); }
@@ -49,7 +72,9 @@ void SourceLimiter::Lease::Release() {
   {
     MutexLock l(&state_->mu);
     auto it = state_->sources.find(source_);
-    if (it != state_->sources.end() && it->second.connections > 0) --it->second.connections;
+    if (it != state_->sources.end() && it->second.connections > 0 &&
+        --it->second.connections == 0)
+      state_->MarkIdle(it);
   }
   state_.reset();
 }
@@ -69,19 +94,16 @@ Status SourceLimiter::Count(const std::string& source, Clock::time_point now) {
   const Limits& lim = state_->limits;
   MutexLock l(&state_->mu);
   auto& sources = state_->sources;
+  auto& idle = state_->idle;
   auto it = sources.find(source);
   if (it == sources.end()) {
     if (sources.size() >= std::max<size_t>(lim.max_sources, 1)) {
-      // Forget the idle address whose last attempt is oldest.
-      auto victim = sources.end();
-      for (auto j = sources.begin(); j != sources.end(); ++j) {
-        if (j->second.connections == 0 &&
-            (victim == sources.end() || j->second.last < victim->second.last))
-          victim = j;
-      }
-      if (victim == sources.end())
+      // Forget the idle address used least recently (O(1): the front of the idle list).
+      if (idle.empty())
         return Status(Code::kBusy, "server tracks " + std::to_string(sources.size()) +
                                        " addresses that all hold connections; try again later");
+      auto victim = sources.find(*idle.front());
+      idle.pop_front();
       sources.erase(victim);
     }
     Lease::State::Entry e;
@@ -90,6 +112,7 @@ Status SourceLimiter::Count(const std::string& source, Clock::time_point now) {
     it = sources.emplace(source, e).first;
   }
   Lease::State::Entry& e = it->second;
+  if (e.connections == 0) state_->MarkIdle(it);  // used now: the back of the idle list
   if (lim.attempts_per_s > 0) {
     const double elapsed = std::chrono::duration<double>(now - e.last).count();
     if (elapsed > 0)
@@ -107,6 +130,7 @@ Status SourceLimiter::Count(const std::string& source, Clock::time_point now) {
     return Status(Code::kBusy, source + " already has " + std::to_string(e.connections) +
                                    " connections (--max_conns_per_source); try again later");
   ++e.connections;
+  state_->MarkBusy(&e);
   return Status::Ok();
 }
 

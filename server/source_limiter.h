@@ -8,8 +8,9 @@
 // Admit() is called for every attempt; it spends a token and, if the source is under its
 // connection cap, returns a Lease that counts as one of its connections until the Lease is
 // destroyed (when the connection is torn down; also when the attempt fails later in setup).
-// Bounds: at most `max_sources` addresses are tracked. When the table is full, an address with
-// no live connection and the oldest last attempt is forgotten (its bucket starts full again);
+// Bounds: at most `max_sources` addresses are tracked. When the table is full, the address with
+// no live connection that was used least recently (its last attempt, or its last connection
+// going away) is forgotten (its bucket starts full again), in O(1) (a list of idle addresses);
 // if every tracked address holds connections, a new address is refused (more live connections
 // than max_sources cannot exist when max_sources >= --max_connections, which Server ensures).
 // Thread safety: every method is thread-safe (mu_). A Lease may be destroyed on any thread.
