@@ -6,6 +6,7 @@
 
 #include "common/exchange/exchange.h"
 #include "common/parse.h"
+#include "common/printable.h"
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
 #include "common/verbs/rdma.h"
@@ -74,16 +75,19 @@ Status CheckConnection(const std::string& address, const Options& o, std::string
   ExchangeMsg r;
   s = ch->Receive(&r, o.exchange.timeout_ms);
   if (!s.ok()) return s;
-  if (r.type == MsgType::kError) return Status(r.code, "server: " + r.text);
+  // The server's words are escaped (Printable) before they reach a message or the terminal.
+  const std::string server_text = Printable(r.text, 2048);
+  if (r.type == MsgType::kError) return Status(r.code, "server: " + server_text);
   if (r.type != MsgType::kCheckReply)
     return Status(Code::kProtocolError, "expected the server's check reply");
   std::string mine = CheckParams(m.params, r.params, qs);
   *report = "exchange " + ch->Describe() + " (QP numbers are 0: no QP is connected)\n" +
             FormatParamTable(m.params, r.params) +
-            "server-side validator: " + (r.text.empty() ? "OK" : r.text) + "\n" +
+            "server-side validator: " + (r.text.empty() ? "OK" : server_text) + "\n" +
             "client-side validator: " + (mine.empty() ? "OK" : mine) + "\n";
   if (!r.text.empty() || !mine.empty())
-    return Status(Code::kParamMismatch, !r.text.empty() ? "server: " + r.text : "client: " + mine);
+    return Status(Code::kParamMismatch,
+                  !r.text.empty() ? "server: " + server_text : "client: " + mine);
   return Status::Ok();
 }
 

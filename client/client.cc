@@ -7,6 +7,7 @@
 
 #include "client/client_impl.h"
 #include "common/parse.h"
+#include "common/printable.h"
 
 namespace rkv {
 
@@ -80,7 +81,7 @@ Status ClientImpl::RpcStatus(wire::Op op, std::string_view key, std::string_view
   s = conn_->Rpc(op, key, value, &code, payload ? payload : &msg);
   if (!s.ok()) return s;
   if (code == Code::kOk) return Status::Ok();
-  return Status(code, payload ? *payload : msg);
+  return Status(code, Printable(payload ? *payload : msg, 2048));  // the server's words, escaped
 }
 
 Status ClientImpl::Put(std::string_view key, std::string_view value) {

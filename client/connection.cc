@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/auth.h"
+#include "common/printable.h"
 #include "common/secure_random.h"
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
@@ -160,7 +161,7 @@ Status Connection::OpenManual(const std::string& host, uint16_t port) {
   if (!s.ok()) return Status(s.code(), where + ": " + s.message());
   if (reply.type == MsgType::kError)
     return Status(reply.code == Code::kOk ? Code::kProtocolError : reply.code,
-                  "server refused the connection (" + where + "): " + reply.text);
+                  "server refused the connection (" + where + "): " + Printable(reply.text, 2048));
   if (reply.type != MsgType::kParams || !reply.has_hello)
     return Status(Code::kProtocolError, where + ": expected the server's parameters");
   const ConnParams& peer = reply.params;
@@ -207,8 +208,9 @@ Status Connection::SendOpen() {
   s = Rpc(wire::Op::kOpen, {}, std::string_view(reinterpret_cast<const char*>(&req), sizeof req),
           &code, &payload);
   if (!s.ok()) return s;
-  if (code == Code::kUnauthenticated) return Status(code, "server refused OPEN: " + payload);
-  if (code != Code::kOk) return Status(code, "OPEN: " + payload);
+  if (code == Code::kUnauthenticated)
+    return Status(code, "server refused OPEN: " + Printable(payload, 2048));
+  if (code != Code::kOk) return Status(code, "OPEN: " + Printable(payload, 2048));
   // The proof covers the whole reply: checked before any field of it is decoded or used.
   if (required && !auth::VerifyOpenProof(token, t, payload))
     return Status(Code::kUnauthenticated,
@@ -254,7 +256,8 @@ Status Connection::FinishOpen(const std::string& host, uint16_t port) {
   std::string payload;
   s = Rpc(wire::Op::kParams, {}, {}, &code, &payload);
   if (!s.ok()) return s;
-  if (code != Code::kOk) return Status(code, "reading the server's parameters: " + payload);
+  if (code != Code::kOk)
+    return Status(code, "reading the server's parameters: " + Printable(payload, 2048));
   s = DecodeConnParams(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), &i.peer);
   if (!s.ok()) return s;
   if (i.peer.qp_num != peer_seen.qp_num)

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "common/printable.h"
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
 #include "server/peer_gid.h"
@@ -250,11 +251,16 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, SourceLi
   s = ch->Send(reply);
   ExchangeMsg ready;
   if (s.ok()) s = ch->Receive(&ready, left_ms());
-  if (s.ok() && ready.type == MsgType::kError) s = Status(ready.code, ready.text);
+  // The client's own words: escaped (Printable), as they go to the log and the close reason.
+  if (s.ok() && ready.type == MsgType::kError)
+    s = Status(ready.code, "client: " + Printable(ready.text));
   if (s.ok() && ready.type != MsgType::kReady)
     s = Status(Code::kProtocolError, "expected READY from the client");
   if (!s.ok()) {
-    LOG(WARNING) << "manual connection (" << where << ") failed: " << s.ToString();
+    uint64_t held_back = 0;
+    if (refusal_log_.Admit(LogThrottle::Clock::now(), &held_back))
+      LOG(WARNING) << "manual connection (" << where << ") failed: " << s.ToString()
+                   << HeldBackNote(held_back);
     if (s.code() == Code::kTimeout)
       env_.counters->setup_timeouts.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose("handshake failed: " + s.message());

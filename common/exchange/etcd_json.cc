@@ -4,6 +4,8 @@
 #include <exception>
 #include <nlohmann/json.hpp>
 
+#include "common/printable.h"
+
 namespace rkv {
 namespace {
 using json = nlohmann::json;
@@ -201,20 +203,7 @@ bool DecodeBase64(std::string_view in, std::string* out) {
   return true;
 }
 
-std::string EtcdSnippet(std::string_view text, size_t max) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < max; ++i) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out.push_back(char(c));
-    } else {
-      static const char* h = "0123456789abcdef";
-      out += {'\\', 'x', h[c >> 4], h[c & 15]};
-    }
-  }
-  if (text.size() > max) out += "...";
-  return out;
-}
+std::string EtcdSnippet(std::string_view text, size_t max) { return Printable(text, max); }
 
 Status ParseEtcdRangeResponse(std::string_view text, EtcdRangeResponse* out) {
   return NoThrow("range", [&]() -> Status {

@@ -89,7 +89,8 @@ class EtcdLineSplitter {
 std::string EncodeBase64(std::string_view in);
 [[nodiscard]] bool DecodeBase64(std::string_view in, std::string* out);
 
-// At most `max` bytes of `text` for an error message, non-printable bytes as \xNN.
+// At most `max` bytes of `text` for an error message, non-printable bytes as \xNN
+// (common/printable.h's Printable).
 std::string EtcdSnippet(std::string_view text, size_t max = 200);
 
 }  // namespace rkv

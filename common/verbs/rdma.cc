@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <string_view>
+
+#include "common/printable.h"
 
 namespace rkv {
 
@@ -92,7 +95,9 @@ Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int
       msg += " (status " + std::to_string((*event)->status) + ")";
       if ((*event)->param.conn.private_data_len > 0 && (*event)->param.conn.private_data) {
         const char* p = static_cast<const char*>((*event)->param.conn.private_data);
-        msg += ": " + std::string(p, strnlen(p, (*event)->param.conn.private_data_len));
+        // The peer's bytes, escaped: they end up in messages and logs.
+        msg += ": " +
+               Printable(std::string_view(p, strnlen(p, (*event)->param.conn.private_data_len)));
       }
     }
     // A server's per-address limit (its reject text starts "BUSY: "): try again later.
