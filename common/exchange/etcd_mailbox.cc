@@ -305,6 +305,10 @@ Status EtcdMailbox::PostOnce(const std::string& path, const std::string& body,
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   if (!auth.empty()) headers = curl_slist_append(headers, auth.c_str());
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  // Never through a proxy: libcurl would otherwise honour http_proxy/https_proxy/ALL_PROXY
+  // from the environment and send the password, token and records to it (in clear for an
+  // http:// endpoint, which CheckOptions allows only because it stays on this host).
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
 #if LIBCURL_VERSION_NUM >= 0x075500
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 #else

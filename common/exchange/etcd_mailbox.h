@@ -14,7 +14,9 @@
 // TLS (https:// endpoint; etcd_cacert verifies the server, etcd_cert/etcd_key authenticate
 // this side) and etcd v3 auth (etcd_user + etcd_password_file: /v3/auth/authenticate gives a
 // token sent in the Authorization header; renewed once when etcd answers 401). A password is
-// never sent in clear to a host other than the loopback (IsLoopbackHost).
+// never sent in clear to a host other than the loopback (IsLoopbackHost). Never through a
+// proxy: every request goes straight to the endpoint (http_proxy, https_proxy, ALL_PROXY and
+// the like in the environment are ignored).
 // Thread safety: one user thread plus one heartbeat thread (every call uses its own curl
 // handle; the auth token is guarded by mu_; the rest is immutable after Open).
 #ifndef RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
