@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/secret_file.h"
+
 namespace rkv::auth {
 namespace {
 constexpr char kClientLabel[] = "rkv-open-client-v1";
@@ -29,22 +31,6 @@ static_assert(kProofBodySize + wire::kMacSize == sizeof(wire::OpenReply),
 void PutLe32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
-
-std::string Errno(const std::string& what, int err) { return what + ": " + std::strerror(err); }
-
-std::string Octal(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
-  return text;
-}
-
-// Closes fd when it goes out of scope.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
 
 // Whether host resolves (getaddrinfo, AI_PASSIVE) to a wildcard address; an error if it does
 // not resolve.
@@ -147,66 +133,9 @@ void StripTrailingWhitespace(std::string* token) {
 }
 
 Status LoadTokenFile(const std::string& path, std::string* token) {
-  const std::string what = "auth token file " + path;
-  // The parent directory: whoever may write it may replace the file between our checks and
-  // the server's next start.
-  const size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty()) return Status(Code::kInvalidArgument, what + " names a directory");
-  Fd dfd{open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-  if (dfd.fd < 0)
-    return Status(Code::kInvalidArgument,
-                  Errno("open(directory " + dir + " of " + what + ")", errno));
-  struct stat dst;
-  if (fstat(dfd.fd, &dst) != 0)
-    return Status(Code::kInvalidArgument,
-                  Errno("fstat(directory " + dir + " of " + what + ")", errno));
-  if ((dst.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (dst.st_mode & S_ISVTX) == 0)
-    return Status(Code::kInvalidArgument,
-                  what + ": its directory " + dir + " has mode " + Octal(dst.st_mode) +
-                      ": group or others may replace the file; keep the token in a directory "
-                      "only its owner may write (chmod go-w), or one with the sticky bit");
-  Fd fd{openat(dfd.fd, base.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)};
-  if (fd.fd < 0) {
-    int err = errno;
-    if (err == ELOOP)
-      return Status(Code::kInvalidArgument, what + " is a symbolic link; name the file itself");
-    return Status(Code::kInvalidArgument, Errno("open(" + what + ")", err));
-  }
-  struct stat st;
-  if (fstat(fd.fd, &st) != 0)
-    return Status(Code::kInvalidArgument, Errno("fstat(" + what + ")", errno));
-  if (!S_ISREG(st.st_mode)) return Status(Code::kInvalidArgument, what + " is not a regular file");
-  if (st.st_uid != geteuid())
-    return Status(Code::kInvalidArgument, what + " is owned by uid " + std::to_string(st.st_uid) +
-                                              ", not by this user (uid " +
-                                              std::to_string(geteuid()) + "); chown it");
-  if ((st.st_mode & 077) != 0)
-    return Status(Code::kInvalidArgument,
-                  what + " has mode " + Octal(st.st_mode) +
-                      ": group or others may access it; make it private (chmod 600)");
-  std::string data(kMaxTokenFile + 1, '\0');
-  size_t got = 0;
-  while (got < data.size()) {
-    ssize_t r = read(fd.fd, &data[got], data.size() - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      int err = errno;
-      OPENSSL_cleanse(&data[0], data.size());
-      return Status(Code::kInvalidArgument, Errno("read(" + what + ")", err));
-    }
-    if (r == 0) break;
-    got += size_t(r);
-  }
-  if (got > kMaxTokenFile) {
-    OPENSSL_cleanse(&data[0], data.size());
-    return Status(Code::kInvalidArgument,
-                  what + " is larger than " + std::to_string(kMaxTokenFile) + " bytes");
-  }
-  OPENSSL_cleanse(&data[got], data.size() - got);
-  data.resize(got);
+  std::string data;
+  Status s = ReadSecretFile(path, "auth token file " + path, kMaxTokenFile, &data);
+  if (!s.ok()) return s;
   StripTrailingWhitespace(&data);
   if (data.size() < kMinTokenSize) {
     size_t n = data.size();

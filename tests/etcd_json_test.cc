@@ -357,6 +357,35 @@ TEST_F(EtcdPasswordFile, MustBePrivateRegularAndSmall) {
   EXPECT_NE(s.message().find("not a regular file"), std::string::npos) << s.ToString();
 }
 
+// Review 12, finding 9: the password file gets the token file's checks (common/secret_file.h).
+TEST_F(EtcdPasswordFile, HasTheTokenFilesChecks) {
+  const std::string f = dir_ + "/pw";
+  std::ofstream(f) << "s3cret\r\n";
+  ASSERT_EQ(chmod(f.c_str(), 0600), 0);
+  std::string pw;
+  ASSERT_TRUE(EtcdMailbox::ReadPasswordFile(f, &pw).ok());
+  EXPECT_EQ(pw, "s3cret");
+  const std::string link = dir_ + "/link";
+  ASSERT_EQ(symlink(f.c_str(), link.c_str()), 0);
+  Status s = EtcdMailbox::ReadPasswordFile(link, &pw);
+  EXPECT_NE(s.message().find("symbolic link"), std::string::npos) << s.ToString();
+  const std::string open_dir = dir_ + "/open";
+  ASSERT_EQ(mkdir(open_dir.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);  // not sticky: others could replace the file
+  const std::string g = open_dir + "/pw";
+  std::ofstream(g) << "s3cret\n";
+  ASSERT_EQ(chmod(g.c_str(), 0600), 0);
+  s = EtcdMailbox::ReadPasswordFile(g, &pw);
+  EXPECT_NE(s.message().find("its directory"), std::string::npos) << s.ToString();
+  ASSERT_EQ(chmod(open_dir.c_str(), 01777), 0);  // sticky, like /tmp
+  EXPECT_TRUE(EtcdMailbox::ReadPasswordFile(g, &pw).ok());
+  if (geteuid() == 0) {  // only root can give a file away
+    ASSERT_EQ(chown(f.c_str(), 65534, 65534), 0);
+    s = EtcdMailbox::ReadPasswordFile(f, &pw);
+    EXPECT_NE(s.message().find("owned by uid 65534"), std::string::npos) << s.ToString();
+  }
+}
+
 // A hostile etcd dribbles a watch message a byte at a time, inside a JSON string full of
 // '}' (so every chunk ends like a message might): the splitter examines each byte once and
 // hands the line out once. Before, every chunk rescanned (and JSON-parsed) the whole buffer.

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/exchange/etcd_json.h"
-#include "common/read_limited.h"
+#include "common/secret_file.h"
 #include "common/verbs/rdma.h"
 
 namespace rkv {
@@ -197,29 +197,10 @@ Status EtcdMailbox::CheckOptions(const ExchangeOptions& o) {
 
 Status EtcdMailbox::ReadPasswordFile(const std::string& path, std::string* password) {
   const std::string what = "etcd password file '" + path + "'";
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0) return ErrnoStatus("open(" + what + ")", errno);
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    int err = errno;
-    close(fd);
-    return ErrnoStatus("fstat(" + what + ")", err);
-  }
-  auto refuse = [&](const std::string& why) {
-    close(fd);
-    return Status(Code::kInvalidArgument, what + ": " + why);
-  };
-  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
-  if ((st.st_mode & 077) != 0) return refuse("group or others may access it (chmod 600)");
-  if (uint64_t(st.st_size) > kMaxPasswordBytes)
-    return refuse("larger than " + std::to_string(kMaxPasswordBytes) + " bytes");
+  // The token file's rules (common/secret_file.h): directory, no-follow, regular, owner, mode.
   std::string buf;
-  Status s = ReadLimited(fd, kMaxPasswordBytes, what, &buf);
-  close(fd);
+  Status s = ReadSecretFile(path, what, kMaxPasswordBytes, &buf);
   if (!s.ok()) return s;
-  if (buf.size() > kMaxPasswordBytes)
-    return Status(Code::kInvalidArgument,
-                  what + ": larger than " + std::to_string(kMaxPasswordBytes) + " bytes");
   if (!buf.empty() && buf.back() == '\n') buf.pop_back();
   if (!buf.empty() && buf.back() == '\r') buf.pop_back();
   if (buf.empty()) return Status(Code::kInvalidArgument, what + ": empty");

@@ -55,8 +55,9 @@ class EtcdMailbox : public Mailbox {
   // The host as libcurl's URL parser gives it: a numeric IPv4 address in 127.0.0.0/8, ::1
   // (bracketed or not) or exactly "localhost". Any other name, even "127.x.example", is not.
   static bool IsLoopbackHost(const std::string& host);
-  // Reads a password file: a regular file not readable or writable by group/others, at most
-  // 4 KiB; one trailing newline is dropped.
+  // Reads a password file with the token file's checks (common/secret_file.h: parent
+  // directory not writable by others, O_NOFOLLOW, regular file, owned by this user, mode & 077
+  // == 0), at most 4 KiB; one trailing newline (LF or CRLF) is dropped.
   [[nodiscard]] static Status ReadPasswordFile(const std::string& path, std::string* password);
 
   // Streaming calls (watch) hand each complete line (one message; EtcdLineSplitter) to a
