@@ -46,12 +46,29 @@ Status ClientImpl::ValidateOptions(const Options& o) {
 }
 
 Status ClientImpl::Open(const Options& options) {
-  std::unique_ptr<Connection> c;
-  Status s = Connection::Open(host_, port_, options, &c);
-  if (!s.ok()) return s;
-  conn_ = std::move(c);
-  info_ = conn_->info();
-  return Status::Ok();
+  // The server refuses the connects of one address beyond its setup share
+  // (--max_pending_per_source) for as long as the earlier ones take to open (milliseconds): a
+  // host whose threads all connect at once retries those, jittered, within connect_timeout_ms.
+  // Every other refusal (BUSY for the connection cap or the attempt rate included) returns.
+  const auto deadline =
+      SteadyClock::now() + std::chrono::milliseconds(std::max(0, options.connect_timeout_ms));
+  for (int attempt = 0;; ++attempt) {
+    std::unique_ptr<Connection> c;
+    Status s = Connection::Open(host_, port_, options, &c);
+    if (s.ok()) {
+      conn_ = std::move(c);
+      info_ = conn_->info();
+      return Status::Ok();
+    }
+    if (s.code() != Code::kBusy ||
+        s.message().find("--max_pending_per_source") == std::string::npos)
+      return s;
+    const int64_t cap_ms = int64_t(5) << std::min(attempt, 5);  // 5 .. 160 ms
+    const auto pause =
+        std::chrono::milliseconds(cap_ms / 2 + int64_t(jitter_() % uint64_t(cap_ms)));
+    if (SteadyClock::now() + pause >= deadline) return s;
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 Status ClientImpl::Usable() const {

@@ -115,12 +115,14 @@ void CmAcceptor::HandleConnectRequest(rdma_cm_event* ev) {
   if (!s.ok()) return reject(s.message());
   if (id->verbs != env_.ctx)
     return reject("connection arrived on another RDMA device than the table's");
-  if (int(pending_.size()) >= o.max_pending)
-    return reject("server has " + std::to_string(pending_.size()) +
-                  " connections in setup (--max_pending); try again");
+  // Per address first (its share of the setup slots, --max_pending_per_source), so that one
+  // address cannot fill --max_pending for everyone.
   SourceLimiter::Lease lease;
   s = AdmitSource(env_, rdma_get_peer_addr(id), &lease);
   if (!s.ok()) return reject(s.message());
+  if (int(pending_.size()) >= o.max_pending)
+    return reject("server has " + std::to_string(pending_.size()) +
+                  " connections in setup (--max_pending); try again");
   uint8_t nonce[wire::kNonceSize];
   s = NewServerNonce(nonce);
   if (!s.ok()) return reject(s.message());

@@ -53,6 +53,7 @@ bool Conn::MarkOpen(bool* from_setup) {
     State was = s;
     if (state_.compare_exchange_weak(s, State::kOpen)) {
       *from_setup = was == State::kSetup;
+      source_lease.Opened();  // no longer counts against --max_pending_per_source
       return true;
     }
   }

@@ -93,8 +93,9 @@ class Conn : public std::enable_shared_from_this<Conn> {
   // Owner: kSetup -> kEstablished (kOpen stays). False if the connection is already closing.
   // *counted: this call made the transition out of kSetup (the caller counts it).
   bool MarkEstablished(bool* counted);
-  // Worker: kSetup/kEstablished -> kOpen after a valid OPEN. False if closing. *from_setup:
-  // the transition left kSetup (the caller counts the connection as established).
+  // Worker: kSetup/kEstablished -> kOpen after a valid OPEN (and source_lease.Opened()). False
+  // if closing. *from_setup: the transition left kSetup (the caller counts the connection as
+  // established).
   bool MarkOpen(bool* from_setup);
   // Any thread: starts the close (kSetup/kEstablished -> kClosing) and queues the Conn to its
   // worker. Returns false if another close came first (then this call does nothing).
@@ -125,9 +126,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
   const Clock::time_point created;
   uint8_t server_nonce[16];  // immutable after construction (wire::kNonceSize)
   const uint32_t peer_qpn;
-  // This connection's share of its source address's cap (server/source_limiter.h): set by
-  // NewConn before the worker sees the Conn, never touched after; released when the Conn is
-  // destroyed.
+  // This connection's share of its source address's caps (server/source_limiter.h): set by
+  // NewConn before the worker sees the Conn; marked opened by the worker in MarkOpen (the
+  // successful OPEN: it then no longer counts against --max_pending_per_source); released
+  // when the Conn is destroyed (after the worker is done with it).
   SourceLimiter::Lease source_lease;
   rdma_cm_id* id() const { return id_; }
   ibv_qp* qp() const { return qp_; }

@@ -32,8 +32,11 @@ DEFINE_double(accept_timeout, 5,
               "seconds a connection may take from connect request (or first exchange message) "
               "to established");
 
-DEFINE_int32(max_conns_per_source, 512,
+DEFINE_int32(max_conns_per_source, 64,
              "live connections one source address may hold (0: no cap); more are refused BUSY");
+DEFINE_int32(max_pending_per_source, -1,
+             "connections one source address may have in setup or not yet opened (OPEN) at "
+             "once (0: no cap; -1: max(1, --max_pending/8)); more are refused BUSY");
 DEFINE_double(max_connects_per_source_per_s, 1000,
               "connection attempts per second one source address may make on average (0: no "
               "limit); more are refused BUSY");
@@ -122,6 +125,9 @@ int main(int argc, char** argv) {
   o.max_pending = FLAGS_max_pending;
   if (FLAGS_max_conns_per_source < 0 || FLAGS_max_conns_per_source > 65536)
     return Fail("--max_conns_per_source must be 0..65536");
+  if (FLAGS_max_pending_per_source < -1 || FLAGS_max_pending_per_source > 4096)
+    return Fail("--max_pending_per_source must be -1..4096");
+  o.max_pending_per_source = FLAGS_max_pending_per_source;
   if (!(FLAGS_max_connects_per_source_per_s >= 0 && FLAGS_max_connects_per_source_per_s <= 1e6))
     return Fail("--max_connects_per_source_per_s must be 0..1000000");
   if (FLAGS_connect_burst_per_source < 1 || FLAGS_connect_burst_per_source > 1000000)

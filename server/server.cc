@@ -233,6 +233,9 @@ Status Server::Start() {
   aenv.registry = registry_.get();
   SourceLimiter::Limits limits;
   limits.max_conns_per_source = uint32_t(std::max(0, opt_.max_conns_per_source));
+  limits.max_pending_per_source = uint32_t(opt_.max_pending_per_source >= 0
+                                               ? opt_.max_pending_per_source
+                                               : std::max(1, opt_.max_pending / 8));
   limits.attempts_per_s = opt_.connects_per_source_per_s;
   limits.attempt_burst = uint32_t(std::max(1, opt_.connect_burst_per_source));
   limits.max_sources = size_t(opt_.max_connections) + 4096;  // addresses holding connections fit

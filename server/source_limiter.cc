@@ -22,6 +22,7 @@ struct SourceLimiter::Lease::State {
   using IdleList = std::list<const std::string*>;
   struct Entry {
     uint32_t connections = 0;
+    uint32_t pending = 0;  // of the connections, those not yet opened
     double tokens = 0;
     Clock::time_point last;  // last attempt (token refill reference)
     bool idle = false;       // in `idle` (connections == 0)
@@ -53,8 +54,9 @@ struct SourceLimiter::Lease::State {
 SourceLimiter::Lease::~Lease() { Release(); }
 
 SourceLimiter::Lease::Lease(Lease&& o) noexcept
-    : state_(std::move(o.state_)), source_(std::move(o.source_)) {
+    : state_(std::move(o.state_)), source_(std::move(o.source_)), pending_(o.pending_) {
   o.state_.reset();
+  o.pending_ = false;
 }
 
 SourceLimiter::Lease& SourceLimiter::Lease::operator=(Lease&& o) noexcept {
@@ -62,9 +64,19 @@ SourceLimiter::Lease& SourceLimiter::Lease::operator=(Lease&& o) noexcept {
     Release();
     state_ = std::move(o.state_);
     source_ = std::move(o.source_);
+    pending_ = o.pending_;
     o.state_.reset();
+    o.pending_ = false;
   }
   return *this;
+}
+
+void SourceLimiter::Lease::Opened() {
+  if (!state_ || !pending_) return;
+  pending_ = false;
+  MutexLock l(&state_->mu);
+  auto it = state_->sources.find(source_);
+  if (it != state_->sources.end() && it->second.pending > 0) --it->second.pending;
 }
 
 void SourceLimiter::Lease::Release() {
@@ -72,11 +84,13 @@ void SourceLimiter::Lease::Release() {
   {
     MutexLock l(&state_->mu);
     auto it = state_->sources.find(source_);
-    if (it != state_->sources.end() && it->second.connections > 0 &&
-        --it->second.connections == 0)
-      state_->MarkIdle(it);
+    if (it != state_->sources.end()) {
+      if (pending_ && it->second.pending > 0) --it->second.pending;
+      if (it->second.connections > 0 && --it->second.connections == 0) state_->MarkIdle(it);
+    }
   }
   state_.reset();
+  pending_ = false;
 }
 
 SourceLimiter::SourceLimiter(const Limits& limits)
@@ -129,7 +143,12 @@ Status SourceLimiter::Count(const std::string& source, Clock::time_point now) {
   if (lim.max_conns_per_source > 0 && e.connections >= lim.max_conns_per_source)
     return Status(Code::kBusy, source + " already has " + std::to_string(e.connections) +
                                    " connections (--max_conns_per_source); try again later");
+  if (lim.max_pending_per_source > 0 && e.pending >= lim.max_pending_per_source)
+    return Status(Code::kBusy, source + " already has " + std::to_string(e.pending) +
+                                   " connections in setup or not yet opened "
+                                   "(--max_pending_per_source); try again");
   ++e.connections;
+  ++e.pending;
   state_->MarkBusy(&e);
   return Status::Ok();
 }
@@ -138,6 +157,12 @@ uint32_t SourceLimiter::Connections(const std::string& source) const {
   MutexLock l(&state_->mu);
   auto it = state_->sources.find(source);
   return it == state_->sources.end() ? 0 : it->second.connections;
+}
+
+uint32_t SourceLimiter::Pending(const std::string& source) const {
+  MutexLock l(&state_->mu);
+  auto it = state_->sources.find(source);
+  return it == state_->sources.end() ? 0 : it->second.pending;
 }
 
 size_t SourceLimiter::tracked() const {

@@ -21,6 +21,7 @@ refused "--test_mode" --force_dest_qp_num=99
 refused "--max_conns_per_source" --max_conns_per_source=-1
 refused "--max_connects_per_source_per_s" --max_connects_per_source_per_s=-2
 refused "--connect_burst_per_source" --connect_burst_per_source=0
+refused "--max_pending_per_source" --max_pending_per_source=-2
 # --test_mode lets them through to the device (which may be absent here: any later error).
 out=$(timeout 20 "$kvserver" --listen=127.0.0.1:7999 --psn=5 --test_mode 2>&1 | head -3)
 if [[ "$out" == *"--test_mode"* ]]; then

@@ -175,6 +175,53 @@ TEST(SourceLimiter, EvictionFromAFullTableIsConstantTimeAndLeastRecentlyUsed) {
   EXPECT_TRUE(lim.Admit("new1", t, &x).ok()) << "\"new1\" was forgotten (a full bucket again)";
 }
 
+// Review 12, finding 1: one address could hold every --max_pending setup slot inside its
+// connection cap. Connections not yet opened are capped per address (max_pending_per_source);
+// an opened connection counts only against max_conns_per_source.
+TEST(SourceLimiter, CapsConnectionsNotYetOpenedPerSource) {
+  SourceLimiter::Limits l = L(64, 0, 0, 16);
+  l.max_pending_per_source = 3;
+  SourceLimiter lim(l);
+  const auto t = Clock::now();
+  std::vector<SourceLimiter::Lease> setup(3);
+  for (auto& x : setup) ASSERT_TRUE(lim.Admit("10.0.0.1", t, &x).ok());
+  EXPECT_EQ(lim.Pending("10.0.0.1"), 3u);
+  SourceLimiter::Lease extra;
+  Status s = lim.Admit("10.0.0.1", t, &extra);
+  EXPECT_EQ(s.code(), Code::kBusy);
+  EXPECT_NE(s.message().find("--max_pending_per_source"), std::string::npos) << s.message();
+  EXPECT_TRUE(lim.Admit("10.0.0.2", t, &extra).ok()) << "another address is not affected";
+  // Opening frees the setup share, not the connection's.
+  setup[0].Opened();
+  setup[0].Opened();  // idempotent
+  EXPECT_FALSE(setup[0].pending());
+  EXPECT_EQ(lim.Pending("10.0.0.1"), 2u);
+  EXPECT_EQ(lim.Connections("10.0.0.1"), 3u);
+  SourceLimiter::Lease more;
+  ASSERT_TRUE(lim.Admit("10.0.0.1", t, &more).ok());
+  EXPECT_FALSE(lim.Admit("10.0.0.1", t, &extra).ok());
+  // A connection given up in setup frees both; an opened one only its connection share.
+  setup.pop_back();
+  EXPECT_EQ(lim.Pending("10.0.0.1"), 2u);
+  EXPECT_EQ(lim.Connections("10.0.0.1"), 3u);
+  SourceLimiter::Lease opened(std::move(setup[0]));  // a move keeps the opened state
+  EXPECT_FALSE(opened.pending());
+  opened = SourceLimiter::Lease();
+  EXPECT_EQ(lim.Pending("10.0.0.1"), 2u);
+  EXPECT_EQ(lim.Connections("10.0.0.1"), 2u);
+  // Opened connections are not limited by the setup cap.
+  SourceLimiter::Limits l2 = L(0, 0, 0, 16);
+  l2.max_pending_per_source = 1;
+  SourceLimiter lim2(l2);
+  std::vector<SourceLimiter::Lease> open(100);
+  for (auto& x : open) {
+    ASSERT_TRUE(lim2.Admit("h", t, &x).ok());
+    x.Opened();
+  }
+  EXPECT_EQ(lim2.Connections("h"), 100u);
+  EXPECT_EQ(lim2.Pending("h"), 0u);
+}
+
 TEST(SourceLimiter, LeaseMayOutliveTheLimiter) {
   SourceLimiter::Lease l;
   {

@@ -135,6 +135,9 @@ Status CheckConnection(const std::string& address, const Options& options, std::
 class Client {
  public:
   // address is "HOST:PORT" (IPv4 address or name of an RDMA-capable interface's address).
+  // A server that refuses the connect BUSY because this host has too many connects in setup
+  // at once (kvserver --max_pending_per_source) is tried again, with a short jittered pause,
+  // within connect_timeout_ms; any other refusal is returned at once (BUSY included).
   static Status Connect(const std::string& address, const Options& options,
                         std::unique_ptr<Client>* client);
   ~Client();
