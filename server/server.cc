@@ -12,6 +12,7 @@
 #include "common/verbs/qp_setup.h"
 #include "common/wire.h"
 #include "server/durability/recovery.h"
+#include "server/limit_options.h"
 
 namespace rkv {
 
@@ -111,6 +112,9 @@ Status Server::Start() {
     return Status(Code::kInvalidArgument,
                   "the auth token is " + std::to_string(opt_.auth_token.size()) +
                       " bytes; need at least " + std::to_string(auth::kMinTokenSize));
+  // As kvserver's flag parsing: a negative or NaN limit must not mean "no limit".
+  s = CheckLimitOptions(opt_);
+  if (!s.ok()) return s;
   // The instance id is public (logs, STATS, OPEN replies); the hash seed must not be derivable
   // from it, so both are drawn independently from the kernel's CSPRNG.
   s = SecureRandom::U64(&instance_id_);
@@ -233,9 +237,7 @@ Status Server::Start() {
   aenv.registry = registry_.get();
   SourceLimiter::Limits limits;
   limits.max_conns_per_source = uint32_t(std::max(0, opt_.max_conns_per_source));
-  limits.max_pending_per_source = uint32_t(opt_.max_pending_per_source >= 0
-                                               ? opt_.max_pending_per_source
-                                               : std::max(1, opt_.max_pending / 8));
+  limits.max_pending_per_source = uint32_t(EffectivePendingPerSource(opt_));
   limits.attempts_per_s = opt_.connects_per_source_per_s;
   limits.attempt_burst = uint32_t(std::max(1, opt_.connect_burst_per_source));
   limits.max_sources = size_t(opt_.max_connections) + 4096;  // addresses holding connections fit
