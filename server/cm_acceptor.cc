@@ -103,7 +103,9 @@ void CmAcceptor::HandleConnectRequest(rdma_cm_event* ev) {
   rdma_cm_id* id = ev->id;
   const ServerOptions& o = *env_.opt;
   auto reject = [&](const std::string& why) {
-    LOG(WARNING) << "rejecting connection: " << why;
+    uint64_t held_back = 0;  // at most kRefusalLinesPerSecond lines a second: no log flood
+    if (refusal_log_.Admit(LogThrottle::Clock::now(), &held_back))
+      LOG(WARNING) << "rejecting connection: " << why << HeldBackNote(held_back);
     env_.counters->connections_rejected.fetch_add(1, std::memory_order_relaxed);
     rdma_reject(id, why.c_str(), static_cast<uint8_t>(std::min<size_t>(why.size() + 1, 140)));
     rdma_ack_cm_event(ev);

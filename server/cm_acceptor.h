@@ -16,6 +16,7 @@
 
 #include "common/verbs/rdma.h"
 #include "server/accept_env.h"
+#include "server/log_throttle.h"
 #include "server/wake_queue.h"
 
 namespace rkv {
@@ -50,7 +51,9 @@ class CmAcceptor : public ConnOwner {
   WakeQueue<std::shared_ptr<Conn>> drained_;
   // rdma_cm thread only.
   std::map<rdma_cm_id*, std::shared_ptr<Conn>> by_id_;
-  std::vector<std::shared_ptr<Conn>> pending_;  // not yet established
+  std::vector<std::shared_ptr<Conn>> pending_;       // not yet established
+  LogThrottle refusal_log_{kRefusalLinesPerSecond};  // the "rejecting connection" warnings
+  static constexpr int kRefusalLinesPerSecond = 10;
 };
 
 }  // namespace rkv

@@ -152,7 +152,10 @@ void ManualAcceptor::Destroy(const std::shared_ptr<Conn>& c) {
 }
 
 void ManualAcceptor::Refuse(ExchangeChannel* ch, Code code, const std::string& why) {
-  LOG(WARNING) << "refusing manual connection (" << ch->Describe() << "): " << why;
+  uint64_t held_back = 0;  // at most kRefusalLinesPerSecond lines a second: no log flood
+  if (refusal_log_.Admit(LogThrottle::Clock::now(), &held_back))
+    LOG(WARNING) << "refusing manual connection (" << ch->Describe() << "): " << why
+                 << HeldBackNote(held_back);
   env_.counters->connections_rejected.fetch_add(1, std::memory_order_relaxed);
   ExchangeMsg e;
   e.type = MsgType::kError;
@@ -174,7 +177,10 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, SourceLi
   ExchangeMsg m;
   Status s = ch->Receive(&m, left_ms());
   if (!s.ok()) {
-    LOG(WARNING) << "parameter exchange " << where << ": " << s.ToString();
+    uint64_t held_back = 0;
+    if (refusal_log_.Admit(LogThrottle::Clock::now(), &held_back))
+      LOG(WARNING) << "parameter exchange " << where << ": " << s.ToString()
+                   << HeldBackNote(held_back);
     if (s.code() == Code::kTimeout)
       env_.counters->setup_timeouts.fetch_add(1, std::memory_order_relaxed);
     return nullptr;

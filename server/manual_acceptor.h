@@ -26,6 +26,7 @@
 
 #include "common/exchange/exchange.h"
 #include "server/accept_env.h"
+#include "server/log_throttle.h"
 #include "server/wake_queue.h"
 
 namespace rkv {
@@ -84,6 +85,9 @@ class ManualAcceptor : public ConnOwner {
   std::vector<std::shared_ptr<Conn>> owned_;
   std::set<std::shared_ptr<Conn>> drained_early_;  // drained before their handshake ended
   std::vector<std::pair<std::unique_ptr<ExchangeChannel>, Clock::time_point>> lingering_;
+  // The "refusing manual connection" warnings, from any thread: at most this many a second.
+  static constexpr int kRefusalLinesPerSecond = 10;
+  LogThrottle refusal_log_{kRefusalLinesPerSecond};
 };
 
 }  // namespace rkv
