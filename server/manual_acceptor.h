@@ -2,14 +2,15 @@
 // parameter records exchanged over tcp, file or etcd; common/exchange/exchange.h).
 //
 // Threads: the exchange thread (Loop) accepts channels and starts one handshake thread per
-// client, at most --max_pending at once (more are refused with a "busy" error), so a slow or
-// silent peer only ever holds its own handshake thread, until its deadline
-// (--accept_timeout_ms for the whole handshake). A handshake thread creates the QP and the Conn
-// (handed to its worker at once), runs the validator, answers, waits for READY, and hands the
-// Conn and its channel back to the exchange thread, which owns them from then on: it watches
-// each control channel (its closing means the client left), destroys drained connections, and
-// keeps the channels of refused or failed exchanges open a while (lingering) so the client can
-// read the last reply.
+// client, at most --max_pending at once (more are refused with a "busy" error) and, before
+// that, at most --max_pending_per_source per peer address not yet opened (AdmitSource; a tcp
+// channel without an address is refused), so a slow or silent peer only ever holds its own
+// handshake threads, until their deadline (--accept_timeout_ms for the whole handshake). A
+// handshake thread creates the QP and the Conn (handed to its worker at once), runs the
+// validator, answers, waits for READY, and hands the Conn and its channel back to the exchange
+// thread, which owns them from then on: it watches each control channel (its closing means the
+// client left), destroys drained connections, and keeps the channels of refused or failed
+// exchanges open a while (lingering) so the client can read the last reply.
 // Ownership: owns the listener, the handshake threads (joined by the exchange thread or in
 // Join), the lingering channels, and one reference to each manual Conn it was handed.
 // Thread safety: Start/Join/Shutdown from the server's thread; OnDrained from workers.
