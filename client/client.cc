@@ -52,9 +52,14 @@ Status ClientImpl::Open(const Options& options) {
   // Every other refusal (BUSY for the connection cap or the attempt rate included) returns.
   const auto deadline =
       SteadyClock::now() + std::chrono::milliseconds(std::max(0, options.connect_timeout_ms));
+  Options again = options;  // a retry gets what remains of connect_timeout_ms
   for (int attempt = 0;; ++attempt) {
     std::unique_ptr<Connection> c;
-    Status s = Connection::Open(host_, port_, options, &c);
+    if (attempt > 0)
+      again.connect_timeout_ms = int(std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now())
+                 .count()));
+    Status s = Connection::Open(host_, port_, attempt > 0 ? again : options, &c);
     if (s.ok()) {
       conn_ = std::move(c);
       info_ = conn_->info();
