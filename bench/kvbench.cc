@@ -353,6 +353,7 @@ class Runner {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rkv::cli::EnsureStandardFds();
   NormalizeFlagNames(argc, argv);
   gflags::SetUsageMessage("kvbench load|run --server=ADDR:PORT [options]");
   if (std::string bad = rkv::cli::PrecheckFlags(argc, argv); !bad.empty()) return Fail(bad);

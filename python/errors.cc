@@ -16,12 +16,18 @@ void RegisterStatusTranslator() {
     } catch (const StatusError& e) {
       const Status& s = e.status();
       // rkv._errors is in sys.modules (imported at init), so this is a dictionary lookup.
-      py::object exc =
-          py::module_::import("rkv._errors")
-              .attr("_from_status")(static_cast<int>(s.code()), CodeName(s.code()), s.message());
+      py::object exc = py::module_::import("rkv._errors")
+                           .attr("_from_status")(static_cast<int>(s.code()), CodeName(s.code()),
+                                                 LenientStr(s.message()));
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     }
   });
+}
+
+pybind11::str LenientStr(std::string_view text) {
+  PyObject* o = PyUnicode_DecodeUTF8(text.data(), Py_ssize_t(text.size()), "backslashreplace");
+  if (o == nullptr) throw pybind11::error_already_set();
+  return pybind11::reinterpret_steal<pybind11::str>(o);
 }
 
 }  // namespace rkv::python

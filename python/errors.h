@@ -9,8 +9,11 @@
 #ifndef RKV_PYTHON_ERRORS_H_
 #define RKV_PYTHON_ERRORS_H_
 
+#include <pybind11/pybind11.h>
+
 #include <exception>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "rkv/status.h"
@@ -34,6 +37,10 @@ inline void Check(const Status& s) {
 
 // Once, at module initialisation (needs rkv._errors importable).
 void RegisterStatusTranslator();
+
+// Text from C++ that may not be UTF-8 (a server's message, its stats): decoded with
+// "backslashreplace", so a stray byte shows as \xNN instead of raising UnicodeDecodeError.
+pybind11::str LenientStr(std::string_view text);
 
 }  // namespace rkv::python
 

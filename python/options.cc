@@ -52,8 +52,12 @@ std::string Path(py::handle v, const std::string& name) {
                          Py_TYPE(v.ptr())->tp_name);
   }
   py::object path = py::reinterpret_steal<py::object>(p);
-  if (PyBytes_Check(p)) return std::string(PyBytes_AS_STRING(p), PyBytes_GET_SIZE(p));
-  return path.cast<std::string>();
+  std::string s = PyBytes_Check(p) ? std::string(PyBytes_AS_STRING(p), PyBytes_GET_SIZE(p))
+                                   : path.cast<std::string>();
+  // A C path ends at the first NUL: "/tmp/a\0b" must not open /tmp/a.
+  if (s.find('\0') != std::string::npos)
+    throw py::value_error(name + " must not contain a NUL character");
+  return s;
 }
 
 using Setter = std::function<void(py::handle, const std::string&, Options*)>;

@@ -86,11 +86,11 @@ py::dict ParseStats(std::string_view text) {
     uint64_t u = 0;
     const char* end = value.data() + value.size();
     if (!value.empty() && std::from_chars(value.data(), end, u).ptr == end)
-      d[py::str(name.data(), name.size())] = u;
+      d[LenientStr(name)] = u;
     else if (!value.empty() && std::from_chars(value.data(), end, i).ptr == end)
-      d[py::str(name.data(), name.size())] = i;
+      d[LenientStr(name)] = i;
     else
-      d[py::str(name.data(), name.size())] = py::str(value.data(), value.size());
+      d[LenientStr(name)] = LenientStr(value);
   }
   return d;
 }

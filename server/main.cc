@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "common/auth.h"
+#include "common/cli/flag_check.h"
 #include "common/parse.h"
 #include "common/verbs/conn_flags.h"
 #include "server/durability/durable_log.h"
@@ -99,6 +100,13 @@ int main(int argc, char** argv) {
   setenv("TZ", ":/etc/localtime", 0);
   tzset();
   gflags::SetUsageMessage("kvserver --listen=ADDR:PORT --memory=SIZE");
+  rkv::cli::EnsureStandardFds();
+  // gflags ignores unknown flags in a flagfile (/etc/rkv/kvserver.flags): a misspelt
+  // --auth_token_file there must stop the start, not yield an unauthenticated server.
+  if (std::string bad = rkv::cli::PrecheckFlags(argc, argv); !bad.empty()) {
+    std::cerr << "kvserver: " << bad << "\n";
+    return 2;
+  }
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);

@@ -6,7 +6,7 @@
 """rkv: a remote key-value store for RDMA networks.
 
     import rkv
-    with rkv.Client("10.0.0.1:7470", auth_token_file="/etc/rkv/token") as c:
+    with rkv.Client("10.0.0.1:7470", auth_token_file="/home/me/.rkv-token") as c:
         c.put(b"user1", b"hello")
         assert c.get(b"user1") == b"hello"
         c.get(b"nobody")      # None

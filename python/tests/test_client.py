@@ -391,3 +391,16 @@ def test_installed_module_location():
         librkv = {line.split()[-1] for line in maps if "/librkv.so" in line}
     for lib in librkv:
         assert os.path.realpath(lib).startswith(os.path.realpath(want)), lib
+
+
+def test_paths_with_nul_are_refused():
+    # A C path ends at the first NUL: "/tmp/a\0b" must not open /tmp/a.
+    with pytest.raises(ValueError):
+        rkv.Client("127.0.0.1:1", auth_token_file="/tmp/a\0b")
+
+
+def test_non_utf8_error_text_is_still_an_rkv_error():
+    # The message names the (non-UTF-8) path: it must arrive as rkv.Error, bytes escaped.
+    with pytest.raises(rkv.Error) as e:
+        rkv.Client("127.0.0.1:1", auth_token_file=b"/nonexistent\xff/token")
+    assert "\\xff" in str(e.value)

@@ -78,13 +78,25 @@ for side in ("local", "peer"):
         assert k in d[side], (side, k)
 assert d["local"]["qp_num"] == d["qp_num"]
 PY
+# After get/put/del every word is literal: values that look like flags are values.
+ok=1
+for v in -5 -v --verbose --server=1.2.3.4:1 --; do
+  printf 'from-stdin' | ctl put dashkey "$v" 2> "$t/dash.err" && [ "$(ctl get dashkey)" = "$v" ] || { ok=0; echo "  value '$v': $(cat "$t/dash.err")"; }
+done
+ctl put -- -dashkey -value && [ "$(ctl get -- -dashkey)" = -value ] && [ "$(ctl -- get -dashkey)" = -value ] || ok=0
+[ $ok = 1 ] && pass "KEY and VALUE starting with '-' are taken literally (-5, -v, --verbose, --server=..., --)" ||
+  fail "KEY/VALUE starting with '-'"
+# A closed stdout must not become the next file kvctl opens (an RDMA device): nothing is written.
+ctl get blob >&- 2> "$t/closed.err"; r=$?
+[ $r -eq 0 ] && [ ! -s "$t/closed.err" ] && pass "closed stdout: the value goes to /dev/null, exit 0" ||
+  fail "closed stdout" "exit $r: $(head -2 "$t/closed.err")"
 # Exit codes (docs/kvctl.md): 0 ok, 1 not found, 2 anything else.
 ctl del shellkey && { ctl get shellkey 2>/dev/null; [ $? -eq 1 ]; } && { ctl del shellkey 2>/dev/null; [ $? -eq 1 ]; } &&
   pass "exit 1 for a missing key (get, del)" || fail "exit 1 for a missing key"
 codes=""
 ctl bogus 2>/dev/null; codes+="$? "
 ctl get 2>/dev/null; codes+="$? "
-ctl get shellkey --json 2>/dev/null; codes+="$? "
+ctl --json get shellkey 2>/dev/null; codes+="$? "
 "$build/kvctl" --server="${server%:*}:1" --timeout_ms=2000 get k 2>/dev/null; codes+="$? "
 ctl --no_such_flag get k 2>/dev/null; codes+="$? "
 ctl --timeout_ms=abc get k 2>/dev/null; codes+="$? "

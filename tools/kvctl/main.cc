@@ -100,13 +100,51 @@ int ReadStdin(size_t limit, std::string* out) {
   }
 }
 
-// A bare -v (before any "--") means --verbose: glog's own -v takes a number.
-void ExpandShortVerbose(int argc, char** argv) {
+// The command line split: flags (for gflags) and the command with its words. Flags come before
+// the command; after get/put/del every word is KEY or VALUE taken literally (a value may start
+// with '-': `kvctl put n -5`; a "--" right after the command is skipped); after the other
+// commands, which take no words, flags may follow too (`kvctl stats --json`). A bare -v means
+// --verbose (glog's own -v takes a number).
+struct CommandLine {
+  std::vector<char*> flags;  // argv[0] and the flag arguments, for gflags
+  std::string cmd;
+  std::vector<std::string> words;  // what follows the command
+};
+bool TakesSeparateValue(const std::string& arg) {
+  if (arg.find('=') != std::string::npos) return false;
+  const std::string name = arg.substr(arg[1] == '-' ? 2 : 1);
+  gflags::CommandLineFlagInfo info;
+  return gflags::GetCommandLineFlagInfo(name.c_str(), &info) && info.type != "bool";
+}
+CommandLine SplitCommandLine(int argc, char** argv) {
   static char verbose[] = "--verbose";
+  CommandLine c;
+  c.flags.push_back(argv[0]);
+  bool literal = false;  // after get/put/del, or after a "--"
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--") == 0) return;
-    if (std::strcmp(argv[i], "-v") == 0) argv[i] = verbose;
+    const std::string a = argv[i];
+    if (!literal && a == "--") {
+      literal = c.cmd.empty() || c.cmd == "get" || c.cmd == "put" || c.cmd == "del";
+      if (!c.cmd.empty()) continue;
+      // Before the command: the next word is the command, then words.
+      if (++i >= argc) break;
+      c.cmd = argv[i];
+      continue;
+    }
+    if (!literal && a.size() >= 2 && a[0] == '-') {
+      c.flags.push_back(a == "-v" ? verbose : argv[i]);
+      if (a != "-v" && TakesSeparateValue(a) && i + 1 < argc) c.flags.push_back(argv[++i]);
+      continue;
+    }
+    if (c.cmd.empty()) {
+      c.cmd = a;
+      literal = a == "get" || a == "put" || a == "del";
+      if (literal && i + 1 < argc && std::strcmp(argv[i + 1], "--") == 0) ++i;
+      continue;
+    }
+    c.words.push_back(a);
   }
+  return c;
 }
 // The server's counter `name` (0 if absent).
 uint64_t Counter(const std::string& stats, const std::string& name) {
@@ -154,27 +192,31 @@ int Snapshot(rkv::Client* client) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  rkv::cli::EnsureStandardFds();
   gflags::SetUsageMessage(
       "kvctl [-v] --server=ADDR:PORT get|put|del|stats|info|check|snapshot [KEY [VALUE]]");
-  ExpandShortVerbose(argc, argv);
-  if (std::string bad = rkv::cli::PrecheckFlags(argc, argv); !bad.empty()) {
+  CommandLine line = SplitCommandLine(argc, argv);
+  int flag_argc = int(line.flags.size());
+  char** flag_argv = line.flags.data();
+  if (std::string bad = rkv::cli::PrecheckFlags(flag_argc, flag_argv); !bad.empty()) {
     std::cerr << "kvctl: " << bad << "\n";
     return 2;
   }
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  gflags::ParseCommandLineFlags(&flag_argc, &flag_argv, true);
   FLAGS_logtostderr = true;
   // Quiet on success: the library's INFO and WARNING lines only with -v (an error is reported
   // once, by the status kvctl prints).
   FLAGS_minloglevel = FLAGS_verbose ? google::GLOG_INFO : google::GLOG_ERROR;
   if (FLAGS_verbose && FLAGS_v < 1) FLAGS_v = 1;  // the library's connection details
   google::InitGoogleLogging(argv[0]);
-  if (argc < 2) return Usage();
-  std::string cmd = argv[1];
-  size_t want = cmd == "put" ? 3 : (cmd == "get" || cmd == "del") ? 3 : 2;
+  const std::string& cmd = line.cmd;
+  const std::vector<std::string>& words = line.words;
+  if (cmd.empty()) return Usage();
+  const size_t want = (cmd == "get" || cmd == "put" || cmd == "del") ? 1 : 0;
   if (cmd != "get" && cmd != "put" && cmd != "del" && cmd != "stats" && cmd != "info" &&
       cmd != "check" && cmd != "snapshot")
     return Usage();
-  if (size_t(argc) < want || size_t(argc) > (cmd == "put" ? 4u : want)) return Usage();
+  if (words.size() < want || words.size() > (cmd == "put" ? 2u : want)) return Usage();
   if (FLAGS_json && cmd != "stats" && cmd != "info") {
     std::cerr << "kvctl: --json applies to stats and info\n";
     return 2;
@@ -204,7 +246,7 @@ int main(int argc, char** argv) {
   if (!s.ok()) return Report(s);
   if (cmd == "get") {
     std::string v;
-    s = client->Get(argv[2], &v);
+    s = client->Get(words[0], &v);
     if (!s.ok()) return Report(s);
     // Exact bytes into a pipe or file; a terminal gets a final newline.
     if (isatty(STDOUT_FILENO) && (v.empty() || v.back() != '\n')) v += '\n';
@@ -212,17 +254,17 @@ int main(int argc, char** argv) {
   }
   if (cmd == "put") {
     std::string v;
-    if (argc == 4) {
-      v = argv[3];
+    if (words.size() == 2) {
+      v = words[1];
     } else {
       // Bounded by the server's limit (one byte more is refused here, not after reading a
       // stream without end).
       const int rc = ReadStdin(client->server_info().max_value_size, &v);
       if (rc != 0) return rc;
     }
-    return Report(client->Put(argv[2], v));
+    return Report(client->Put(words[0], v));
   }
-  if (cmd == "del") return Report(client->Delete(argv[2]));
+  if (cmd == "del") return Report(client->Delete(words[0]));
   if (cmd == "stats") {
     std::string text;
     s = client->Stats(&text);
