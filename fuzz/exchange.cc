@@ -84,7 +84,9 @@ void CheckStream(const uint8_t* data, size_t size) {
     off += size_t(n);
   }
   close(fds[0]);  // EOF after the input: Receive never waits for more
-  TcpChannel ch(fds[1], "fuzz");
+  sockaddr_in peer_addr{};
+  peer_addr.sin_family = AF_INET;
+  TcpChannel ch(fds[1], "fuzz", peer_addr);
   size_t messages = 0, consumed = 0;
   for (;;) {
     ExchangeMsg m;

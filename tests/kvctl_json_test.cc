@@ -31,7 +31,8 @@ TEST(KvctlJson, StatsNumbersAndText) {
 
 TEST(KvctlJson, HostileStatsTextStaysValidJson) {
   std::string text = "quote\" \"\\\n";
-  text += std::string("bad\xff\xfe utf8\x01\n", 16);
+  const char bad[] = "bad\xff\xfe utf8\x01\n";
+  text += std::string(bad, sizeof bad - 1);
   text += "{\"x\": 1}\n";
   json j = json::parse(StatsJson(text));  // throws (fails the test) if the output is invalid
   EXPECT_EQ(j["quote\""], "\"\\");
