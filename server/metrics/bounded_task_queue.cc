@@ -5,10 +5,17 @@
 #include <chrono>
 #include <exception>
 
+#include "server/metrics/guarded_http_server.h"
+
 namespace rkv::metrics {
 
 BoundedTaskQueue::BoundedTaskQueue(size_t threads, size_t max_queued) : max_queued_(max_queued) {
-  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  try {
+    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  } catch (...) {
+    shutdown();  // joins the threads already started (a joinable std::thread must not unwind)
+    throw;
+  }
 }
 
 BoundedTaskQueue::~BoundedTaskQueue() { shutdown(); }
@@ -33,8 +40,8 @@ void BoundedTaskQueue::enqueue(std::function<void()> fn) {
     }
   }
   LOG_EVERY_N(WARNING, 100) << "metrics endpoint: more connections than it serves at once; "
-                               "accepting no more until one is done";
-  Run(fn);
+                               "closing the new one unserved";
+  Run([&fn] { GuardedHttpServer::RunRejecting(fn); });
 }
 
 void BoundedTaskQueue::Loop() {

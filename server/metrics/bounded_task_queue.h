@@ -1,10 +1,8 @@
 // BoundedTaskQueue: the thread pool cpp-httplib runs the metrics endpoint's connections on
 // (httplib::Server::new_task_queue). `threads` threads; at most `max_queued` accepted
 // connections wait for one. Beyond that the task runs on the caller, httplib's accept thread,
-// which then accepts nothing more until it is done (each connection is bounded by the read,
-// write and keep-alive timeouts), so the accepted-but-unserved sockets stay bounded and the
-// kernel's listen backlog holds the rest. A task is never dropped: it owns its socket and
-// closes it.
+// with GuardedHttpServer::RunRejecting: it closes its socket unserved at once, so the accept
+// thread is never held by a client. A task is never dropped: it owns its socket and closes it.
 // No exception escapes a thread: each task runs inside a catch-all (logged).
 // Thread safety: enqueue() from httplib's accept thread, shutdown() once (httplib calls it when
 // its accept loop ends; it runs what is queued, whose sockets then close at once since the

@@ -15,6 +15,7 @@
 #include <exception>
 
 #include "server/metrics/bounded_task_queue.h"
+#include "server/metrics/guarded_http_server.h"
 #include "server/metrics/prometheus_text.h"
 
 namespace rkv::metrics {
@@ -25,30 +26,15 @@ void ListenSocketOptions(int sock) {
   setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);  // no SO_REUSEPORT
 }
 
-uint16_t PortOf(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
-  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
-  return 0;
-}
-
-bool SameAddress(const sockaddr_storage& a, const sockaddr_storage& b) {
-  if (a.ss_family != b.ss_family) return false;
-  if (a.ss_family == AF_INET)
-    return reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr ==
-           reinterpret_cast<const sockaddr_in&>(b).sin_addr.s_addr;
-  if (a.ss_family == AF_INET6)
-    return std::memcmp(&reinterpret_cast<const sockaddr_in6&>(a).sin6_addr,
-                       &reinterpret_cast<const sockaddr_in6&>(b).sin6_addr, sizeof(in6_addr)) == 0;
-  return false;
-}
-
 }  // namespace
 
 MetricsHttpServer::MetricsHttpServer(std::function<std::string()> page)
     : MetricsHttpServer(std::move(page), Limits()) {}
 
 MetricsHttpServer::MetricsHttpServer(std::function<std::string()> page, Limits limits)
-    : page_(std::move(page)), limits_(limits) {}
+    : gate_(std::make_shared<PageGate>()), limits_(limits) {
+  gate_->page = std::move(page);
+}
 
 MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 
@@ -59,25 +45,14 @@ Status MetricsHttpServer::Start(const std::string& host_in, uint16_t port) {
     host = host.substr(1, host.size() - 2);
   const std::string where = host_in + ":" + std::to_string(port);
 
-  // The address the accepted sockets will have (for Stop); the bind below decides validity.
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  int gai = getaddrinfo(host.c_str(), "0", &hints, &res);
-  if (gai != 0)
-    return Status(Code::kInvalidArgument,
-                  "cannot resolve '" + host_in + "': " + std::string(gai_strerror(gai)));
-  std::memcpy(&bound_, res->ai_addr, std::min<size_t>(res->ai_addrlen, sizeof bound_));
-  freeaddrinfo(res);
-  if (bound_.ss_family == AF_INET) {
-    wildcard_ = reinterpret_cast<sockaddr_in&>(bound_).sin_addr.s_addr == htonl(INADDR_ANY);
-  } else if (bound_.ss_family == AF_INET6) {
-    wildcard_ = IN6_IS_ADDR_UNSPECIFIED(&reinterpret_cast<sockaddr_in6&>(bound_).sin6_addr);
-  }
-
-  auto http = std::make_unique<httplib::Server>();
   const Limits lim = limits_;
+  GuardedHttpServer::Bounds bounds;
+  bounds.head_max = lim.head_max;
+  bounds.io_timeout_ms = lim.io_timeout_ms;
+  bounds.connection_deadline_ms = lim.connection_deadline_ms;
+  bounds.keepalive_timeout_ms = lim.keepalive_timeout_s * 1000;
+  bounds.keepalive_max = lim.keepalive_max;
+  auto http = std::make_unique<GuardedHttpServer>(bounds);
   http->new_task_queue = [lim] { return new BoundedTaskQueue(lim.threads, lim.max_queued); };
   http->set_socket_options(ListenSocketOptions);
   http->set_read_timeout(lim.io_timeout_ms / 1000, (lim.io_timeout_ms % 1000) * 1000);
@@ -93,8 +68,16 @@ Status MetricsHttpServer::Start(const std::string& host_in, uint16_t port) {
     res.set_content("only GET /metrics\n", "text/plain");
     return httplib::Server::HandlerResponse::Handled;
   });
-  http->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(page_(), kContentType);
+  // Through the gate: once Stop has closed it, a late request gets 503 and never reaches the
+  // page callback (whose sources the owner destroys after Stop).
+  http->Get("/metrics", [gate = gate_](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> l(gate->mu);
+    if (!gate->open) {
+      res.status = 503;
+      res.set_content("stopping\n", "text/plain");
+      return;
+    }
+    res.set_content(gate->page(), kContentType);
   });
   http->set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
@@ -146,35 +129,18 @@ Status MetricsHttpServer::Start(const std::string& host_in, uint16_t port) {
   return Status::Ok();
 }
 
-void MetricsHttpServer::ShutdownClientSockets() const {
-  DIR* d = opendir("/proc/self/fd");
-  if (d == nullptr) return;
-  const int self = dirfd(d);
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    int fd = std::atoi(e->d_name);
-    if (fd == self) continue;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t len = sizeof local, plen = sizeof peer;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
-    if (PortOf(local) != port_) continue;
-    if (!wildcard_ && !SameAddress(local, bound_)) continue;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0) continue;  // not accepted
-    shutdown(fd, SHUT_RDWR);  // wakes its reader; cpp-httplib still closes it
-  }
-  closedir(d);
-}
-
 void MetricsHttpServer::Stop() {
   if (!http_) return;
+  {
+    std::lock_guard<std::mutex> l(gate_->mu);  // waits for a page being rendered
+    gate_->open = false;
+  }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(limits_.stop_deadline_ms);
   while (!done_.load()) {
     // Again each round: stop() does nothing until the accept loop has marked itself running.
     http_->stop();
-    ShutdownClientSockets();
+    http_->ShutdownClients();
     if (std::chrono::steady_clock::now() > deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -185,7 +151,7 @@ void MetricsHttpServer::Stop() {
     LOG(ERROR) << "metrics endpoint: its threads did not stop within " << limits_.stop_deadline_ms
                << " ms; left to end on their own";
     thread_.detach();
-    (void)http_.release();  // still used by those threads
+    (void)http_.release();  // still used by those threads (which no longer reach the page)
   }
 }
 

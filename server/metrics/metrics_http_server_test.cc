@@ -132,7 +132,13 @@ TEST(MetricsHttpServer, IdleClientsDoNotBlockAScrape) {
   int partial = Connect(s.port());
   ASSERT_GE(partial, 0);
   ASSERT_GT(send(partial, "GET /metr", 9, MSG_NOSIGNAL), 0);
-  std::string r = Get(s.port(), "/metrics");  // completes once the idle ones time out
+  // While every thread and queue slot is taken a new connection is closed unserved (the
+  // accept thread is never held); a scrape gets through once the idle ones time out.
+  std::string r;
+  for (int attempt = 0; attempt < 150 && r.rfind("HTTP/1.1 200", 0) != 0; ++attempt) {
+    r = Get(s.port(), "/metrics");
+    if (r.rfind("HTTP/1.1 200", 0) != 0) usleep(200 * 1000);
+  }
   EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
   // Stop with connections still open ends (the sockets are shut down).
   int late = Connect(s.port());
@@ -155,6 +161,71 @@ TEST(MetricsHttpServer, StopEndsATricklingClient) {
   char c;
   EXPECT_LE(recv(fd, &c, 1, 0), 0);  // closed by the server
   close(fd);
+}
+
+// Sends `chunk` again and again (up to `limit` bytes) until the server closes the connection;
+// the bytes it got through.
+size_t SendUntilClosed(uint16_t port, const std::string& head, const std::string& chunk,
+                       size_t limit, int pause_us) {
+  int fd = Connect(port);
+  if (fd < 0) return 0;
+  size_t sent = 0;
+  if (send(fd, head.data(), head.size(), MSG_NOSIGNAL) > 0) sent = head.size();
+  while (sent < limit) {
+    ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += size_t(n);
+    if (pause_us > 0) usleep(pause_us);
+  }
+  close(fd);
+  return sent;
+}
+
+// cpp-httplib 0.11.4 alone appends an unterminated request line (or endless headers) to a
+// string without bound: the guarded stream cuts the request at head_max bytes.
+TEST(MetricsHttpServer, EndlessRequestLineOrHeadersAreCut) {
+  MetricsHttpServer s([] { return std::string(kPage); }, TestLimits());
+  ASSERT_TRUE(s.Start("127.0.0.1", 0).ok());
+  const size_t limit = 64 << 20;
+  EXPECT_LT(SendUntilClosed(s.port(), "GET /", std::string(65536, 'a'), limit, 0), limit);
+  EXPECT_LT(SendUntilClosed(s.port(), "GET /metrics HTTP/1.1\r\n",
+                            std::string(4096, 'X') + ": a\r\n", limit, 0),
+            limit);
+  std::string header;
+  for (int i = 0; i < 2000; ++i) header += "X: a\r\n";
+  EXPECT_LT(SendUntilClosed(s.port(), "GET /metrics HTTP/1.1\r\n", header, limit, 0), limit);
+  std::string r = Get(s.port(), "/metrics");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+}
+
+// A Range header reaches cpp-httplib's recursive regex before any handler: such a request is
+// dropped unparsed (no 206, no crash), whatever the case of the header's name.
+TEST(MetricsHttpServer, RangeRequestsAreDropped) {
+  MetricsHttpServer s([] { return std::string(kPage); }, TestLimits());
+  ASSERT_TRUE(s.Start("127.0.0.1", 0).ok());
+  std::string ranges = "bytes=0-";
+  for (int i = 0; i < 1300; ++i) ranges += ",0-";
+  for (const char* name : {"Range", "range", "RANGE"}) {
+    std::string r = Exchange(s.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\n" + std::string(name) +
+                                           ": " + ranges + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(r.find("t_total"), std::string::npos) << name;
+    EXPECT_EQ(r.find("206"), std::string::npos) << name;
+  }
+  std::string r = Get(s.port(), "/metrics");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+}
+
+// cpp-httplib restarts its read timeout on every byte; the guarded stream gives a connection
+// an absolute deadline, so a client trickling a byte at a time is cut off.
+TEST(MetricsHttpServer, TricklingClientIsCutAtTheConnectionDeadline) {
+  MetricsHttpServer::Limits l = TestLimits();
+  l.io_timeout_ms = 60000;
+  l.connection_deadline_ms = 1000;
+  MetricsHttpServer s([] { return std::string(kPage); }, l);
+  ASSERT_TRUE(s.Start("127.0.0.1", 0).ok());
+  // 1 byte every 20 ms for up to 3000 bytes (a minute): the server closes long before.
+  const size_t sent = SendUntilClosed(s.port(), "GET /metrics HTTP/1.1\r\nX-A: ", "a", 3000, 20000);
+  EXPECT_LT(sent, 3000u);
 }
 
 TEST(MetricsHttpServer, BadAddressesAreRefused) {

@@ -189,14 +189,15 @@ std::vector<MetricFamily> MetricsRegistry::Families(const std::vector<StatValue>
   }
 
   if (rpcs != nullptr) {
-    MetricFamily& total = family(
-        "rkv_rpcs_total", kC,
-        "Replies posted, by request type (op; unknown: did not decode) and reply status (code). "
-        "GETs are one-sided READs and never reach the server.");
-    MetricFamily& latency =
-        family("rkv_request_duration_seconds", MetricType::kHistogram,
-               "Time from a request's receive completion being polled to its reply being posted "
-               "(durable PUT/DELETE: including the write-ahead log commit).");
+    // Indices, not references: creating the second family may reallocate the vector.
+    family("rkv_rpcs_total", kC,
+           "Replies posted, by request type (op; unknown: did not decode) and reply status (code). "
+           "GETs are one-sided READs and never reach the server.");
+    family("rkv_request_duration_seconds", MetricType::kHistogram,
+           "Time from a request's receive completion being polled to its reply being posted "
+           "(durable PUT/DELETE: including the write-ahead log commit).");
+    MetricFamily& total = out[index.at("rkv_rpcs_total")];
+    MetricFamily& latency = out[index.at("rkv_request_duration_seconds")];
     for (size_t op = 0; op < RpcMetrics::kOps; ++op) {
       // OPEN is answered OK or UNAUTHENTICATED; the rest show OK always and other codes once seen.
       for (size_t code = 0; code < RpcMetrics::kCodes; ++code) {
