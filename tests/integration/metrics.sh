@@ -219,6 +219,9 @@ else
 fi
 
 # --- shutdown with an HTTP connection open ------------------------------------------------------
+# A request half sent just before SIGTERM: Stop must shut its connection down, not wait for it.
+exec {inflight}<>"/dev/tcp/$addr/$HTTP" && printf 'GET /metr' >&$inflight
+sleep 0.3
 kill -TERM $main
 st=timeout
 for _ in $(seq 600); do
@@ -226,11 +229,11 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 if [ "$st" = 0 ] && grep -q "kvserver stopped" "$logs/kvserver.log"; then
-  pass "sigterm-clean"
+  pass "sigterm-clean (a request half sent when it came)"
 else
   fail "sigterm-clean" "exit $st: $(tail -2 "$logs/kvserver.log")"
 fi
-for fd in "${idle_fds[@]}" $slow; do exec {fd}>&-; done
+for fd in "${idle_fds[@]}" $slow ${inflight:-}; do exec {fd}>&-; done
 kill -TERM $dpid 2>/dev/null; wait $dpid 2>/dev/null
 
 crash=$(grep -v -E "^[IWE][0-9]{8} " "$logs"/kvserver.log "$logs"/durable.log | grep -m1 -E "$CRASH_PATTERN")
