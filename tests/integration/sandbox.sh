@@ -134,7 +134,7 @@ fi
 # (c) Two hosts: the checks above run in VM A; each prints its own line.
 [ -n "$accel_env" ] && export RKV_SANDBOX_ACCEL=$accel_env
 RKV_SANDBOX_HOSTS=2 "$sb" --timeout 900 -- "$repo/tests/integration/sandbox.sh" --inside-a "$repo" > "$tmp/out" 2> "$tmp/err"; rc=$?
-grep '^sandbox two-host\|^  ' "$tmp/out"
+grep '^\[case \(PASS\|FAIL\)\] sandbox two-host: \|^  ' "$tmp/out"
 n_pass=$(grep -c '^\[case PASS\] sandbox two-host: ' "$tmp/out")
 n_fail=$(grep -c '^\[case FAIL\] sandbox two-host: ' "$tmp/out")
 failed=$((failed + n_fail))
