@@ -1,6 +1,7 @@
 #include "server/accept_env.h"
 
 #include <arpa/inet.h>
+#include <glog/logging.h>
 
 #include <cstring>
 
@@ -21,8 +22,13 @@ ibv_qp_init_attr AcceptEnv::QpAttr(int w) const {
   ibv_qp_init_attr qa{};
   qa.send_cq = workers[size_t(w)]->cq();
   qa.recv_cq = workers[size_t(w)]->cq();
-  qa.srq = srq->srq();
   qa.qp_type = IBV_QPT_RC;
+  if (srq != nullptr) {
+    qa.srq = srq->srq();
+  } else {  // registration mode: a receive queue of its own, one buffer per reply slot
+    qa.cap.max_recv_wr = uint32_t(Worker::SendSlots(*opt));
+    qa.cap.max_recv_sge = 1;
+  }
   qa.cap.max_send_wr = uint32_t(Worker::SendQueueDepth(*opt));
   qa.cap.max_send_sge = 1;
   qa.sq_sig_all = 0;
@@ -35,6 +41,44 @@ wire::ServerHello AcceptEnv::HelloFor(const Conn& c) const {
   return h;
 }
 
+Status CreateClientQp(const AcceptEnv& env, int slot, rdma_cm_id* id, const ConnParams* init,
+                      ibv_qp** qp, std::unique_ptr<PrivateDomain>* domain) {
+  *qp = nullptr;
+  domain->reset();
+  std::unique_ptr<PrivateDomain> d;
+  if (env.srq == nullptr) {
+    const int slots = Worker::SendSlots(*env.opt);
+    const size_t bytes = size_t(slots) * Worker::kSendSlotSize;
+    Status s =
+        PrivateDomain::Create(env.ctx, env.send_base + size_t(slot) * bytes, bytes, slots, &d);
+    if (!s.ok()) return s;
+  }
+  ibv_pd* pd = d ? d->pd() : env.pd;
+  ibv_qp_init_attr qa = env.QpAttr(env.WorkerFor(slot));
+  ibv_qp* created = nullptr;
+  if (id != nullptr) {
+    if (rdma_create_qp(id, pd, &qa) != 0) return ErrnoStatus("rdma_create_qp", errno);
+    created = id->qp;
+  } else {
+    created = ibv_create_qp(pd, &qa);
+    if (created == nullptr) return ErrnoStatus("ibv_create_qp", errno);
+  }
+  Status s;
+  if (init != nullptr) s = ModifyQpToInit(created, *init, IBV_ACCESS_REMOTE_READ);
+  if (s.ok() && d) s = d->PostAll(created);
+  if (!s.ok()) {
+    if (id != nullptr) {
+      rdma_destroy_qp(id);
+    } else if (int rc = ibv_destroy_qp(created); rc != 0) {
+      LOG(ERROR) << "ibv_destroy_qp(qp " << created->qp_num << ") failed: " << std::strerror(rc);
+    }
+    return s;  // d goes after its QP
+  }
+  *qp = created;
+  *domain = std::move(d);
+  return Status::Ok();
+}
+
 Status NewServerNonce(uint8_t* nonce) {
   Status s = SecureRandom::Fill(nonce, wire::kNonceSize);
   if (!s.ok()) return Status(s.code(), "server nonce: " + s.message());
@@ -43,10 +87,11 @@ Status NewServerNonce(uint8_t* nonce) {
 
 std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
                               rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn,
-                              SourceLimiter::Lease lease) {
+                              std::unique_ptr<PrivateDomain> domain, SourceLimiter::Lease lease) {
   int w = env.WorkerFor(slot);
   auto c = std::make_shared<Conn>(kind, env.next_serial->fetch_add(1) + 1, slot, w,
-                                  env.workers[size_t(w)], owner, id, qp, nonce, peer_qpn);
+                                  env.workers[size_t(w)], owner, id, qp, nonce, peer_qpn,
+                                  std::move(domain));
   c->source_lease = std::move(lease);
   env.workers[size_t(w)]->Adopt(c);  // first: a Close that follows must find it adopted
   env.registry->Add(c);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/verbs/conn_params.h"
 #include "common/wire.h"
 #include "server/conn.h"
 #include "server/conn_registry.h"
@@ -27,7 +28,12 @@ struct AcceptEnv {
   const ServerOptions* opt = nullptr;
   ibv_context* ctx = nullptr;
   ibv_pd* pd = nullptr;
+  // Window mode: the shared SRQ every client QP receives from. Null in registration mode: each
+  // client QP is in a PD of its own with a receive queue of its own (server/private_domain.h).
   SrqPool* srq = nullptr;
+  // Registration mode: the server's reply buffers (Worker::SendSlots per slot), of which each
+  // connection's PD registers its slot's share.
+  uint8_t* send_base = nullptr;
   std::vector<Worker*> workers;
   ConnRegistry* registry = nullptr;
   SourceLimiter* limiter = nullptr;  // per-address caps (source_limiter.h)
@@ -45,6 +51,16 @@ struct AcceptEnv {
   wire::ServerHello HelloFor(const Conn& c) const;
 };
 
+// Creates the QP of a new connection in `slot`: window mode, in the server's PD on the shared SRQ
+// (*domain stays null); registration mode, in a PrivateDomain of its own (*domain) with its own
+// receive queue, whose buffers are posted here. rdma_cm: `id` non-null (rdma_create_qp leaves
+// the QP in INIT); manual: `init` non-null, the QP is moved to INIT with it. On failure nothing
+// is left (QP destroyed, domain freed) and the slot is still the caller's. The message names the
+// failed call.
+[[nodiscard]] Status CreateClientQp(const AcceptEnv& env, int slot, rdma_cm_id* id,
+                                    const ConnParams* init, ibv_qp** qp,
+                                    std::unique_ptr<PrivateDomain>* domain);
+
 // A fresh server nonce (wire::kNonceSize bytes) from SecureRandom.
 [[nodiscard]] Status NewServerNonce(uint8_t* nonce);
 
@@ -52,8 +68,10 @@ struct AcceptEnv {
 // worker (before the QP can receive) and registers it; counts it as total, active, pending.
 // nonce: from NewServerNonce; peer_qpn: the client's QP number; lease: the connection's share
 // of its source address's cap (empty where there is no address), held until the Conn is gone.
+// domain: from CreateClientQp (null in window mode).
 std::shared_ptr<Conn> NewConn(const AcceptEnv& env, Conn::Kind kind, int slot, ConnOwner* owner,
                               rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qpn,
+                              std::unique_ptr<PrivateDomain> domain,
                               SourceLimiter::Lease lease = {});
 
 // Admits a connection attempt from `addr` (an IPv4/IPv6 sockaddr): *lease holds it, or the

@@ -58,6 +58,7 @@ void AsyncEvents::Handle(const ibv_async_event& ev) {
               << ev.element.qp->qp_num;
       return;
     case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      if (srq_ == nullptr) return;  // registration mode has no SRQ
       int n = srq_->OnLimit();
       counters_->srq_limit_events.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 100) << "shared receive queue ran low; posted " << n

@@ -3,7 +3,8 @@
 //   QP fatal / request / access / path-migration errors -> close that connection;
 //   QP Last WQE Reached (a QP on the SRQ in ERR will consume no more receives) -> tell its
 //     worker, which then drains the QP (server/conn.h);
-//   SRQ limit reached -> post the SRQ's reserve buffers (server/srq_pool.h);
+//   SRQ limit reached -> post the SRQ's reserve buffers (server/srq_pool.h; no SRQ, as in
+//     registration mode: srq is null and there is no such event);
 //   port, device and SRQ errors -> logged (device fatal also stops the server).
 // The connection is looked up by QP number in the registry and must also hold the event's
 // ibv_qp handle: a QP's number may be reused as soon as the kernel QP is destroyed, but its

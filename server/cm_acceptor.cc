@@ -131,14 +131,15 @@ void CmAcceptor::HandleConnectRequest(rdma_cm_event* ev) {
   int slot = 0;
   if (!env_.registry->TakeSlot(&slot))
     return reject("server is at --max_connections=" + std::to_string(o.max_connections));
-  ibv_qp_init_attr qa = env_.QpAttr(env_.WorkerFor(slot));
-  if (rdma_create_qp(id, env_.pd, &qa) != 0) {
-    int err = errno;
+  ibv_qp* qp = nullptr;
+  std::unique_ptr<PrivateDomain> domain;
+  s = CreateClientQp(env_, slot, id, nullptr, &qp, &domain);
+  if (!s.ok()) {
     env_.registry->ReleaseSlot(slot);
-    return reject(std::string("rdma_create_qp failed: ") + std::strerror(err));
+    return reject(s.message());
   }
-  std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kRdmaCm, slot, this, id, id->qp, nonce,
-                                    ev->param.conn.qp_num, std::move(lease));
+  std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kRdmaCm, slot, this, id, qp, nonce,
+                                    ev->param.conn.qp_num, std::move(domain), std::move(lease));
   by_id_[id] = c;
   pending_.push_back(c);
   uint8_t ack_timeout = static_cast<uint8_t>(o.qp.timeout);

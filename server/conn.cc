@@ -10,7 +10,8 @@
 namespace rkv {
 
 Conn::Conn(Kind k, uint64_t serial_no, int slot_index, int worker_idx, Worker* worker,
-           ConnOwner* owner, rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qp_num)
+           ConnOwner* owner, rdma_cm_id* id, ibv_qp* qp, const uint8_t* nonce, uint32_t peer_qp_num,
+           std::unique_ptr<PrivateDomain> domain)
     : kind(k),
       serial(serial_no),
       slot(slot_index),
@@ -22,7 +23,8 @@ Conn::Conn(Kind k, uint64_t serial_no, int slot_index, int worker_idx, Worker* w
       worker_(worker),
       owner_(owner),
       id_(id),
-      qp_(qp) {
+      qp_(qp),
+      domain_(std::move(domain)) {
   std::memcpy(server_nonce, nonce, sizeof server_nonce);
 }
 
@@ -99,8 +101,12 @@ void Conn::DestroyVerbs(bool leak_qp) {
   } else if (qp_ != nullptr) {
     LOG(ERROR) << "qp " << qpn << " did not drain; leaking it (its number stays allocated)";
     if (id_ != nullptr) id_->qp = nullptr;  // rdma_destroy_id must not see it
+    // Its receives may still complete into the domain's buffers, and its PD cannot go while
+    // it exists: the domain is leaked with it.
+    if (domain_) (void)domain_.release();
   }
   qp_ = nullptr;
+  domain_.reset();  // after the QP: deregisters its buffers, deallocates its PD
   if (id_ != nullptr) {
     if (rdma_destroy_id(id_) != 0)
       LOG(ERROR) << "rdma_destroy_id(qp " << qpn << ") failed: " << std::strerror(errno);

@@ -8,7 +8,8 @@
 //     └──────────(any thread: RequestClose)─────────────────────────────────┴──> kClosing
 //   (kOpen too: any thread may RequestClose it.)
 //   kClosing ──(worker: QP in ERR, every posted WR flushed)──> kDrained
-//   kDrained ──(owner: DestroyVerbs: QP, then id)──> destroyed (slot released by the owner)
+//   kDrained ──(owner: DestroyVerbs: QP, its own PD if any, then id)──> destroyed (slot
+//                 released by the owner)
 //
 //   kSetup        The owner (rdma_cm thread, or a manual handshake thread) created the QP and
 //                 handed the Conn to its worker (Worker::Adopt) before the QP can receive: the
@@ -58,6 +59,7 @@
 
 #include "common/exchange/exchange.h"
 #include "common/mutex.h"
+#include "server/private_domain.h"
 #include "server/source_limiter.h"
 
 namespace rkv {
@@ -80,11 +82,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
   enum class Kind : int { kRdmaCm, kManual };
   using Clock = std::chrono::steady_clock;
 
-  // Takes ownership of `qp` (and of `id` when non-null: rdma_cm mode, id->qp == qp).
+  // Takes ownership of `qp` (and of `id` when non-null: rdma_cm mode, id->qp == qp) and of
+  // `domain` (registration mode: the QP's own PD with its receive buffers; null: the QP is in
+  // the server's PD and receives from the shared SRQ).
   // server_nonce: the challenge sent in this connection's ServerHello (wire::kNonceSize bytes);
   // peer_qpn: the client's QP number as this QP addresses it.
   Conn(Kind kind, uint64_t serial, int slot, int worker_index, Worker* worker, ConnOwner* owner,
-       rdma_cm_id* id, ibv_qp* qp, const uint8_t* server_nonce, uint32_t peer_qpn);
+       rdma_cm_id* id, ibv_qp* qp, const uint8_t* server_nonce, uint32_t peer_qpn,
+       std::unique_ptr<PrivateDomain> domain = nullptr);
   // Destroys what DestroyVerbs did not (only at shutdown, when no thread runs).
   ~Conn();
   Conn(const Conn&) = delete;
@@ -142,6 +147,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void SetWindow(ibv_mw* mw) { mw_ = mw; }
   void SetClientMr(ibv_mr* mr) { client_mr_ = mr; }
   ConnOwner* owner() const { return owner_; }
+  // Registration mode: the connection's own protection domain (server/private_domain.h), set
+  // at construction and destroyed by DestroyVerbs just after the QP (or leaked with a leaked
+  // QP); its receive accounting belongs to the worker. Null in window mode.
+  PrivateDomain* domain() const { return domain_.get(); }
 
   // Worker-only state.
   struct WorkerState {
@@ -183,6 +192,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   ibv_qp* qp_;
   ibv_mw* mw_ = nullptr;
   ibv_mr* client_mr_ = nullptr;
+  std::unique_ptr<PrivateDomain> domain_;
   void ReleaseGrant();
   mutable Mutex mu_;
   std::string close_reason_ GUARDED_BY(mu_);

@@ -61,7 +61,8 @@ DEFINE_bool(allow_unauthenticated, false,
 DEFINE_string(client_rkeys, "auto",
               "how each client gets its private rkey: auto (a type-2 memory window bound on its "
               "QP when the device has them, else a registration of its own) or registration "
-              "(always a registration of the region of its own, ibv_reg_mr_iova)");
+              "(always a registration of the region of its own, ibv_reg_mr_iova, in a protection "
+              "domain of its own with its QP and receive queue)");
 DEFINE_string(data_dir, "",
               "directory for the write-ahead log and snapshots; empty: memory-only (every write is "
               "lost when kvserver stops)");

@@ -234,20 +234,19 @@ std::shared_ptr<Conn> ManualAcceptor::RunHandshake(ExchangeChannel* ch, SourceLi
            "server is at --max_connections=" + std::to_string(o.max_connections));
     return nullptr;
   }
-  ibv_qp_init_attr qa = env_.QpAttr(env_.WorkerFor(slot));
-  ibv_qp* qp = ibv_create_qp(env_.pd, &qa);
-  if (qp == nullptr) {
-    int err = errno;
+  ibv_qp* qp = nullptr;
+  std::unique_ptr<PrivateDomain> domain;
+  s = CreateClientQp(env_, slot, nullptr, &self, &qp, &domain);  // in INIT
+  if (!s.ok()) {
     env_.registry->ReleaseSlot(slot);
-    Refuse(ch, Code::kIoError, "server: ibv_create_qp failed: " + std::string(strerror(err)));
+    Refuse(ch, s.code(), "server: " + s.message());
     return nullptr;
   }
   std::shared_ptr<Conn> c = NewConn(env_, Conn::Kind::kManual, slot, this, nullptr, qp, nonce,
-                                    m.params.qp_num, std::move(*lease));
+                                    m.params.qp_num, std::move(domain), std::move(*lease));
   reply.params.qp_num = self.qp_num = qp->qp_num;
   std::string note;
-  s = ModifyQpToInit(qp, self, IBV_ACCESS_REMOTE_READ);
-  if (s.ok()) s = ConnectQp(qp, self, m.params, o.qp, IBV_ACCESS_REMOTE_READ, &note);
+  s = ConnectQp(qp, self, m.params, o.qp, IBV_ACCESS_REMOTE_READ, &note);
   if (!s.ok()) {
     Refuse(ch, s.code(), "server: " + s.message());
     c->RequestClose("parameters refused: " + s.message());

@@ -170,18 +170,21 @@ Status Server::Start() {
   ibv_device_attr dev{};
   if (ibv_query_device(ctx_, &dev) != 0) return ErrnoStatus("ibv_query_device", errno);
   windows_ = (dev.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0 && !opt_.rkey_registration;
-  region_mr_.reset(
-      ibv_reg_mr(pd_.get(), region_.get(), opt_.memory, windows_ ? IBV_ACCESS_MW_BIND : 0));
-  if (!region_mr_)
-    return ErrnoStatus(windows_ ? "ibv_reg_mr(table region, MW_BIND)" : "ibv_reg_mr(table region)",
-                       errno);
-
   const int slots = Worker::SendSlots(opt_);
   send_buf_.assign(size_t(opt_.max_connections) * size_t(slots) * Worker::kSendSlotSize, 0);
-  send_mr_.reset(ibv_reg_mr(pd_.get(), send_buf_.data(), send_buf_.size(), 0));
-  if (!send_mr_) return ErrnoStatus("ibv_reg_mr(send buffers)", errno);
-  s = SrqPool::Create(pd_.get(), opt_.srq_depth, std::max(1, opt_.srq_depth / 2), &srq_);
-  if (!s.ok()) return s;
+  if (windows_) {
+    // Windows are bound over this registration; the QPs, the reply buffers and the SRQ share
+    // the server's PD.
+    region_mr_.reset(ibv_reg_mr(pd_.get(), region_.get(), opt_.memory, IBV_ACCESS_MW_BIND));
+    if (!region_mr_) return ErrnoStatus("ibv_reg_mr(table region, MW_BIND)", errno);
+    send_mr_.reset(ibv_reg_mr(pd_.get(), send_buf_.data(), send_buf_.size(), 0));
+    if (!send_mr_) return ErrnoStatus("ibv_reg_mr(send buffers)", errno);
+    s = SrqPool::Create(pd_.get(), opt_.srq_depth, std::max(1, opt_.srq_depth / 2), &srq_);
+    if (!s.ok()) return s;
+  }
+  // Registration mode: nothing here. Each connection gets a PD of its own at accept with its
+  // QP, a receive queue of its own and its share of send_buf_, and at OPEN its registration of
+  // the region (server/private_domain.h).
 
   RegionInfo region{0, 0, opt_.memory};  // PARAMS replies: no address, no shared rkey
   exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,
@@ -204,7 +207,7 @@ Status Server::Start() {
   wenv.registry = registry_.get();
   wenv.counters = &counters_;
   wenv.send_base = send_buf_.data();
-  wenv.send_lkey = send_mr_->lkey;
+  wenv.send_lkey = send_mr_ ? send_mr_->lkey : 0;
   wenv.stop = &stop_;
   wenv.auth_token = opt_.auth_token;
   wenv.open_reply = MakeOpenReply();
@@ -221,7 +224,8 @@ Status Server::Start() {
   }
   // Every QP of a worker may have its full send queue and its share of receives outstanding.
   int per_worker = (opt_.max_connections + opt_.workers - 1) / opt_.workers;
-  int cqe = int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64;
+  int cqe = srq_ ? int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64
+                 : per_worker * (Worker::SendQueueDepth(opt_) + slots) + 64;
   for (int w = 0; w < opt_.workers; ++w) {
     workers_.push_back(std::make_unique<Worker>(w, wenv));
     s = workers_.back()->Init(ctx_, cqe);
@@ -233,6 +237,7 @@ Status Server::Start() {
   aenv.ctx = ctx_;
   aenv.pd = pd_.get();
   aenv.srq = srq_.get();
+  aenv.send_base = send_buf_.data();
   for (auto& w : workers_) aenv.workers.push_back(w.get());
   aenv.registry = registry_.get();
   SourceLimiter::Limits limits;
@@ -280,9 +285,11 @@ Status Server::Start() {
             << (opt_.memory - geo.heap_offset) << " bytes, workers " << opt_.workers;
   LOG(INFO) << "limits: max_connections " << opt_.max_connections << ", max_pending "
             << opt_.max_pending << ", request credits " << opt_.credits << ", peer_timeout "
-            << opt_.peer_timeout_ms << " ms, accept_timeout " << opt_.accept_timeout_ms
-            << " ms, srq_depth " << opt_.srq_depth << " (+" << srq_->buffers() - opt_.srq_depth
-            << " reserve)";
+            << opt_.peer_timeout_ms << " ms, accept_timeout " << opt_.accept_timeout_ms << " ms, "
+            << (srq_ ? "srq_depth " + std::to_string(opt_.srq_depth) + " (+" +
+                           std::to_string(srq_->buffers() - opt_.srq_depth) + " reserve)"
+                     : "a receive queue of " + std::to_string(slots) +
+                           " buffers per connection (registration mode: no shared SRQ)");
   return Status::Ok();
 }
 

@@ -97,11 +97,11 @@ class Server {
   wal::DirLock dir_lock_;
   std::unique_ptr<wal::DurableLog> log_;           // --data_dir only; the table's WriteLog
   std::unique_ptr<wal::Snapshotter> snapshotter_;  // --data_dir only
-  MrPtr region_mr_;       // MW_BIND only (windows) or local only: its rkey grants nothing remotely
+  MrPtr region_mr_;       // windows only, MW_BIND only: its rkey grants nothing remotely
   bool windows_ = false;  // the device has type-2 memory windows
   std::vector<uint8_t> send_buf_;
-  MrPtr send_mr_;
-  std::unique_ptr<SrqPool> srq_;
+  MrPtr send_mr_;                 // windows only (else each connection's PD registers its share)
+  std::unique_ptr<SrqPool> srq_;  // windows only (else a receive queue per connection)
   std::unique_ptr<RpcExecutor> exec_;
   std::unique_ptr<WritePool> writes_;  // --data_dir only: PUT/DELETE off the workers
   // --data_dir only: receive times of writes waiting for or in the pool (WorkerEnv).

@@ -139,18 +139,14 @@ std::shared_ptr<Conn> Worker::Find(uint32_t qpn) {
 
 void Worker::HandleCompletion(const ibv_wc& wc) {
   if (SrqPool::IsRecv(wc.wr_id)) {
-    env_.srq->Consumed();
-    uint32_t buf = SrqPool::Index(wc.wr_id);
-    std::shared_ptr<Conn> c = Find(wc.qp_num);
-    if (c) {
-      Conn::State st = c->state();
-      if (wc.status == IBV_WC_SUCCESS && st < Conn::State::kClosing) {
-        HandleRequest(c, buf, wc.byte_len);
-      } else if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR) {
-        c->RequestClose(std::string("receive completed with error: ") +
-                        ibv_wc_status_str(wc.status));
-      }
+    const uint32_t buf = SrqPool::Index(wc.wr_id);
+    if (env_.srq == nullptr) {
+      HandlePrivateReceive(wc, buf);
+      return;
     }
+    env_.srq->Consumed();
+    std::shared_ptr<Conn> c = Find(wc.qp_num);
+    if (c) HandleReceive(c, wc, env_.srq->Buffer(buf));
     env_.srq->Return(buf);
     return;
   }
@@ -184,8 +180,39 @@ void Worker::HandleCompletion(const ibv_wc& wc) {
   if (c->state() == Conn::State::kClosing && w.error_state) AdvanceClose(c);
 }
 
+void Worker::HandleReceive(const std::shared_ptr<Conn>& c, const ibv_wc& wc, const uint8_t* msg) {
+  if (wc.status == IBV_WC_SUCCESS && c->state() < Conn::State::kClosing) {
+    HandleRequest(c, msg, wc.byte_len);
+  } else if (wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR) {
+    c->RequestClose(std::string("receive completed with error: ") + ibv_wc_status_str(wc.status));
+  }
+}
+
+void Worker::HandlePrivateReceive(const ibv_wc& wc, uint32_t buf) {
+  std::shared_ptr<Conn> c = Find(wc.qp_num);
+  // Gone: a QP leaked after its drain deadline (its domain is leaked with it); nothing to do.
+  if (!c) return;
+  PrivateDomain* d = c->domain();
+  if (d == nullptr) {  // broken invariant: registration mode gives every QP its own domain
+    LOG(ERROR) << "qp " << c->qpn << ": receive completion without a receive queue of its own";
+    c->RequestClose("internal: receive completion without a private domain");
+    return;
+  }
+  d->Consumed();
+  HandleReceive(c, wc, d->Buffer(buf));
+  // The request's bytes are used (executed, or copied for the write pool): post the buffer
+  // again, unless the QP is going (a receive posted in ERR would only be flushed).
+  if (c->state() < Conn::State::kClosing && !c->w.error_state) {
+    Status s = d->Repost(c->qp(), buf);
+    if (!s.ok() && c->state() < Conn::State::kClosing) c->RequestClose(s.message());
+  } else if (c->state() == Conn::State::kClosing && c->w.error_state) {
+    AdvanceClose(c);  // the last flushed receive may be what the drain waits for
+  }
+}
+
 bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(data), len, env_.send_lkey};
+  const uint32_t lkey = c.domain() != nullptr ? c.domain()->send_lkey() : env_.send_lkey;
+  ibv_sge sge{reinterpret_cast<uint64_t>(data), len, lkey};
   ibv_send_wr wr{}, *bad = nullptr;
   wr.wr_id = SendId(c.serial, kind);
   wr.sg_list = len > 0 ? &sge : nullptr;
@@ -210,7 +237,7 @@ bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
   return true;
 }
 
-void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len) {
+void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len) {
   const ServerOptions& o = *env_.opt;
   Conn::WorkerState& w = c->w;
   const Clock::time_point received = Clock::now();
@@ -224,15 +251,14 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_
     return;
   }
   if (c->state() != Conn::State::kOpen) {
-    HandleUnopened(c, env_.srq->Buffer(buf), len);
+    HandleUnopened(c, msg, len);
     return;
   }
-  if (Offload(c, env_.srq->Buffer(buf), len, received)) return;
+  if (Offload(c, msg, len, received)) return;
   uint8_t* out = env_.send_base +
                  (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
   bool malformed = false;
-  size_t n = env_.exec->Execute(c->qp(), c->qpn, env_.srq->Buffer(buf), len, out, kSendSlotSize,
-                                &malformed);
+  size_t n = env_.exec->Execute(c->qp(), c->qpn, msg, len, out, kSendSlotSize, &malformed);
   if (malformed && ++w.bad_requests > o.max_bad_requests) {
     env_.counters->clients_dropped.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose("more than " + std::to_string(o.max_bad_requests) + " malformed requests");
@@ -345,7 +371,11 @@ Status Worker::Open(const std::shared_ptr<Conn>& c, const wire::Request& req,
 Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
   reply->region_addr = 0;  // zero-based: no server address leaves the server
   if (!env_.windows) {
-    ibv_mr* mr = ibv_reg_mr_iova(env_.pd, env_.region, env_.region_size, 0, IBV_ACCESS_REMOTE_READ);
+    // In the connection's own PD: no other client's QP can use this rkey (private_domain.h).
+    if (c->domain() == nullptr)
+      return Status(Code::kProtocolError, "registration mode without the connection's own PD");
+    ibv_mr* mr = ibv_reg_mr_iova(c->domain()->pd(), env_.region, env_.region_size, 0,
+                                 IBV_ACCESS_REMOTE_READ);
     if (mr == nullptr) return ErrnoStatus("ibv_reg_mr_iova(region, iova 0, REMOTE_READ)", errno);
     c->SetClientMr(mr);
     reply->rkey = mr->rkey;
@@ -506,13 +536,16 @@ void Worker::AdvanceClose(const std::shared_ptr<Conn>& c) {
   Conn::WorkerState& w = c->w;
   if (c->state() != Conn::State::kClosing || !w.error_state) return;
   auto now = Clock::now();
-  if (!w.marker_posted && (w.last_wqe || now - w.close_started >= kLastWqeGrace)) {
+  // A receive queue of its own has no Last WQE event: ERR flushes every receive it holds, and
+  // the drain waits for those completions instead (below).
+  const PrivateDomain* d = c->domain();
+  if (!w.marker_posted && (w.last_wqe || d != nullptr || now - w.close_started >= kLastWqeGrace)) {
     w.marker_posted = true;
     // Flushed behind every earlier WR of the QP: once it completes, the CQ holds nothing more
     // of this QP. A device that refuses posts in ERR leaves only the grace period to rely on.
     if (!PostSend(*c, kMarker, nullptr, 0)) w.marker_done = true;
   }
-  if (w.marker_done && w.sends_in_flight <= 0)
+  if (w.marker_done && w.sends_in_flight <= 0 && (d == nullptr || d->posted() <= 0))
     FinishDrain(c, false);
   else if (now - w.close_started > kDrainDeadline)
     FinishDrain(c, true);

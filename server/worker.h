@@ -52,6 +52,8 @@ namespace rkv {
 // What every worker shares; all of it outlives the workers.
 struct WorkerEnv {
   const ServerOptions* opt = nullptr;
+  // Window mode: the shared SRQ. Null in registration mode: each connection receives into its
+  // own PrivateDomain (server/private_domain.h).
   SrqPool* srq = nullptr;
   RpcExecutor* exec = nullptr;
   // PUT and DELETE go here when set (a durable server: they wait for the log); else the worker
@@ -60,7 +62,7 @@ struct WorkerEnv {
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
   uint8_t* send_base = nullptr;  // registered: max_connections * SendSlots() * kSendSlotSize
-  uint32_t send_lkey = 0;
+  uint32_t send_lkey = 0;        // window mode; a PrivateDomain registers its connection's share
   const std::atomic<bool>* stop = nullptr;
   // The shared token (docs/security.md); empty: authentication is off.
   std::string auth_token;
@@ -68,7 +70,8 @@ struct WorkerEnv {
   wire::OpenReply open_reply{};
   // What OPEN grants a client (docs/security.md, "Private rkeys"): windows: a type-2 memory
   // window bound on its QP over region_mr (registered with MW_BIND, no remote access); else a
-  // registration of the region of its own (ibv_reg_mr_iova, iova 0). Either is zero-based.
+  // registration of the region of its own (ibv_reg_mr_iova, iova 0) in the connection's own PD
+  // (Conn::domain()). Either is zero-based.
   ibv_pd* pd = nullptr;
   ibv_mr* region_mr = nullptr;
   uint8_t* region = nullptr;
@@ -125,7 +128,12 @@ class Worker {
   void Loop();
   void DrainCommands();
   void HandleCompletion(const ibv_wc& wc);
-  void HandleRequest(const std::shared_ptr<Conn>& c, uint32_t buf, uint32_t len);
+  // A receive completion of c whose request bytes are at msg (an SRQ or a private buffer).
+  void HandleReceive(const std::shared_ptr<Conn>& c, const ibv_wc& wc, const uint8_t* msg);
+  // Registration mode: a receive completion of a connection's own receive queue (buffer `buf`
+  // of its PrivateDomain), reposted once handled.
+  void HandlePrivateReceive(const ibv_wc& wc, uint32_t buf);
+  void HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
   // A request of a connection that is not kOpen: an OPEN is verified and answered (kOpen on
   // success); anything else, or a failed OPEN, is answered UNAUTHENTICATED and the connection
   // is closed once that reply has completed.

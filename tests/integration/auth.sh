@@ -15,7 +15,9 @@
 #     they fail with UNAUTHENTICATED and a clear message
 #   private rkeys: A's rkey is refused to B while A is connected and after A has left; AUTH_MANY
 #     connections show no constant step in rkeys or PSNs; granted addresses are 0; the same on a
-#     server with --client_rkeys=registration (open, read, no write/atomic)
+#     server with --client_rkeys=registration (open, read, no write/atomic, B refused A's rkey,
+#     AUTH_REG_MANY connections without a step, kvctl over rdma_cm and tcp, a verified kvbench
+#     run, every connection drained and none leaked)
 #   nothing left to read: a scan of the whole region through a window after deletes and an
 #     overwrite finds none of the dead values' bytes (inline and heap) and finds the live ones
 #   measure: connect+OPEN time with and without authentication, and with a window bind vs a
@@ -37,6 +39,7 @@ KNOB_PREFIX=AUTH
 . "$(dirname "$0")/common.sh"
 CONNECTS=$(knob CONNECTS 30)
 MANY=$(knob MANY 1000)
+REG_MANY=$(knob REG_MANY 200)  # registration mode: each connect registers the region
 PORT=$(knob PORT_BASE 7560)
 KVSERVER=$build/kvserver RAW=$build/raw_client KVCTL=$build/kvctl KVBENCH=$build/kvbench
 rc=0
@@ -98,7 +101,7 @@ pids+=($!); auth_pid=$!
 "$KVSERVER" --listen="$N" --memory=16M --workers=2 > "$logs/open-server.log" 2>&1 &
 pids+=($!); open_pid=$!
 R="$addr:$((PORT + 2))"
-"$KVSERVER" --listen="$R" --memory=16M --workers=2 --auth_token_file="$token" --client_rkeys=registration > "$logs/reg-server.log" 2>&1 &
+"$KVSERVER" --listen="$R" --memory=16M --workers=2 --auth_token_file="$token" --client_rkeys=registration --exchange=tcp > "$logs/reg-server.log" 2>&1 &
 pids+=($!); reg_pid=$!
 wait_up "$logs/auth-server.log" && wait_up "$logs/open-server.log" && wait_up "$logs/reg-server.log" || { fail "servers" "did not start"; exit 1; }
 ibv_devinfo -v 2>/dev/null | grep -iE "hca_id|MEM_WINDOW|max_mw" | sed 's/^[[:space:]]*/auth device: /'
@@ -127,6 +130,41 @@ raw open-read-no-write-noauth "$N" --auth_case=open
 raw cross-rkey "$A" --auth_case=cross-rkey --auth_token_file="$token"
 raw many-no-constant-step "$A" --auth_case=many --count="$MANY" --auth_token_file="$token"
 raw open-read-no-write-registration "$R" --auth_case=open --auth_token_file="$token"
+# Registration mode: each connection's QP, its registration of the region and its buffers are in
+# a protection domain of its own, so B's QP cannot use A's rkey either (server/private_domain.h).
+raw cross-rkey-registration "$R" --auth_case=cross-rkey --auth_token_file="$token"
+raw many-no-constant-step-registration "$R" --auth_case=many --count="$REG_MANY" --auth_token_file="$token"
+# The real tools on the registration server: rdma_cm and manual mode (a receive queue of its
+# own per connection instead of the shared SRQ), and a verified kvbench load and run.
+regctl() { "$KVCTL" --server="$R" --auth_token_file="$token" "$@"; }
+if regctl put rkey rvalue && [ "$(regctl get rkey)" = rvalue ] &&
+   regctl --exchange=tcp put tkey tvalue && [ "$(regctl --exchange=tcp get tkey)" = tvalue ] &&
+   regctl del rkey && regctl --exchange=tcp del tkey; then
+  pass "kvctl-registration" "rdma_cm and tcp exchange"
+else
+  fail "kvctl-registration"
+fi
+if "$KVBENCH" --server="$R" --auth_token_file="$token" --records=300 --threads=2 --value_size=2000 --verify load > "$logs/reg-bench-load.txt" 2>&1 &&
+   "$KVBENCH" --server="$R" --auth_token_file="$token" --records=300 --threads=2 --value_size=2000 --verify run --workload=a --operations=1500 > "$logs/reg-bench-run.txt" 2>&1 &&
+   grep -q "^\[VERIFY\], Failures, 0$" "$logs/reg-bench-run.txt"; then
+  pass "kvbench-registration"
+else
+  fail "kvbench-registration" "$(tail -3 "$logs/reg-bench-run.txt" "$logs/reg-bench-load.txt")"
+fi
+# Every connection above is gone and drained: its flushed receives counted back, its QP and
+# PD destroyed, none leaked (the stats connection itself is the one active).
+stats=""
+for _ in $(seq 50); do
+  stats=$(regctl stats 2>&1)
+  [ "$(echo "$stats" | awk '$1=="connections_active"{print $2}')" = 1 ] && break
+  sleep 0.2
+done
+if [ "$(echo "$stats" | awk '$1=="connections_active"{print $2}')" = 1 ] &&
+   [ "$(echo "$stats" | awk '$1=="qps_leaked"{print $2}')" = 0 ]; then
+  pass "registration-drains" "$(echo "$stats" | awk '$1=="connections_total"||$1=="qps_leaked"{printf "%s=%s ", $1, $2}')"
+else
+  fail "registration-drains" "$(echo "$stats" | grep -E "connections_active|qps_leaked" | tr '\n' ' ')"
+fi
 # Nothing left to read: deleted and overwritten values (inline, heap) are not in the region that
 # a client's window shows; live ones are (the scan works).
 mk() { od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; }

@@ -13,7 +13,7 @@
 #   HOSTILE_ROUNDS      vanish rounds per stream (default 200; 3 streams)
 #   HOSTILE_CASES       cases to run (default: vanish credits flood halfopen slow-exchange get-only)
 #   HOSTILE_PORT_BASE, HOSTILE_ACCEPT_TIMEOUT, HOSTILE_VICTIM_OPS, HOSTILE_FLOOD_MAX_P99_RATIO,
-#   HOSTILE_CREDITS_OVER_BY
+#   HOSTILE_CREDITS_OVER_BY, HOSTILE_EXTRA_FLAGS
 # The server flags of each case, the new server's deadlines and the thresholds are the variables
 # below; each case is one function, so its assertions are easy to adjust.
 set -uo pipefail
@@ -46,7 +46,9 @@ printf 'race:tzset_internal\n' > "$logs/tsan.supp"
 export TSAN_OPTIONS="suppressions=$logs/tsan.supp${TSAN_OPTIONS:+ $TSAN_OPTIONS}"
 
 # --- server flags per case (arrays) and the server's deadlines -----------------------------
-COMMON_FLAGS=(--memory=64M --workers=2)
+# HOSTILE_EXTRA_FLAGS: more kvserver flags for every case, e.g. --client_rkeys=registration.
+read -ra EXTRA_FLAGS <<< "$(knob EXTRA_FLAGS "")"
+COMMON_FLAGS=(--memory=64M --workers=2 "${EXTRA_FLAGS[@]}")
 VANISH_FLAGS=("${COMMON_FLAGS[@]}")
 CREDITS_FLAGS=("${COMMON_FLAGS[@]}")
 # Requests beyond the announced credits in the second batch. docs/design.md lets a client have

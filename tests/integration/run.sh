@@ -3,6 +3,8 @@
 # kvserver and a small one (for the fill test), runs integration_test against them, checks the
 # servers are still alive, and returns the test's exit status.
 #   tests/integration/run.sh BUILD_DIR [gtest args...]
+# RKV_SERVER_EXTRA_FLAGS: more flags for both kvservers, e.g. --client_rkeys=registration (the
+# registration mode's own PD, receive queue and drain under the whole suite).
 set -uo pipefail
 build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd) || exit 2
 shift
@@ -15,9 +17,10 @@ addr=${RKV_SANDBOX_ADDR:?not in the sandbox}
 logs=${RKV_LOG_DIR:-$(mktemp -d /tmp/rkv-it.XXXXXX)}
 # A short --peer_timeout: every test runs with keepalives going on (IdleClientIsKeptAlive...).
 export RKV_PEER_TIMEOUT=3
-"$build/kvserver" --listen="$addr:7470" --memory=128M --workers=2 --peer_timeout=$RKV_PEER_TIMEOUT > "$logs/kvserver-main.log" 2>&1 &
+read -ra extra <<< "${RKV_SERVER_EXTRA_FLAGS:-}"
+"$build/kvserver" --listen="$addr:7470" --memory=128M --workers=2 --peer_timeout=$RKV_PEER_TIMEOUT "${extra[@]}" > "$logs/kvserver-main.log" 2>&1 &
 main=$!
-"$build/kvserver" --listen="$addr:7471" --memory=16M --buckets=1024 > "$logs/kvserver-small.log" 2>&1 &
+"$build/kvserver" --listen="$addr:7471" --memory=16M --buckets=1024 "${extra[@]}" > "$logs/kvserver-small.log" 2>&1 &
 small=$!
 for i in $(seq 50); do
   "$build/kvctl" --server="$addr:7470" stats >/dev/null 2>&1 && "$build/kvctl" --server="$addr:7471" stats >/dev/null 2>&1 && break

@@ -1,0 +1,79 @@
+// PrivateDomain: the protection domain of one client connection when private rkeys are
+// registrations (kvserver --client_rkeys=registration, or a device without type-2 memory
+// windows; docs/security.md, "Private rkeys").
+//
+// Why: an rkey is honoured for any QP in the PD its registration belongs to. With one shared PD,
+// client B's QP could use client A's registration of the region. So each such connection gets a
+// PD of its own holding everything its QP touches: the QP itself, its region registration
+// (ibv_reg_mr_iova, iova 0, remote READ: made at OPEN, owned by the Conn), a registration of
+// its reply slots in the server's send buffer, and receive buffers of its own (a receive queue
+// on the QP instead of the shared SRQ: receive WQEs are checked against the QP's PD on rxe, so
+// the SRQ's buffers, registered in the server's PD, cannot serve it). B's QP is in another PD:
+// A's rkey means nothing to it.
+//
+// Receive work request ids are (index << 1) | 1, as the SRQ's (server/srq_pool.h); a worker of
+// a server in registration mode has no SRQ, so every receive completion it polls is of a
+// connection's PrivateDomain, found by its QP number.
+// Cost per connection: one PD, two registrations at accept, one more at OPEN, and
+// `receive_buffers` x kBufSize bytes of receive buffers (6 x 68 KiB by default).
+// Thread safety: created on the accepting thread, which posts every receive buffer before the
+// Conn is handed to its worker (Worker::Adopt: the queue orders it); after that, Repost,
+// Consumed and posted() belong to the worker thread only. Destroyed by the Conn's owner thread
+// after the QP is destroyed (Conn::DestroyVerbs), when no work request of the QP can complete.
+// Ownership: owns the PD, the receive buffers and both registrations; destruction deregisters
+// them, then deallocates the PD (which fails while a QP or an MR still uses it).
+#ifndef RKV_SERVER_PRIVATE_DOMAIN_H_
+#define RKV_SERVER_PRIVATE_DOMAIN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/verbs/rdma.h"
+#include "rkv/status.h"
+#include "server/srq_pool.h"
+
+namespace rkv {
+
+class PrivateDomain {
+ public:
+  static constexpr size_t kBufSize = SrqPool::kBufSize;  // one maximum-size request
+
+  // A PD on ctx, `receive_buffers` receive buffers registered in it (local write), and
+  // `send_bytes` at `send_slots` (the connection's reply slots) registered in it.
+  [[nodiscard]] static Status Create(ibv_context* ctx, uint8_t* send_slots, size_t send_bytes,
+                                     int receive_buffers, std::unique_ptr<PrivateDomain>* out);
+  ~PrivateDomain();
+  PrivateDomain(const PrivateDomain&) = delete;
+  PrivateDomain& operator=(const PrivateDomain&) = delete;
+
+  ibv_pd* pd() const { return pd_.get(); }
+  uint32_t send_lkey() const { return send_mr_->lkey; }
+  const uint8_t* Buffer(uint32_t index) const { return recv_.data() + size_t(index) * kBufSize; }
+  int receive_buffers() const { return count_; }
+
+  // Accepting thread, QP in INIT (before it can receive): posts every receive buffer on qp.
+  [[nodiscard]] Status PostAll(ibv_qp* qp);
+  // Worker: a receive completion (any status) consumed buffer `index`...
+  void Consumed() { --posted_; }
+  // ...and its bytes are no longer needed: post it again on qp.
+  [[nodiscard]] Status Repost(ibv_qp* qp, uint32_t index);
+  // Receives posted and not yet completed (flushed ones included): 0 once a QP in ERR is drained.
+  int posted() const { return posted_; }
+
+ private:
+  explicit PrivateDomain(int count) : count_(count) {}
+  Status Post(ibv_qp* qp, uint32_t index);
+
+  const int count_;
+  int posted_ = 0;  // see Thread safety
+  std::vector<uint8_t> recv_;
+  PdPtr pd_;
+  MrPtr recv_mr_;  // declared after pd_: destroyed first
+  MrPtr send_mr_;
+};
+
+}  // namespace rkv
+
+#endif  // RKV_SERVER_PRIVATE_DOMAIN_H_
