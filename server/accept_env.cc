@@ -25,8 +25,8 @@ ibv_qp_init_attr AcceptEnv::QpAttr(int w) const {
   qa.qp_type = IBV_QPT_RC;
   if (srq != nullptr) {
     qa.srq = srq->srq();
-  } else {  // registration mode: a receive queue of its own, one buffer per reply slot
-    qa.cap.max_recv_wr = uint32_t(Worker::SendSlots(*opt));
+  } else {  // registration mode: a receive queue of its own (server/private_domain.h)
+    qa.cap.max_recv_wr = uint32_t(Worker::PrivateReceiveBuffers(*opt));
     qa.cap.max_recv_sge = 1;
   }
   qa.cap.max_send_wr = uint32_t(Worker::SendQueueDepth(*opt));
@@ -49,8 +49,8 @@ Status CreateClientQp(const AcceptEnv& env, int slot, rdma_cm_id* id, const Conn
   if (env.srq == nullptr) {
     const int slots = Worker::SendSlots(*env.opt);
     const size_t bytes = size_t(slots) * Worker::kSendSlotSize;
-    Status s =
-        PrivateDomain::Create(env.ctx, env.send_base + size_t(slot) * bytes, bytes, slots, &d);
+    Status s = PrivateDomain::Create(env.ctx, env.send_base + size_t(slot) * bytes, bytes,
+                                     Worker::PrivateReceiveBuffers(*env.opt), &d);
     if (!s.ok()) return s;
   }
   ibv_pd* pd = d ? d->pd() : env.pd;
@@ -65,12 +65,14 @@ Status CreateClientQp(const AcceptEnv& env, int slot, rdma_cm_id* id, const Conn
   }
   Status s;
   if (init != nullptr) s = ModifyQpToInit(created, *init, IBV_ACCESS_REMOTE_READ);
-  if (s.ok() && d) s = d->PostAll(created);
+  if (s.ok() && d) s = d->PostSetup(created);
   if (!s.ok()) {
     if (id != nullptr) {
       rdma_destroy_qp(id);
     } else if (int rc = ibv_destroy_qp(created); rc != 0) {
-      LOG(ERROR) << "ibv_destroy_qp(qp " << created->qp_num << ") failed: " << std::strerror(rc);
+      LOG(ERROR) << "ibv_destroy_qp(qp " << created->qp_num << ") failed: " << std::strerror(rc)
+                 << "; leaking it and its PD";
+      (void)d.release();  // its buffers may still be the QP's
     }
     return s;  // d goes after its QP
   }

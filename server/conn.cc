@@ -97,6 +97,7 @@ void Conn::DestroyVerbs(bool leak_qp) {
       rdma_destroy_qp(id_);
     } else if (int rc = ibv_destroy_qp(qp_); rc != 0) {
       LOG(ERROR) << "ibv_destroy_qp(qp " << qpn << ") failed: " << std::strerror(rc);
+      if (domain_) (void)domain_.release();  // the QP may still use its PD and buffers
     }
   } else if (qp_ != nullptr) {
     LOG(ERROR) << "qp " << qpn << " did not drain; leaking it (its number stays allocated)";

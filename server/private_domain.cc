@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace rkv {
@@ -14,10 +15,10 @@ Status PrivateDomain::Create(ibv_context* ctx, uint8_t* send_slots, size_t send_
   std::unique_ptr<PrivateDomain> d(new PrivateDomain(receive_buffers));
   d->pd_.reset(ibv_alloc_pd(ctx));
   if (!d->pd_) return ErrnoStatus("ibv_alloc_pd(connection's own)", errno);
-  d->recv_.assign(size_t(receive_buffers) * kBufSize, 0);
-  d->recv_mr_.reset(
-      ibv_reg_mr(d->pd_.get(), d->recv_.data(), d->recv_.size(), IBV_ACCESS_LOCAL_WRITE));
-  if (!d->recv_mr_) return ErrnoStatus("ibv_reg_mr(connection's receive buffers)", errno);
+  d->setup_.assign(kSetupBufSize, 0);
+  d->setup_mr_.reset(
+      ibv_reg_mr(d->pd_.get(), d->setup_.data(), d->setup_.size(), IBV_ACCESS_LOCAL_WRITE));
+  if (!d->setup_mr_) return ErrnoStatus("ibv_reg_mr(connection's setup receive buffer)", errno);
   d->send_mr_.reset(ibv_reg_mr(d->pd_.get(), send_slots, send_bytes, 0));
   if (!d->send_mr_) return ErrnoStatus("ibv_reg_mr(connection's reply slots)", errno);
   *out = std::move(d);
@@ -25,8 +26,9 @@ Status PrivateDomain::Create(ibv_context* ctx, uint8_t* send_slots, size_t send_
 }
 
 PrivateDomain::~PrivateDomain() {
-  // Registrations first (the members' order does it), then the PD: explicit here so that a
-  // failure is reported (the QP must be gone; the Conn destroys it first).
+  // Registrations first, then the PD: explicit so that a failure is reported (the QP must be
+  // gone; the Conn destroys it first).
+  setup_mr_.reset();
   recv_mr_.reset();
   send_mr_.reset();
   if (ibv_pd* pd = pd_.release(); pd != nullptr) {
@@ -35,9 +37,27 @@ PrivateDomain::~PrivateDomain() {
   }
 }
 
+const uint8_t* PrivateDomain::Buffer(uint32_t index, size_t* size) const {
+  if (index == uint32_t(count_)) {
+    *size = setup_.size();
+    return setup_.data();
+  }
+  if (index < uint32_t(count_) && !recv_.empty()) {
+    *size = kBufSize;
+    return recv_.data() + size_t(index) * kBufSize;
+  }
+  *size = 0;
+  return nullptr;
+}
+
 Status PrivateDomain::Post(ibv_qp* qp, uint32_t index) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(recv_.data() + size_t(index) * kBufSize),
-              uint32_t(kBufSize), recv_mr_->lkey};
+  size_t size = 0;
+  const uint8_t* buf = Buffer(index, &size);
+  if (buf == nullptr)
+    return Status(Code::kProtocolError, "no receive buffer " + std::to_string(index) + " of " +
+                                            std::to_string(count_) + " to post");
+  ibv_sge sge{reinterpret_cast<uint64_t>(buf), uint32_t(size),
+              index == uint32_t(count_) ? setup_mr_->lkey : recv_mr_->lkey};
   ibv_recv_wr wr{}, *bad = nullptr;
   wr.wr_id = (uint64_t{index} << 1) | 1;
   wr.sg_list = &sge;
@@ -47,18 +67,28 @@ Status PrivateDomain::Post(ibv_qp* qp, uint32_t index) {
   return Status::Ok();
 }
 
-Status PrivateDomain::PostAll(ibv_qp* qp) {
+Status PrivateDomain::PostSetup(ibv_qp* qp) { return Post(qp, uint32_t(count_)); }
+
+Status PrivateDomain::Open(ibv_qp* qp) {
+  if (opened_) return Status::Ok();
+  recv_.assign(size_t(count_) * kBufSize, 0);
+  recv_mr_.reset(ibv_reg_mr(pd_.get(), recv_.data(), recv_.size(), IBV_ACCESS_LOCAL_WRITE));
+  if (!recv_mr_) {
+    Status s = ErrnoStatus("ibv_reg_mr(connection's receive buffers)", errno);
+    recv_.clear();
+    recv_.shrink_to_fit();
+    return s;
+  }
+  opened_ = true;
   for (int i = 0; i < count_; ++i) {
     Status s = Post(qp, uint32_t(i));
-    if (!s.ok()) return s;
+    if (!s.ok()) return s;  // the connection is closed; what was posted is flushed
   }
   return Status::Ok();
 }
 
 Status PrivateDomain::Repost(ibv_qp* qp, uint32_t index) {
-  if (index >= uint32_t(count_))
-    return Status(Code::kProtocolError, "receive completion for buffer " + std::to_string(index) +
-                                            " of " + std::to_string(count_));
+  if (index == uint32_t(count_) && opened_) return Status::Ok();  // setup buffer: done
   return Post(qp, index);
 }
 

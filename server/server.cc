@@ -224,8 +224,10 @@ Status Server::Start() {
   }
   // Every QP of a worker may have its full send queue and its share of receives outstanding.
   int per_worker = (opt_.max_connections + opt_.workers - 1) / opt_.workers;
-  int cqe = srq_ ? int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64
-                 : per_worker * (Worker::SendQueueDepth(opt_) + slots) + 64;
+  int cqe =
+      srq_ ? int(srq_->buffers()) + per_worker * Worker::SendQueueDepth(opt_) + 64
+           : per_worker * (Worker::SendQueueDepth(opt_) + Worker::PrivateReceiveBuffers(opt_) + 1) +
+                 64;
   for (int w = 0; w < opt_.workers; ++w) {
     workers_.push_back(std::make_unique<Worker>(w, wenv));
     s = workers_.back()->Init(ctx_, cqe);
@@ -288,8 +290,9 @@ Status Server::Start() {
             << opt_.peer_timeout_ms << " ms, accept_timeout " << opt_.accept_timeout_ms << " ms, "
             << (srq_ ? "srq_depth " + std::to_string(opt_.srq_depth) + " (+" +
                            std::to_string(srq_->buffers() - opt_.srq_depth) + " reserve)"
-                     : "a receive queue of " + std::to_string(slots) +
-                           " buffers per connection (registration mode: no shared SRQ)");
+                     : "a receive queue per connection, " +
+                           std::to_string(Worker::PrivateReceiveBuffers(opt_)) +
+                           " buffers once open (registration mode: no shared SRQ)");
   return Status::Ok();
 }
 

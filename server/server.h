@@ -1,6 +1,8 @@
 // Server: kvserver's composition root. Start() builds everything: the rdma_cm listener
-// (CmAcceptor), the registered table region, the shared receive queue (SrqPool), one Worker per
-// --workers (each a thread with its own CQ), the async-event thread, and with
+// (CmAcceptor), the table region (registered for windows), the shared receive queue (SrqPool;
+// window mode only: in registration mode each connection has a PD and a receive queue of its
+// own, server/private_domain.h), one Worker per --workers (each a thread with its own CQ), the
+// async-event thread, and with
 // --exchange=tcp|file|etcd the manual-mode acceptor. Run() serves on the calling thread (it
 // becomes the rdma_cm thread) until Stop().
 //
@@ -9,8 +11,8 @@
 // exchange thread and its handshake threads (ManualAcceptor); the async-event thread. The
 // connection lifecycle is documented in server/conn.h. GETs never reach the server.
 // Ownership: the Server owns every component. Destruction: threads are stopped and joined
-// first; then every connection is dropped (QP destroyed, then its id) while the CQs, SRQ, PD
-// and event channel still exist; then workers (CQs), SRQ pool, MRs, PD, listener.
+// first; then every connection is dropped (QP destroyed, then its own PD if any, then its id)
+// while the CQs, SRQ, PD and event channel still exist; then workers (CQs), SRQ pool, MRs, PD, listener.
 // With --metrics_listen (ServerOptions::metrics_host) Start() also binds the Prometheus
 // endpoint (server/metrics/metrics_http_server.h), which serves on threads of its own and only
 // reads the counters and CollectStats' figures; it is stopped and joined first at shutdown.

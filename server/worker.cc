@@ -199,7 +199,15 @@ void Worker::HandlePrivateReceive(const ibv_wc& wc, uint32_t buf) {
     return;
   }
   d->Consumed();
-  HandleReceive(c, wc, d->Buffer(buf));
+  size_t size = 0;
+  const uint8_t* msg = d->Buffer(buf, &size);
+  if (msg == nullptr || (wc.status == IBV_WC_SUCCESS && wc.byte_len > size)) {  // broken invariant
+    LOG(ERROR) << "qp " << c->qpn << ": receive completion for buffer " << buf << " ("
+               << wc.byte_len << " bytes) that is not one of its own";
+    c->RequestClose("internal: receive completion for an unknown buffer");
+    return;
+  }
+  HandleReceive(c, wc, msg);
   // The request's bytes are used (executed, or copied for the write pool): post the buffer
   // again, unless the QP is going (a receive posted in ERR would only be flushed).
   if (c->state() < Conn::State::kClosing && !c->w.error_state) {
@@ -378,6 +386,9 @@ Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
                                  IBV_ACCESS_REMOTE_READ);
     if (mr == nullptr) return ErrnoStatus("ibv_reg_mr_iova(region, iova 0, REMOTE_READ)", errno);
     c->SetClientMr(mr);
+    // Its full receive queue, posted before the OPEN reply: the client's next request finds it.
+    Status s = c->domain()->Open(c->qp());
+    if (!s.ok()) return s;
     reply->rkey = mr->rkey;
     return Status::Ok();
   }
@@ -537,7 +548,10 @@ void Worker::AdvanceClose(const std::shared_ptr<Conn>& c) {
   if (c->state() != Conn::State::kClosing || !w.error_state) return;
   auto now = Clock::now();
   // A receive queue of its own has no Last WQE event: ERR flushes every receive it holds, and
-  // the drain waits for those completions instead (below).
+  // the drain waits for those completions instead (below). Every repost happens on this thread
+  // while !error_state, i.e. before this worker's own MoveQpToError, so that transition flushes
+  // it even when rdma_cm had already put the QP in ERR (an ERR -> ERR modify flushes again; a
+  // MoveQpToError that skipped QPs already in ERR would leave such a receive to the deadline).
   const PrivateDomain* d = c->domain();
   if (!w.marker_posted && (w.last_wqe || d != nullptr || now - w.close_started >= kLastWqeGrace)) {
     w.marker_posted = true;

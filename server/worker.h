@@ -89,6 +89,10 @@ class Worker {
   static constexpr size_t kSendSlotSize = 4096;
   // Reply buffers per connection: one per request it may have unacknowledged.
   static int SendSlots(const ServerOptions& o) { return o.credits + kCreditSlack; }
+  // Registration mode: receive buffers of a connection's own queue once it is open (and its
+  // QP's max_recv_wr): one more than the unacknowledged requests tolerated, so that the request
+  // that exceeds them is delivered and the client dropped, as with the SRQ, not RNR-throttled.
+  static int PrivateReceiveBuffers(const ServerOptions& o) { return SendSlots(o) + 1; }
   // Send queue depth of a connection's QP: replies + a keepalive + the drain marker + slack.
   static int SendQueueDepth(const ServerOptions& o) { return SendSlots(o) + 4; }
 

@@ -17,7 +17,8 @@
 #     connections show no constant step in rkeys or PSNs; granted addresses are 0; the same on a
 #     server with --client_rkeys=registration (open, read, no write/atomic, B refused A's rkey,
 #     AUTH_REG_MANY connections without a step, kvctl over rdma_cm and tcp, a verified kvbench
-#     run, every connection drained and none leaked)
+#     run, every connection drained and none leaked); a 6 KiB request before OPEN is refused
+#     and the connection dropped on both (registration mode: more than its 4 KiB setup buffer)
 #   nothing left to read: a scan of the whole region through a window after deletes and an
 #     overwrite finds none of the dead values' bytes (inline and heap) and finds the live ones
 #   measure: connect+OPEN time with and without authentication, and with a window bind vs a
@@ -132,6 +133,8 @@ raw many-no-constant-step "$A" --auth_case=many --count="$MANY" --auth_token_fil
 raw open-read-no-write-registration "$R" --auth_case=open --auth_token_file="$token"
 # Registration mode: each connection's QP, its registration of the region and its buffers are in
 # a protection domain of its own, so B's QP cannot use A's rkey either (server/private_domain.h).
+raw big-before-open "$A" --auth_case=big-before-open
+raw big-before-open-registration "$R" --auth_case=big-before-open
 raw cross-rkey-registration "$R" --auth_case=cross-rkey --auth_token_file="$token"
 raw many-no-constant-step-registration "$R" --auth_case=many --count="$REG_MANY" --auth_token_file="$token"
 # The real tools on the registration server: rdma_cm and manual mode (a receive queue of its

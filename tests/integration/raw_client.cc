@@ -452,7 +452,8 @@ class CmConn {
   ibv_cq* cq_ = nullptr;
   ibv_mr* mr_ = nullptr;
   ibv_mr* open_mr_ = nullptr;
-  alignas(64) uint8_t open_buf_[8192] = {};  // request at 0, reply at 4096
+  // Request at 0, reply at 4096; 8192.. for bigger raw requests (auth big-before-open).
+  alignas(64) uint8_t open_buf_[16384] = {};
   uint32_t server_qpn_ = 0;
   rkv::wire::OpenRequest last_open_{};
   rkv::wire::OpenReply granted_{};
@@ -1311,6 +1312,9 @@ int RunCredits(const std::string& host, uint16_t port) {
 //   replay      a valid OPEN recorded on one connection, replayed on a second, is refused
 //   open        a valid OPEN is granted; a READ of the region works, WRITE and atomic fail
 //   connect-time  --count connects+OPENs, one at a time; prints the mean and median ms
+//   big-before-open  a 6 KiB request before OPEN: refused (UNAUTHENTICATED, or in registration
+//               mode a receive error: before OPEN a connection has one 4 KiB receive buffer) and
+//               the connection dropped
 //   cross-rkey  A and B open; B's READ with A's rkey fails while A is connected, and after A has
 //               left (checked within a second of A's disconnect); B's own rkey works
 //   scan        reads the whole granted region through the window, 64 KiB per READ, and looks for
@@ -1608,6 +1612,25 @@ int RunAuth(const std::string& host, uint16_t port) {
     bool dropped = WaitDropped(c, 3000);
     sum.Add("dropped", dropped ? 1 : 0);
     return dropped ? pass() : fail("connection not dropped after the refusal");
+  }
+  if (kase == "big-before-open") {
+    uint8_t* req = c.scratch() + 8192;
+    size_t len = rkv::wire::EncodeRequest(rkv::wire::Op::kPut, 9, "big-key", std::string(6000, 'b'),
+                                          req, 8192);
+    std::string outcome;
+    s = c.Call(req, len, FLAGS_timeout_ms, [&](const rkv::wire::Reply& r) {
+      outcome = rkv::CodeName(r.status);
+      return Status::Ok();
+    });
+    if (!s.ok()) outcome = s.message();
+    sum.Add("request_bytes", len).Add("outcome", outcome);
+    if (s.ok() && outcome != rkv::CodeName(rkv::Code::kUnauthenticated))
+      return fail("a request before OPEN was answered " + outcome);
+    if (!s.ok() && s.code() != rkv::Code::kConnectionLost)
+      return fail("neither refused nor failed: " + s.ToString());
+    bool dropped = WaitDropped(c, 3000);
+    sum.Add("dropped", dropped ? 1 : 0);
+    return dropped ? pass() : fail("connection not dropped");
   }
   if (kase == "wrong-token" || kase == "no-mac") {
     s = c.Open(FLAGS_timeout_ms, kase == "no-mac" ? std::string() : FLAGS_wrong_token, nullptr);
