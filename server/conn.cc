@@ -93,12 +93,12 @@ void Conn::DestroyVerbs(bool leak_qp) {
   // wait for the window forever.
   ReleaseGrant();
   if (qp_ != nullptr && !leak_qp) {
-    if (id_ != nullptr) {
-      rdma_destroy_qp(id_);
-    } else if (int rc = ibv_destroy_qp(qp_); rc != 0) {
+    // ibv_destroy_qp also for rdma_cm's QP (what rdma_destroy_qp does, but with its result).
+    if (int rc = ibv_destroy_qp(qp_); rc != 0) {
       LOG(ERROR) << "ibv_destroy_qp(qp " << qpn << ") failed: " << std::strerror(rc);
       if (domain_) (void)domain_.release();  // the QP may still use its PD and buffers
     }
+    if (id_ != nullptr) id_->qp = nullptr;  // rdma_destroy_id must not see it
   } else if (qp_ != nullptr) {
     LOG(ERROR) << "qp " << qpn << " did not drain; leaking it (its number stays allocated)";
     if (id_ != nullptr) id_->qp = nullptr;  // rdma_destroy_id must not see it

@@ -1,12 +1,26 @@
 #include "server/private_domain.h"
 
 #include <glog/logging.h>
+#include <sys/mman.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 
 namespace rkv {
+
+PrivateDomain::Pages::~Pages() {
+  if (data != nullptr) munmap(data, size);
+}
+
+Status PrivateDomain::Pages::Map(size_t bytes, const char* what) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return ErrnoStatus("mmap(" + std::to_string(bytes) + " bytes for " + what + ")", errno);
+  data = static_cast<uint8_t*>(p);
+  size = bytes;
+  return Status::Ok();
+}
 
 Status PrivateDomain::Create(ibv_context* ctx, uint8_t* send_slots, size_t send_bytes,
                              int receive_buffers, std::unique_ptr<PrivateDomain>* out) {
@@ -15,9 +29,10 @@ Status PrivateDomain::Create(ibv_context* ctx, uint8_t* send_slots, size_t send_
   std::unique_ptr<PrivateDomain> d(new PrivateDomain(receive_buffers));
   d->pd_.reset(ibv_alloc_pd(ctx));
   if (!d->pd_) return ErrnoStatus("ibv_alloc_pd(connection's own)", errno);
-  d->setup_.assign(kSetupBufSize, 0);
+  Status s = d->setup_.Map(kSetupBufSize, "the setup receive buffer");
+  if (!s.ok()) return s;
   d->setup_mr_.reset(
-      ibv_reg_mr(d->pd_.get(), d->setup_.data(), d->setup_.size(), IBV_ACCESS_LOCAL_WRITE));
+      ibv_reg_mr(d->pd_.get(), d->setup_.data, d->setup_.size, IBV_ACCESS_LOCAL_WRITE));
   if (!d->setup_mr_) return ErrnoStatus("ibv_reg_mr(connection's setup receive buffer)", errno);
   d->send_mr_.reset(ibv_reg_mr(d->pd_.get(), send_slots, send_bytes, 0));
   if (!d->send_mr_) return ErrnoStatus("ibv_reg_mr(connection's reply slots)", errno);
@@ -39,12 +54,12 @@ PrivateDomain::~PrivateDomain() {
 
 const uint8_t* PrivateDomain::Buffer(uint32_t index, size_t* size) const {
   if (index == uint32_t(count_)) {
-    *size = setup_.size();
-    return setup_.data();
+    *size = setup_.size;
+    return setup_.data;
   }
-  if (index < uint32_t(count_) && !recv_.empty()) {
+  if (index < uint32_t(count_) && recv_mr_ != nullptr) {
     *size = kBufSize;
-    return recv_.data() + size_t(index) * kBufSize;
+    return recv_.data + size_t(index) * kBufSize;
   }
   *size = 0;
   return nullptr;
@@ -71,14 +86,12 @@ Status PrivateDomain::PostSetup(ibv_qp* qp) { return Post(qp, uint32_t(count_));
 
 Status PrivateDomain::Open(ibv_qp* qp) {
   if (opened_) return Status::Ok();
-  recv_.assign(size_t(count_) * kBufSize, 0);
-  recv_mr_.reset(ibv_reg_mr(pd_.get(), recv_.data(), recv_.size(), IBV_ACCESS_LOCAL_WRITE));
-  if (!recv_mr_) {
-    Status s = ErrnoStatus("ibv_reg_mr(connection's receive buffers)", errno);
-    recv_.clear();
-    recv_.shrink_to_fit();
-    return s;
+  if (recv_.data == nullptr) {
+    Status s = recv_.Map(size_t(count_) * kBufSize, "the connection's receive buffers");
+    if (!s.ok()) return s;
   }
+  recv_mr_.reset(ibv_reg_mr(pd_.get(), recv_.data, recv_.size, IBV_ACCESS_LOCAL_WRITE));
+  if (!recv_mr_) return ErrnoStatus("ibv_reg_mr(connection's receive buffers)", errno);
   opened_ = true;
   for (int i = 0; i < count_; ++i) {
     Status s = Post(qp, uint32_t(i));

@@ -34,7 +34,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "common/verbs/rdma.h"
 #include "rkv/status.h"
@@ -80,11 +79,23 @@ class PrivateDomain {
   explicit PrivateDomain(int count) : count_(count) {}
   Status Post(ibv_qp* qp, uint32_t index);
 
+  // Page-aligned anonymous memory (mmap), so a registration pins only its own pages and an
+  // allocation failure is a Status, not an exception on the worker thread.
+  struct Pages {
+    uint8_t* data = nullptr;
+    size_t size = 0;
+    Pages() = default;
+    Pages(const Pages&) = delete;
+    Pages& operator=(const Pages&) = delete;
+    ~Pages();
+    [[nodiscard]] Status Map(size_t bytes, const char* what);
+  };
+
   const int count_;
   int posted_ = 0;  // see Thread safety
   bool opened_ = false;
-  std::vector<uint8_t> setup_;
-  std::vector<uint8_t> recv_;  // empty until Open()
+  Pages setup_;
+  Pages recv_;  // mapped by Open()
   PdPtr pd_;
   MrPtr setup_mr_;  // declared after pd_: destroyed first
   MrPtr recv_mr_;

@@ -12,8 +12,8 @@
 // connection lifecycle is documented in server/conn.h. GETs never reach the server.
 // Ownership: the Server owns every component. Destruction: threads are stopped and joined
 // first; then every connection is dropped (QP destroyed, then its own PD if any, then its id)
-// while the CQs, SRQ, PD and event channel still exist; then workers (CQs), SRQ pool, MRs, PD, listener.
-// With --metrics_listen (ServerOptions::metrics_host) Start() also binds the Prometheus
+// while the CQs, SRQ, PD and event channel still exist; then workers (CQs), SRQ pool, MRs, PD,
+// listener. With --metrics_listen (ServerOptions::metrics_host) Start() also binds the Prometheus
 // endpoint (server/metrics/metrics_http_server.h), which serves on threads of its own and only
 // reads the counters and CollectStats' figures; it is stopped and joined first at shutdown.
 // Thread safety: Stop() may be called from any thread, also a signal handler (it only sets

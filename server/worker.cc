@@ -210,7 +210,8 @@ void Worker::HandlePrivateReceive(const ibv_wc& wc, uint32_t buf) {
   HandleReceive(c, wc, msg);
   // The request's bytes are used (executed, or copied for the write pool): post the buffer
   // again, unless the QP is going (a receive posted in ERR would only be flushed).
-  if (c->state() < Conn::State::kClosing && !c->w.error_state) {
+  // A refused connection gets no receive again: whatever it sends meanwhile meets RNR.
+  if (c->state() < Conn::State::kClosing && !c->w.error_state && !c->w.close_after_reply) {
     Status s = d->Repost(c->qp(), buf);
     if (!s.ok() && c->state() < Conn::State::kClosing) c->RequestClose(s.message());
   } else if (c->state() == Conn::State::kClosing && c->w.error_state) {
@@ -340,7 +341,7 @@ void Worker::HandleUnopened(const std::shared_ptr<Conn>& c, const uint8_t* msg, 
   w.close_after_reply = true;
   w.close_after_reply_reason = why;
   const int before = w.unacked;
-  PostReply(c, req.op, req.request_id, Code::kUnauthenticated, s.message());
+  PostReply(c, req.op, req.request_id, s.code(), s.message());
   if (w.unacked == before) c->RequestClose(why);  // nothing posted: close now
 }
 
@@ -361,7 +362,8 @@ Status Worker::Open(const std::shared_ptr<Conn>& c, const wire::Request& req,
   s = Grant(c, reply);
   if (!s.ok()) {
     LOG(ERROR) << "qp " << c->qpn << ": " << s.message();
-    return Status(Code::kUnauthenticated, "server: cannot grant access: " + s.message());
+    // The server's own failure (e.g. pinned memory): IO_ERROR, not a verdict on the client.
+    return Status(Code::kIoError, "server: cannot grant access: " + s.message());
   }
   if (!token.empty()) {
     s = auth::ComputeOpenProof(token, t, reply);  // last: over every other field
