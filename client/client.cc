@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "client/client_impl.h"
+#include "client/refusal.h"
 #include "common/parse.h"
 #include "common/printable.h"
 
@@ -46,10 +47,12 @@ Status ClientImpl::ValidateOptions(const Options& o) {
 }
 
 Status ClientImpl::Open(const Options& options) {
-  // The server refuses the connects of one address beyond its setup share
-  // (--max_pending_per_source) for as long as the earlier ones take to open (milliseconds): a
-  // host whose threads all connect at once retries those, jittered, within connect_timeout_ms.
-  // Every other refusal (BUSY for the connection cap or the attempt rate included) returns.
+  // Two refusals pass by themselves, and are retried, jittered, within connect_timeout_ms:
+  // the connects of one address beyond its setup share (--max_pending_per_source), for as long
+  // as the earlier ones take to open (milliseconds), and its connection cap
+  // (--max_conns_per_source) while connections it closed are still being torn down (the
+  // refusal says "N still closing", common/wire.h; a client that reconnects in a loop meets
+  // it). Every other refusal (the cap held by live connections, the attempt rate) returns.
   const auto deadline =
       SteadyClock::now() + std::chrono::milliseconds(std::max(0, options.connect_timeout_ms));
   Options again = options;  // a retry gets what remains of connect_timeout_ms
@@ -65,9 +68,7 @@ Status ClientImpl::Open(const Options& options) {
       info_ = conn_->info();
       return Status::Ok();
     }
-    if (s.code() != Code::kBusy ||
-        s.message().find("--max_pending_per_source") == std::string::npos)
-      return s;
+    if (s.code() != Code::kBusy || !PassingRefusal(s.message())) return s;
     const int64_t cap_ms = int64_t(5) << std::min(attempt, 5);  // 5 .. 160 ms
     const auto pause =
         std::chrono::milliseconds(cap_ms / 2 + int64_t(jitter_() % uint64_t(cap_ms)));

@@ -41,6 +41,13 @@ inline constexpr size_t kMacSize = 32;  // HMAC-SHA256
 // ServerHello::flags bit: the server requires authentication (OPEN must carry a valid mac).
 inline constexpr uint16_t kHelloAuthRequired = 1;
 
+// In a refusal's text (rdma_reject private data, at most 140 bytes with its "BUSY: " prefix, or
+// the tcp exchange's error): a --max_conns_per_source refusal names how many of the source's
+// connections are being torn down as "<n> still closing". They leave once drained (300 ms on
+// rxe, at most the 10 s drain deadline), so rkv::Client retries that refusal within its
+// connect timeout; a refusal without it means live connections hold the cap.
+inline constexpr char kBusyStillClosing[] = " still closing";
+
 // rdma_accept private data (limit 196 bytes on RDMA_PS_TCP); in manual mode it follows the
 // server's parameter record. It carries no secret and no address: anyone who can reach the port
 // gets it. The table's address, rkey and geometry come only in the OPEN reply.

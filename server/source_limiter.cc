@@ -5,6 +5,8 @@
 #include <list>
 #include <utility>
 
+#include "common/wire.h"
+
 namespace rkv {
 namespace {
 
@@ -23,6 +25,7 @@ struct SourceLimiter::Lease::State {
   struct Entry {
     uint32_t connections = 0;
     uint32_t pending = 0;  // of the connections, those not yet opened
+    uint32_t closing = 0;  // of the connections, those being torn down
     double tokens = 0;
     Clock::time_point last;  // last attempt (token refill reference)
     bool idle = false;       // in `idle` (connections == 0)
@@ -54,9 +57,13 @@ struct SourceLimiter::Lease::State {
 SourceLimiter::Lease::~Lease() { Release(); }
 
 SourceLimiter::Lease::Lease(Lease&& o) noexcept
-    : state_(std::move(o.state_)), source_(std::move(o.source_)), pending_(o.pending_) {
+    : state_(std::move(o.state_)),
+      source_(std::move(o.source_)),
+      pending_(o.pending_),
+      closing_(o.closing_) {
   o.state_.reset();
   o.pending_ = false;
+  o.closing_ = false;
 }
 
 SourceLimiter::Lease& SourceLimiter::Lease::operator=(Lease&& o) noexcept {
@@ -65,8 +72,10 @@ SourceLimiter::Lease& SourceLimiter::Lease::operator=(Lease&& o) noexcept {
     state_ = std::move(o.state_);
     source_ = std::move(o.source_);
     pending_ = o.pending_;
+    closing_ = o.closing_;
     o.state_.reset();
     o.pending_ = false;
+    o.closing_ = false;
   }
   return *this;
 }
@@ -79,6 +88,14 @@ void SourceLimiter::Lease::Opened() {
   if (it != state_->sources.end() && it->second.pending > 0) --it->second.pending;
 }
 
+void SourceLimiter::Lease::Closing() {
+  if (!state_ || closing_) return;
+  closing_ = true;
+  MutexLock l(&state_->mu);
+  auto it = state_->sources.find(source_);
+  if (it != state_->sources.end()) ++it->second.closing;
+}
+
 void SourceLimiter::Lease::Release() {
   if (!state_) return;
   {
@@ -86,11 +103,13 @@ void SourceLimiter::Lease::Release() {
     auto it = state_->sources.find(source_);
     if (it != state_->sources.end()) {
       if (pending_ && it->second.pending > 0) --it->second.pending;
+      if (closing_ && it->second.closing > 0) --it->second.closing;
       if (it->second.connections > 0 && --it->second.connections == 0) state_->MarkIdle(it);
     }
   }
   state_.reset();
   pending_ = false;
+  closing_ = false;
 }
 
 SourceLimiter::SourceLimiter(const Limits& limits)
@@ -140,9 +159,16 @@ Status SourceLimiter::Count(const std::string& source, Clock::time_point now) {
   } else {
     e.last = std::max(e.last, now);
   }
-  if (lim.max_conns_per_source > 0 && e.connections >= lim.max_conns_per_source)
+  if (lim.max_conns_per_source > 0 && e.connections >= lim.max_conns_per_source) {
+    // Connections being torn down still count (they hold a QP and a slot) but leave within
+    // the drain deadline: say so, so the client can tell a passing refusal from a lasting one.
+    // Short: an rdma_cm refusal carries at most 140 bytes (common/wire.h).
+    std::string closing =
+        e.closing == 0 ? "; try again later"
+                       : ", " + std::to_string(e.closing) + wire::kBusyStillClosing + "; try again";
     return Status(Code::kBusy, source + " already has " + std::to_string(e.connections) +
-                                   " connections (--max_conns_per_source); try again later");
+                                   " connections (--max_conns_per_source)" + closing);
+  }
   if (lim.max_pending_per_source > 0 && e.pending >= lim.max_pending_per_source)
     return Status(Code::kBusy, source + " already has " + std::to_string(e.pending) +
                                    " connections in setup or not yet opened "
@@ -163,6 +189,12 @@ uint32_t SourceLimiter::Pending(const std::string& source) const {
   MutexLock l(&state_->mu);
   auto it = state_->sources.find(source);
   return it == state_->sources.end() ? 0 : it->second.pending;
+}
+
+uint32_t SourceLimiter::Closing(const std::string& source) const {
+  MutexLock l(&state_->mu);
+  auto it = state_->sources.find(source);
+  return it == state_->sources.end() ? 0 : it->second.closing;
 }
 
 size_t SourceLimiter::tracked() const {

@@ -9,7 +9,11 @@
 // Admit() is called for every attempt; it spends a token and, if the source is under both of
 // its caps, returns a Lease that counts as one of its connections until the Lease is
 // destroyed (when the connection is torn down; also when the attempt fails later in setup),
-// and as one of its unopened connections until Lease::Opened() (or its destruction).
+// and as one of its unopened connections until Lease::Opened() (or its destruction). A
+// connection that is being torn down (Lease::Closing(): its QP drains, 300 ms on rxe) still
+// counts, since it still holds a QP and a slot, but a refusal then says how many of the
+// source's connections are still closing ("N of them still closing"), so a client that
+// reconnects in a loop knows its refusal will pass within a moment (rkv::Client retries it).
 // Bounds: at most `max_sources` addresses are tracked. When the table is full, the address with
 // no live connection that was used least recently (its last attempt, or its last connection
 // going away) is forgotten (its bucket starts full again), in O(1) (a list of idle addresses);
@@ -58,6 +62,9 @@ class SourceLimiter {
     // max_pending_per_source (still against max_conns_per_source). Idempotent; no-op if empty.
     void Opened();
     bool pending() const { return state_ != nullptr && pending_; }
+    // The connection is being torn down: it still counts against both caps until the Lease is
+    // destroyed, and refusals name it as closing. Idempotent; no-op if empty.
+    void Closing();
 
    private:
     friend class SourceLimiter;
@@ -68,6 +75,7 @@ class SourceLimiter {
     std::shared_ptr<State> state_;
     std::string source_;
     bool pending_ = false;
+    bool closing_ = false;
   };
 
   explicit SourceLimiter(const Limits& limits);
@@ -80,6 +88,7 @@ class SourceLimiter {
   // Live connections counted for `source`, and of them those not yet opened (tests, stats).
   uint32_t Connections(const std::string& source) const;
   uint32_t Pending(const std::string& source) const;
+  uint32_t Closing(const std::string& source) const;
   size_t tracked() const;
 
  private:

@@ -1,5 +1,5 @@
 // SourceLimiter (server/source_limiter.h): per-address connection cap, attempt rate, bounded
-// table.
+// table; which refusals the client retries (client/refusal.h).
 #include "server/source_limiter.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdio>
 #include <vector>
+
+#include "client/refusal.h"
 
 namespace rkv {
 namespace {
@@ -220,6 +222,50 @@ TEST(SourceLimiter, CapsConnectionsNotYetOpenedPerSource) {
   }
   EXPECT_EQ(lim2.Connections("h"), 100u);
   EXPECT_EQ(lim2.Pending("h"), 0u);
+}
+
+// A client that reconnects in a loop meets its own closed connections still draining (they
+// hold a QP and a slot, so they count): the refusal says how many are closing, the client
+// retries exactly that one, and it stays within rdma_reject's 140 bytes even for IPv6.
+TEST(SourceLimiter, ClosingConnectionsCountAndTheRefusalSaysSo) {
+  SourceLimiter lim(L(3, 0, 0, 16));
+  const auto t = Clock::now();
+  const std::string v6 = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff";  // the longest text form
+  std::vector<SourceLimiter::Lease> held(3);
+  for (auto& l : held) ASSERT_TRUE(lim.Admit(v6, t, &l).ok());
+  SourceLimiter::Lease extra;
+  Status live = lim.Admit(v6, t, &extra);
+  EXPECT_EQ(live.code(), Code::kBusy);
+  EXPECT_FALSE(PassingRefusal(live.message()))
+      << "live connections hold the cap: " << live.message();
+  held[0].Closing();
+  held[0].Closing();  // idempotent
+  held[1].Closing();
+  EXPECT_EQ(lim.Closing(v6), 2u);
+  EXPECT_EQ(lim.Connections(v6), 3u) << "a closing connection still counts";
+  Status closing = lim.Admit(v6, t, &extra);
+  EXPECT_EQ(closing.code(), Code::kBusy);
+  EXPECT_NE(closing.message().find("2 still closing"), std::string::npos) << closing.message();
+  EXPECT_TRUE(PassingRefusal(closing.message())) << closing.message();
+  EXPECT_LE(("BUSY: " + closing.message()).size() + 1, 140u) << closing.message();
+  EXPECT_LE(("BUSY: " + live.message()).size() + 1, 140u) << live.message();
+  // A move keeps the closing mark; the destruction releases both counts.
+  SourceLimiter::Lease moved(std::move(held[0]));
+  moved = SourceLimiter::Lease();
+  EXPECT_EQ(lim.Closing(v6), 1u);
+  EXPECT_EQ(lim.Connections(v6), 2u);
+  EXPECT_TRUE(lim.Admit(v6, t, &extra).ok());
+  held.clear();
+  EXPECT_EQ(lim.Closing(v6), 0u);
+  // The setup cap's refusal passes too; others (the attempt rate, a foreign text) do not.
+  EXPECT_TRUE(
+      PassingRefusal("BUSY: h already has 8 connections in setup or not yet opened "
+                     "(--max_pending_per_source); try again"));
+  EXPECT_FALSE(
+      PassingRefusal("too many connection attempts from h (more than 20/s, "
+                     "--max_connects_per_source_per_s); try again later"));
+  EXPECT_FALSE(PassingRefusal(" still closing"));
+  EXPECT_FALSE(PassingRefusal(""));
 }
 
 TEST(SourceLimiter, LeaseMayOutliveTheLimiter) {
