@@ -55,13 +55,18 @@ Status ClientImpl::Open(const Options& options) {
   // it). Every other refusal (the cap held by live connections, the attempt rate) returns.
   const auto deadline =
       SteadyClock::now() + std::chrono::milliseconds(std::max(0, options.connect_timeout_ms));
-  Options again = options;  // a retry gets what remains of connect_timeout_ms
+  // A retry gets what remains of connect_timeout_ms, for the connect and for the manual
+  // modes' exchange alike (a server that refuses and then stalls cannot stretch the call).
+  Options again = options;
   for (int attempt = 0;; ++attempt) {
     std::unique_ptr<Connection> c;
-    if (attempt > 0)
-      again.connect_timeout_ms = int(std::max<int64_t>(
+    if (attempt > 0) {
+      const int remaining = int(std::max<int64_t>(
           1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now())
                  .count()));
+      again.connect_timeout_ms = remaining;
+      again.exchange.timeout_ms = std::min(options.exchange.timeout_ms, remaining);
+    }
     Status s = Connection::Open(host_, port_, attempt > 0 ? again : options, &c);
     if (s.ok()) {
       conn_ = std::move(c);
@@ -69,7 +74,7 @@ Status ClientImpl::Open(const Options& options) {
       return Status::Ok();
     }
     if (s.code() != Code::kBusy || !PassingRefusal(s.message())) return s;
-    const int64_t cap_ms = int64_t(5) << std::min(attempt, 5);  // 5 .. 160 ms
+    const int64_t cap_ms = int64_t(5) << std::min(attempt, 5);  // pause: [cap/2, 1.5 cap)
     const auto pause =
         std::chrono::milliseconds(cap_ms / 2 + int64_t(jitter_() % uint64_t(cap_ms)));
     if (SteadyClock::now() + pause >= deadline) return s;

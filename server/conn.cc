@@ -72,6 +72,10 @@ bool Conn::RequestClose(const std::string& reason) {
         MutexLock l(&mu_);
         close_reason_ = reason;
       }
+      // Still counted against its source until destroyed, but refusals name it closing from
+      // now on (before the worker gets to it: the acceptor may meet the same host's next
+      // connect first). Exactly once: only the winner of this exchange gets here.
+      source_lease.Closing();
       worker_->Close(shared_from_this());
       return true;
     }

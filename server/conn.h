@@ -134,8 +134,9 @@ class Conn : public std::enable_shared_from_this<Conn> {
   // This connection's share of its source address's caps (server/source_limiter.h): set by
   // NewConn before the worker sees the Conn; marked opened by the worker in MarkOpen (the
   // successful OPEN: it then no longer counts against --max_pending_per_source) and closing
-  // by the worker when it starts the close (refusals then say so); released when the Conn is
-  // destroyed (after the worker is done with it).
+  // by the thread whose RequestClose wins (refusals then say so; Opened and Closing touch
+  // separate fields, so they may run at once); released when the Conn is destroyed (after
+  // the worker is done with it).
   SourceLimiter::Lease source_lease;
   rdma_cm_id* id() const { return id_; }
   ibv_qp* qp() const { return qp_; }

@@ -12,15 +12,20 @@
 // and as one of its unopened connections until Lease::Opened() (or its destruction). A
 // connection that is being torn down (Lease::Closing(): its QP drains, 300 ms on rxe) still
 // counts, since it still holds a QP and a slot, but a refusal then says how many of the
-// source's connections are still closing ("N of them still closing"), so a client that
+// source's connections are still closing, so a client that
 // reconnects in a loop knows its refusal will pass within a moment (rkv::Client retries it).
+// The refusal then reads "<source> already has <n> connections (--max_conns_per_source), <k>
+// still closing; try again" (wire::kBusyStillClosing): at most 132 bytes (a 45-character
+// address), so with rdma_reject's "BUSY: " prefix and NUL it fits its 140.
 // Bounds: at most `max_sources` addresses are tracked. When the table is full, the address with
 // no live connection that was used least recently (its last attempt, or its last connection
 // going away) is forgotten (its bucket starts full again), in O(1) (a list of idle addresses);
 // if every tracked address holds connections, a new address is refused (more live connections
 // than max_sources cannot exist when max_sources >= --max_connections, which Server ensures).
-// Thread safety: every method of SourceLimiter is thread-safe (mu_). A Lease is used by one
-// thread at a time but may change threads (Opened on a worker, destruction on the acceptor).
+// Thread safety: every method of SourceLimiter is thread-safe (mu_). A Lease is moved and
+// destroyed by one thread at a time (it may change threads); Opened() and Closing() may run
+// at the same time as each other (each writes its own flag, the counts are under the mutex),
+// not with a move or the destruction.
 // Ownership and lifetime: Leases hold a shared_ptr to the limiter's state, so a Lease may
 // outlive the SourceLimiter.
 #ifndef RKV_SERVER_SOURCE_LIMITER_H_

@@ -113,9 +113,6 @@ void Worker::DrainCommands() {
           c->w.error_state = true;
           c->w.close_started = Clock::now();
           closing_.push_back(c);
-          // Still counted against its source until destroyed; refusals now name it closing
-          // (worker thread, as MarkOpen's Opened(): the Lease has one thread at a time).
-          c->source_lease.Closing();
         }
         AdvanceClose(c);
         break;

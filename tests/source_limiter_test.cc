@@ -249,6 +249,20 @@ TEST(SourceLimiter, ClosingConnectionsCountAndTheRefusalSaysSo) {
   EXPECT_TRUE(PassingRefusal(closing.message())) << closing.message();
   EXPECT_LE(("BUSY: " + closing.message()).size() + 1, 140u) << closing.message();
   EXPECT_LE(("BUSY: " + live.message()).size() + 1, 140u) << live.message();
+  {  // The longest refusal: the largest cap the flag allows (65536), every one closing.
+    SourceLimiter::Limits most = L(65536, 0, 0, 16);
+    most.max_pending_per_source = 0;
+    SourceLimiter big(most);
+    std::vector<SourceLimiter::Lease> all(65536);
+    for (auto& l : all) {
+      ASSERT_TRUE(big.Admit(v6, t, &l).ok());
+      l.Closing();
+    }
+    SourceLimiter::Lease one;
+    Status longest = big.Admit(v6, t, &one);
+    EXPECT_TRUE(PassingRefusal(longest.message())) << longest.message();
+    EXPECT_LE(("BUSY: " + longest.message()).size() + 1, 140u) << longest.message();
+  }
   // A move keeps the closing mark; the destruction releases both counts.
   SourceLimiter::Lease moved(std::move(held[0]));
   moved = SourceLimiter::Lease();

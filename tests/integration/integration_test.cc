@@ -494,7 +494,7 @@ TEST_F(Integration, ConnectDisconnectChurnLeaksNothing) {
   // (client/refusal.h), so every connect above succeeded; how often it happened depends on speed.
   std::cout << "[ measure ] churn: " << n << " connects, "
             << after["source_limited"] - before["source_limited"]
-            << " refusals for connections still closing, retried by the client\n";
+            << " per-address refusals (source_limited), retried by the client\n";
 }
 
 TEST_F(Integration, SixteenConcurrentClients) {

@@ -135,9 +135,11 @@ Status CheckConnection(const std::string& address, const Options& options, std::
 class Client {
  public:
   // address is "HOST:PORT" (IPv4 address or name of an RDMA-capable interface's address).
-  // A server that refuses the connect BUSY because this host has too many connects in setup
-  // at once (kvserver --max_pending_per_source) is tried again, with a short jittered pause,
-  // within connect_timeout_ms; any other refusal is returned at once (BUSY included).
+  // Two BUSY refusals pass by themselves and are tried again, with short jittered pauses,
+  // within connect_timeout_ms: this host has too many connects in setup at once (kvserver
+  // --max_pending_per_source), or it is at its connection cap (--max_conns_per_source) while
+  // some of its connections are still closing on the server (a loop of connect and close
+  // meets it). Any other refusal is returned at once (BUSY for live connections included).
   static Status Connect(const std::string& address, const Options& options,
                         std::unique_ptr<Client>* client);
   ~Client();
