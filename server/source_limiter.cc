@@ -179,22 +179,23 @@ Status SourceLimiter::Count(const std::string& source, Clock::time_point now) {
   return Status::Ok();
 }
 
-uint32_t SourceLimiter::Connections(const std::string& source) const {
+template <typename Field>
+uint32_t SourceLimiter::Read(const std::string& source, Field field) const {
   MutexLock l(&state_->mu);
   auto it = state_->sources.find(source);
-  return it == state_->sources.end() ? 0 : it->second.connections;
+  return it == state_->sources.end() ? 0 : it->second.*field;
+}
+
+uint32_t SourceLimiter::Connections(const std::string& source) const {
+  return Read(source, &Lease::State::Entry::connections);
 }
 
 uint32_t SourceLimiter::Pending(const std::string& source) const {
-  MutexLock l(&state_->mu);
-  auto it = state_->sources.find(source);
-  return it == state_->sources.end() ? 0 : it->second.pending;
+  return Read(source, &Lease::State::Entry::pending);
 }
 
 uint32_t SourceLimiter::Closing(const std::string& source) const {
-  MutexLock l(&state_->mu);
-  auto it = state_->sources.find(source);
-  return it == state_->sources.end() ? 0 : it->second.closing;
+  return Read(source, &Lease::State::Entry::closing);
 }
 
 size_t SourceLimiter::tracked() const {

@@ -99,6 +99,9 @@ class SourceLimiter {
  private:
   // Admit's checks and counting, under the mutex.
   Status Count(const std::string& source, Clock::time_point now);
+  // One count of `source`'s entry (0 if untracked), under the mutex; defined and used in the .cc.
+  template <typename Field>
+  uint32_t Read(const std::string& source, Field field) const;
   std::shared_ptr<Lease::State> state_;
 };
 
