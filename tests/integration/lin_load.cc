@@ -85,9 +85,10 @@ DEFINE_double(multiget_share, 0.15, "share of GETs issued as a MultiGet of 2-6 k
 DEFINE_int32(max_value, 6144, "largest value in bytes");
 DEFINE_bool(check, true, "run the checker on the history");
 DEFINE_int32(rogue_replays, 0,
-             "negative control: during the run, a client that records nothing puts back, this "
-             "many times, a value of the first test key that it read 20 ms earlier; the checker "
-             "must then report violations (exit 1)");
+             "negative control: during the run, a client that records nothing puts back, up to "
+             "this many times, a value of the first test key that it read 20 ms earlier, and once "
+             "after the run a value a recorded PUT had replaced before a recorded read; the "
+             "checker must then report violations (exit 1)");
 DEFINE_bool(reconnect, false,
             "clients reconnect automatically (rkv::Options::auto_reconnect, backoff 50..500 ms, "
             "60 s budget): the load survives kvserver restarts; lost writes are recorded with an "
@@ -282,6 +283,9 @@ class Worker {
     for (const std::string& k : keys) FinalRead(k, nullptr);
     for (OwnedKey& o : owned_) FinalRead(o.key, &o);
   }
+
+  // One recorded read of `key` after the run, as FinalReads does (the negative control).
+  void ReadOnce(const std::string& key) { FinalRead(key, nullptr); }
 
   // The durability tally of the owned keys (see the file comment). Adds to the counts and
   // appends a line per violation to *report.
@@ -769,17 +773,22 @@ int main(int argc, char** argv) {
   std::atomic<bool> run_done{false};
   std::atomic<int> replays{0};
   std::thread rogue;
+  std::unique_ptr<rkv::Client> rogue_client;
+  const std::string& rogue_key = hot.empty() ? cold[0] : hot[0];
   if (FLAGS_rogue_replays > 0) {
+    rkv::Status s = rkv::Client::Connect(FLAGS_server, options, &rogue_client);
+    if (!s.ok())
+      std::fprintf(stderr, "lin_load: rogue client: connect: %s\n", s.ToString().c_str());
+  }
+  if (rogue_client) {
+    // Owns rogue_client until joined; the main thread uses it only after the join.
     rogue = std::thread([&] {
-      std::unique_ptr<rkv::Client> c;
-      if (!rkv::Client::Connect(FLAGS_server, options, &c).ok()) return;
-      const std::string& key = hot.empty() ? cold[0] : hot[0];
       std::string v;
       while (!run_done.load() && replays.load() < FLAGS_rogue_replays) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        if (!c->Get(key, &v).ok()) continue;
+        if (!rogue_client->Get(rogue_key, &v).ok()) continue;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (!run_done.load() && c->Put(key, v).ok()) replays.fetch_add(1);
+        if (!run_done.load() && rogue_client->Put(rogue_key, v).ok()) replays.fetch_add(1);
       }
     });
   }
@@ -788,9 +797,31 @@ int main(int argc, char** argv) {
   if (stopper.joinable()) stopper.join();
   run_done.store(true);
   if (rogue.joinable()) rogue.join();
+  bool rogue_last = false;
+  if (rogue_client) {
+    // An in-run replay shows as a violation only if a recorded read happens to see the old
+    // value before a recorded write replaces it, which a run can miss. So the rogue also
+    // replays once after the run, with no recorded client running: recorded PUT A, an
+    // unrecorded read of A's bytes, recorded PUT B (invoked after A returned), A put back,
+    // then a recorded read. It returns A, which no linearization allows (A's write precedes
+    // B's in real time and nothing recorded writes A again), so the checker must report it.
+    Worker* w = workers[0].get();
+    std::string a_bytes;
+    rkv::Status s;
+    if (w->Put(rogue_key, 64) == Outcome::kOk &&
+        (s = rogue_client->Get(rogue_key, &a_bytes)).ok() &&
+        w->Put(rogue_key, 64) == Outcome::kOk && (s = rogue_client->Put(rogue_key, a_bytes)).ok()) {
+      w->ReadOnce(rogue_key);
+      rogue_last = true;
+      replays.fetch_add(1);
+    } else {
+      std::fprintf(stderr, "lin_load: rogue's replay after the run failed: %s\n",
+                   s.ok() ? "a recorded PUT did not return OK" : s.ToString().c_str());
+    }
+  }
   if (FLAGS_rogue_replays > 0)
-    std::printf("lin_load: negative control: an unrecorded client put back %d old values\n",
-                replays.load());
+    std::printf("lin_load: negative control: an unrecorded client put back %d old values%s\n",
+                replays.load(), rogue_last ? " (the last after the run)" : "");
   double run_s = std::chrono::duration<double>(Clock::now() - t_run).count();
 
   // 3. Final reads: every test key once more, spread over the clients; each client reads its
