@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -184,17 +185,33 @@ TEST_F(FileMailboxTest, HardLinkedEntryIsRefused) {
 
 // A link that lasts an instant (a link + unlink rename, where renameat2 is missing) is waited
 // out rather than refused.
+// An attempt counts only if the unlink came within half the grace of the wait's start: a loaded
+// host that wakes this thread later cannot tell a waited-out link from a refused one, so the
+// attempt is repeated (up to 5 times) instead of failing by chance.
 TEST_F(FileMailboxTest, BriefSecondLinkIsWaitedOut) {
-  WriteFile(P("t.c.1"), "x");
-  ASSERT_EQ(link(P("t.c.1").c_str(), P(".tmp.t.c.1").c_str()), 0);
-  auto f = std::async(std::launch::async, [&] {
-    std::string got;
-    Status s = mb_->WaitFor("t.c.1", &got, 5000);
-    return s.ok() ? got : s.ToString();
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  ASSERT_EQ(unlink(P(".tmp.t.c.1").c_str()), 0);
-  EXPECT_EQ(f.get(), "x");
+  int late = 0;
+  for (int attempt = 1; attempt <= 5; ++attempt) {
+    const std::string name = "t.c." + std::to_string(attempt);
+    WriteFile(P(name), "x");
+    ASSERT_EQ(link(P(name).c_str(), P(".tmp." + name).c_str()), 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto f = std::async(std::launch::async, [&] {
+      std::string got;
+      Status s = mb_->WaitFor(name, &got, 5000);
+      return s.ok() ? got : s.ToString();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(unlink(P(".tmp." + name).c_str()), 0);
+    const auto unlinked_after = std::chrono::steady_clock::now() - t0;
+    const std::string got = f.get();
+    if (unlinked_after < std::chrono::milliseconds(FileMailbox::kLinkGraceMs / 2)) {
+      EXPECT_EQ(got, "x");
+      return;
+    }
+    ++late;
+  }
+  std::cout << "[ note ] BriefSecondLinkIsWaitedOut: this thread woke too late in " << late
+            << " attempts to tell; nothing checked\n";
 }
 
 TEST_F(FileMailboxTest, NamesWithPathsAreRefused) {

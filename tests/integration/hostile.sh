@@ -62,8 +62,10 @@ ACCEPT_TIMEOUT_S=$(knob ACCEPT_TIMEOUT 5)  # the server's --accept_timeout: conn
 HALFOPEN_MAX_CONNECTIONS=8
 HALFOPEN_FLAGS=("${COMMON_FLAGS[@]}" "--max_connections=$HALFOPEN_MAX_CONNECTIONS"
                 "--accept_timeout=$ACCEPT_TIMEOUT_S")
-EXCHANGE_TIMEOUT_MS=10000  # the server's --exchange_timeout_ms (its default)
-SLOW_FLAGS=("${COMMON_FLAGS[@]}" --exchange=tcp "--exchange_timeout_ms=$EXCHANGE_TIMEOUT_MS")
+EXCHANGE_TIMEOUT_MS=60000  # the server's --exchange_timeout_ms: a server that served handshakes
+                           # one at a time would hold kvctl behind a stalled peer this long
+SLOW_FLAGS=("${COMMON_FLAGS[@]}" --exchange=tcp "--exchange_timeout_ms=$EXCHANGE_TIMEOUT_MS"
+            "--accept_timeout=$((EXCHANGE_TIMEOUT_MS / 1000))")
 PEER_TIMEOUT_S=3           # the server's --peer_timeout (seconds without a sign of life)
 GETONLY_FLAGS=("${COMMON_FLAGS[@]}" "--peer_timeout=$PEER_TIMEOUT_S")
 
@@ -82,11 +84,16 @@ FLOOD_DEPTH=16
 FLOOD_VALUE=65536
 VICTIM_RECORDS=500
 VICTIM_OPS=$(knob VICTIM_OPS 2000)
-FLOOD_MAX_P99_RATIO=$(knob FLOOD_MAX_P99_RATIO 50)  # stated bound on the victim p99 ratio (empty: report only)
+# A bound on the victim's p99 ratio (under flood / alone), off by default: a test never asserts
+# a timing (one preemption on a shared 2-core host moves a p99 by milliseconds); the ratio is
+# reported, and the victim must finish every operation without an error.
+FLOOD_MAX_P99_RATIO=$(knob FLOOD_MAX_P99_RATIO "")
 HALFOPEN_COUNT=$HALFOPEN_MAX_CONNECTIONS
-HALFOPEN_HOLD=30
-SLOW_HOLD=30
-SLOW_LIMIT_S=4           # kvctl --exchange=tcp put must finish within this, stalled peers or not
+HALFOPEN_HOLD=60         # the holder keeps its connects this long unless released (SIGUSR1)
+HALFOPEN_RETRY_S=40      # kvctl retries until this long after the connects, well before they end
+SLOW_HOLD=90             # the stalled peers hold this long unless released (SIGUSR1)
+SLOW_KVCTL_TIMEOUT_MS=30000  # kvctl's exchange timeout: half the server's, so a server that
+                             # served handshakes one at a time fails kvctl on any host's speed
 GETONLY_SECONDS=20
 
 failed=0 passed=0
@@ -124,6 +131,9 @@ idle_active() {  # port -> value
   done
   echo "$v"
 }
+# release PID...: ends the --hold of the raw_client under each `timeout` PID (SIGUSR1 to the child;
+# `timeout` itself would die of it and leave the raw_client running).
+release() { local p; for p in "$@"; do pkill -USR1 -P "$p" 2>/dev/null; done; }
 fds_of() { find /proc/"$1"/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss_of() { awk '/^VmRSS:/{print $2}' /proc/"$1"/status 2>/dev/null || echo "?"; }
 
@@ -314,13 +324,18 @@ case_flood() {
 }
 
 # (d) Half-open connects: HALFOPEN_COUNT rdma_cm connects that never complete, against a server
-# with --max_connections=HALFOPEN_MAX_CONNECTIONS. After the accept deadline a real client
-# connects, and connections_active returns to its idle value.
+# with --max_connections=HALFOPEN_MAX_CONNECTIONS. After the accept deadline, while the holder
+# still keeps its connects, a real client connects; setup_timeouts counts every connect, and
+# connections_active returns to its idle value.
 case_halfopen() {
   local c=halfopen port=$((PORT_BASE + 3))
   if ! start_server $c $port "${HALFOPEN_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
   [ -n "$srv_note" ] && note "$srv_note"
   local act0; act0=$(idle_active $port)
+  # The asking kvctl's connection is torn down within about 350 ms after it exits (300 ms grace
+  # on rxe and a worker tick); until then it holds a slot and one of the connects below would be
+  # refused at --max_connections instead of held (setup_timeouts below would say so).
+  sleep 2
   timeout $((HALFOPEN_HOLD + 60)) "$RAW" halfopen --server="$addr:$port" --count=$HALFOPEN_COUNT \
     --hold=$HALFOPEN_HOLD > "$logs/raw-halfopen.txt" 2> "$logs/raw-halfopen.err" &
   local holder=$! t0=$SECONDS
@@ -328,14 +343,22 @@ case_halfopen() {
   local act_held; act_held=$(stat_of $port connections_active)
   note "connections_active idle $act0, with $HALFOPEN_COUNT half-open connects $act_held (kvctl's own included when it got in)"
   sleep "$(awk -v t="$ACCEPT_TIMEOUT_S" 'BEGIN{print t + 3}')"
-  local why="" bad t1 rt
+  # The holder keeps its connects for HALFOPEN_HOLD s: a kvctl that gets in before then got a
+  # slot the accept deadline freed. Retried (a slow host may reach the deadline later than
+  # the sleep above; the server refuses at --max_connections meanwhile) up to HALFOPEN_RETRY_S.
+  local why="" bad t1 rt=failed tries=0
   t1=$(now_ms)
-  if kv_roundtrip $port; then
-    rt=ok
-  else
-    rt=failed why="kvctl put/get after the accept deadline failed: $(tail -1 "$logs/kvctl.err")"
-  fi
-  note "$((SECONDS - t0)) s after the connects (--accept_timeout=$ACCEPT_TIMEOUT_S): kvctl put/get $rt in $(( $(now_ms) - t1 )) ms"
+  while [ $((SECONDS - t0)) -lt $HALFOPEN_RETRY_S ]; do
+    tries=$((tries + 1))
+    kv_roundtrip $port && { rt=ok; break; }
+    sleep 1
+  done
+  [ $rt = ok ] || why="kvctl put/get within $HALFOPEN_RETRY_S s of the connects (held $HALFOPEN_HOLD s) failed: $(tail -1 "$logs/kvctl.err")"
+  release $holder
+  note "$((SECONDS - t0)) s after the connects (--accept_timeout=$ACCEPT_TIMEOUT_S): kvctl put/get $rt after $tries attempt(s), $(( $(now_ms) - t1 )) ms"
+  local tmo; tmo=$(stat_of $port setup_timeouts)
+  note "setup_timeouts $tmo (half-open connects $HALFOPEN_COUNT)"
+  [ "$tmo" != "?" ] && [ "$tmo" -ge $HALFOPEN_COUNT ] || why="${why:+$why; }setup_timeouts $tmo, expected >= $HALFOPEN_COUNT"
   local act1="?" i
   for i in $(seq 10); do
     act1=$(stat_of $port connections_active)
@@ -353,7 +376,9 @@ case_halfopen() {
 
 # (e) Slow exchange peers: with a half header, a PARAMS without READY and a finished handshake
 # whose socket is then silent all stalled on the tcp exchange, a real manual-mode client
-# still connects promptly.
+# still connects, within half of the server's exchange timeout (a server that served one
+# handshake at a time would hold it behind a stalled peer for the whole timeout). The peers are
+# released (SIGUSR1) once kvctl is done.
 case_slow_exchange() {
   local c=slow-exchange port=$((PORT_BASE + 4))
   if ! start_server $c $port "${SLOW_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
@@ -373,13 +398,19 @@ case_slow_exchange() {
   done
   t1=$(now_ms)
   local rc=0
-  ctl $port --exchange=tcp --exchange_timeout_ms=$((SLOW_LIMIT_S * 4000)) put slow-key slow-value 2>>"$logs/kvctl.err" || rc=$?
+  ctl $port --exchange=tcp --exchange_timeout_ms=$SLOW_KVCTL_TIMEOUT_MS put slow-key slow-value 2>>"$logs/kvctl.err" || rc=$?
   stalled=$(( $(now_ms) - t1 ))
-  note "kvctl --exchange=tcp put: alone $alone ms; with 3 stalled peers $stalled ms (exit $rc, limit ${SLOW_LIMIT_S} s, exchange timeout $EXCHANGE_TIMEOUT_MS ms)"
-  [ $rc -eq 0 ] || why="kvctl --exchange=tcp put failed: $(tail -1 "$logs/kvctl.err")"
-  [ "$stalled" -le $((SLOW_LIMIT_S * 1000)) ] || why="${why:+$why; }took $stalled ms"
+  note "kvctl --exchange=tcp put: alone $alone ms; with 3 stalled peers $stalled ms (exit $rc, kvctl exchange timeout $SLOW_KVCTL_TIMEOUT_MS ms, server's $EXCHANGE_TIMEOUT_MS ms)"
+  [ $rc -eq 0 ] || why="kvctl --exchange=tcp put behind 3 stalled peers failed: $(tail -1 "$logs/kvctl.err")"
+  release "${pids[@]}"
   wait "${pids[@]}"
-  for m in tcp-hold tcp-noready tcp-half; do note "$(cat "$logs/raw-$m.txt")"; done
+  for m in tcp-hold tcp-noready tcp-half; do
+    note "$(cat "$logs/raw-$m.txt")"
+    # The two that stall the exchange must still have been stalling it (not yet given up on by
+    # the server) when kvctl was done.
+    [ $m = tcp-hold ] || grep -q 'server_closed="\?no' "$logs/raw-$m.txt" ||
+      why="${why:+$why; }$m was no longer stalling the server when kvctl ran"
+  done
   bad=$(server_ok) || why="${why:+$why; }$bad"
   stop_server "$srv_pid"
   verdict $c "$why" "${stalled} ms"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "client/connection.h"
 #include "common/parse.h"
@@ -723,7 +725,7 @@ TEST_F(Reconnect, KvbenchSurvivesServerRestart) {
   std::remove(out.c_str());
   ChildGuard bench;
   bench.Start({dir + "kvbench", "run", "--server=" + addr_, "--workload=a", "--records=500",
-               "--threads=2", "--duration=20", "--json=" + json, "--v=1"},
+               "--threads=2", "--duration=30", "--json=" + json, "--v=1"},
               out);
   // Restart once both connections of the run (one per thread) are up (a connect
   // that a restart cuts off is a failed start, not what this test is about; under a loaded TCG
@@ -758,17 +760,30 @@ TEST_F(Reconnect, KvbenchSurvivesServerRestart) {
   const std::string runtime = "[OVERALL], RunTime(ms), ";
   at = o.find(runtime);
   ASSERT_NE(at, std::string::npos) << o;
-  EXPECT_GE(std::atof(o.c_str() + at + runtime.size()), 19000) << "the run stopped early\n" << o;
-  // Operations completed in the run's last second, after the restart.
+  EXPECT_GE(std::atof(o.c_str() + at + runtime.size()), 29000) << "the run stopped early\n" << o;
+  // The run recovered: after the outage (the first one-second sample without an operation
+  // after one with operations, if the outage was long enough to show) some sample has operations
+  // again. Not the last sample in particular: when the clients notice a killed server depends on
+  // the host's speed (rpc_timeout_ms on soft-RoCE).
   std::ifstream jf(json);
   std::stringstream js;
   js << jf.rdbuf();
   const std::string j = js.str();
-  at = j.rfind("{\"t\": ");
-  ASSERT_NE(at, std::string::npos) << j;
-  at = j.find("\"ops\": ", at);
-  ASSERT_NE(at, std::string::npos) << j;
-  EXPECT_GT(std::atol(j.c_str() + at + 7), 0) << j;
+  std::vector<long> ops;
+  for (size_t t = j.find("{\"t\": "); t != std::string::npos; t = j.find("{\"t\": ", t + 1)) {
+    size_t o_at = j.find("\"ops\": ", t);
+    ASSERT_NE(o_at, std::string::npos) << j;
+    ops.push_back(std::atol(j.c_str() + o_at + 7));
+  }
+  ASSERT_FALSE(ops.empty()) << j;
+  auto running = std::find_if(ops.begin(), ops.end(), [](long n) { return n > 0; });
+  ASSERT_NE(running, ops.end()) << "no operation at all\n" << j;
+  auto outage = std::find(running, ops.end(), 0L);
+  if (outage != ops.end()) {
+    EXPECT_TRUE(std::any_of(outage, ops.end(), [](long n) { return n > 0; }))
+        << "no operation after the outage\n"
+        << j;
+  }
   std::cout << "[ measure ] kvbench across a restart:\n";
   for (const char* tag : {"[OVERALL]", "Return=", "[RECONNECT]"}) {
     std::istringstream lines(o);

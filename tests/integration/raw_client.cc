@@ -9,6 +9,7 @@
 //   flood       --seconds=S --value_size=B --depth=D
 //   halfopen    --count=N --hold=SECS
 //   tcp-half | tcp-noready | tcp-hold   --hold=SECS
+//   (SIGUSR1 ends a --hold early)
 //   hold        --seconds=S [--get_every_ms=M] [--exchange=cm|tcp]
 //   credits     [--over_by=N]
 //
@@ -47,6 +48,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/refusal.h"
 #include "common/auth.h"
 #include "common/exchange/exchange.h"
 #include "common/exchange/tcp_exchange.h"
@@ -834,6 +836,13 @@ int RunFlood(const std::string& host, uint16_t port) {
 // ---------------------------------------------------------------------------------------------
 // halfopen
 
+// SIGUSR1 ends every --hold early (the test has seen what it waited for and need not wait
+// the hold out). Set by the handler, read by the hold loops.
+std::atomic<bool> g_hold_released{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "read from a signal handler");
+void ReleaseHold(int) { g_hold_released.store(true); }
+bool Holding(Clock::time_point until) { return Clock::now() < until && !g_hold_released.load(); }
+
 int RunHalfOpen(const std::string& host, uint16_t port) {
   auto t0 = Clock::now();
   std::vector<std::unique_ptr<CmConn>> ids;
@@ -857,14 +866,14 @@ int RunHalfOpen(const std::string& host, uint16_t port) {
   }
   double sent_at = SecondsSince(t0);
   auto until = Clock::now() + std::chrono::seconds(FLAGS_hold);
-  while (Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (Holding(until)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   ids.clear();  // every QP, id, CQ, PD and channel released
   Summary sum("halfopen");
   sum.Add("count", FLAGS_count)
       .Add("connects_sent", sent)
       .Add("failed", failed)
       .Add("sent_in_s", Fixed(sent_at, 2))
-      .Add("held_s", FLAGS_hold);
+      .Add("held_s", Fixed(SecondsSince(t0) - sent_at));
   if (!first_error.empty()) sum.Add("first_error", first_error);
   sum.Add("elapsed_s", Fixed(SecondsSince(t0)));
   sum.Print();
@@ -944,7 +953,7 @@ int RunTcpHalf(const std::string& host, uint16_t port) {
   std::string received;
   std::string closed = "no";
   auto until = Clock::now() + std::chrono::seconds(FLAGS_hold);
-  while (Clock::now() < until) {
+  while (Holding(until)) {
     pollfd p{fd, POLLIN, 0};
     int r = poll(&p, 1, std::min(MillisLeft(until), 200));
     if (r < 0 && errno != EINTR) {
@@ -1058,7 +1067,7 @@ int RunTcpManual(const std::string& mode, const std::string& host, uint16_t port
   auto until = Clock::now() + std::chrono::seconds(FLAGS_hold);
   if (!ready) {
     // Watch (without consuming anything) for the server giving up on us.
-    while (Clock::now() < until) {
+    while (Holding(until)) {
       if (ch->PeerGone()) {
         closed = "after " + Fixed(SecondsSince(t0)) + "s";
         break;
@@ -1067,7 +1076,7 @@ int RunTcpManual(const std::string& mode, const std::string& host, uint16_t port
     }
   } else {
     // Neither read nor write during the hold; look once at the end.
-    while (Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (Holding(until)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (ch->PeerGone()) closed = "yes (seen at the end of the hold)";
   }
   ibv_qp_attr attr{};
@@ -1082,7 +1091,7 @@ int RunTcpManual(const std::string& mode, const std::string& host, uint16_t port
   sum.Add("sent", sent)
       .Add("received", got)
       .Add("handshake_s", Fixed(handshake_s, 2))
-      .Add("held_s", FLAGS_hold)
+      .Add("held_s", Fixed(SecondsSince(t0) - handshake_s))
       .Add("server_closed", closed)
       .Add("qp_state", qp_state)
       .Add("elapsed_s", Fixed(SecondsSince(t0)));
@@ -1251,16 +1260,32 @@ int RunCredits(const std::string& host, uint16_t port) {
     sum.Add("over", "n/a").Add("elapsed_s", Fixed(SecondsSince(t0))).Print();
     return 0;
   }
-  // Over: credits + over_by at once. Dropped = an error completion or an rdma_cm event
-  // (DISCONNECTED) during the batch, the second after it, or on one probe request afterwards.
+  // Over: credits + over_by at once, with no receive posted for their replies: the server's
+  // replies meet RNR (retried without end) and stay unacknowledged, so the server's count of
+  // requests without a completed reply only grows, however fast either host is, and the
+  // request past its slots must get the client dropped. (With receives posted, replies that
+  // complete before the last requests arrive would keep the count down by chance.) Dropped =
+  // an error completion or an rdma_cm event (DISCONNECTED) within --timeout_ms; if neither
+  // comes, the receives are posted and the replies collected, then the second after, then
+  // one probe request.
   const int n_over = n_in + FLAGS_over_by;
-  s = PostRecvs(c, buf.data + recv_off, n_over, 0);
-  if (s.ok()) s = PostSends(c, buf.data, requests(n_over), 0);
+  s = PostSends(c, buf.data, requests(n_over), 0);
   if (!s.ok()) {
     sum.Add("over", "n/a").Add("error", s.message()).Print();
     return 1;
   }
-  Batch over = Collect(c, buf.data + recv_off, n_over, n_over, FLAGS_timeout_ms);
+  Batch over = Collect(c, buf.data + recv_off, n_over, 1 << 30, FLAGS_timeout_ms);
+  if (over.failure.empty()) {
+    s = PostRecvs(c, buf.data + recv_off, n_over, 0);
+    if (!s.ok()) {
+      sum.Add("over", "n/a").Add("error", s.message()).Print();
+      return 1;
+    }
+    Batch replies = Collect(c, buf.data + recv_off, 0, n_over, FLAGS_timeout_ms);
+    over.failure = replies.failure;
+    over.recvs += replies.recvs;
+    over.codes = std::move(replies.codes);
+  }
   std::string how = over.failure;
   int probe_replies = 0;
   if (how.empty()) {
@@ -1382,14 +1407,27 @@ Status RemoteOp(CmConn& c, ibv_wr_opcode op, uint64_t addr, uint32_t rkey, int t
   return Status(rkv::Code::kTimeout, "no completion");
 }
 
+// Refusals that ConnectOnly retried (rkv::PassingRefusal: the source's earlier connections
+// still closing or still in setup), as rkv::Client::Connect retries them.
+std::atomic<int> g_passing_refusals{0};
+
+// Connects *c (without OPEN). A passing refusal is retried, 20 ms apart, within --timeout_ms:
+// a loop of connect/disconnect faster than the server tears connections down meets one.
 Status ConnectOnly(CmConn* c, const std::string& host, uint16_t port) {
-  Status s = c->Resolve(host, port, FLAGS_timeout_ms);
-  if (s.ok()) s = c->CreateResources(nullptr, 0, 8, 4);
-  if (s.ok()) s = c->PostConnect();
-  std::string reject;
-  if (s.ok()) s = c->WaitEstablished(FLAGS_timeout_ms, &reject);
-  if (!s.ok() && !reject.empty()) s = Status(s.code(), s.message() + " (" + reject + ")");
-  return s;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(FLAGS_timeout_ms);
+  for (;;) {
+    Status s = c->Resolve(host, port, FLAGS_timeout_ms);
+    if (s.ok()) s = c->CreateResources(nullptr, 0, 8, 4);
+    if (s.ok()) s = c->PostConnect();
+    std::string reject;
+    if (s.ok()) s = c->WaitEstablished(FLAGS_timeout_ms, &reject);
+    if (s.ok() || reject.empty()) return s;
+    if (!rkv::PassingRefusal(reject) || Clock::now() >= deadline)
+      return Status(s.code(), s.message() + " (" + reject + ")");
+    g_passing_refusals.fetch_add(1);
+    c->Release();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 std::string Hex(const uint8_t* p, size_t n) {
@@ -1431,7 +1469,8 @@ int RunAuth(const std::string& host, uint16_t port) {
     for (double v : ms) total += v;
     sum.Add("count", ms.size())
         .Add("mean_ms", Fixed(total / double(ms.size())))
-        .Add("median_ms", Fixed(ms[ms.size() / 2]));
+        .Add("median_ms", Fixed(ms[ms.size() / 2]))
+        .Add("passing_refusals_retried", g_passing_refusals.load());
     return pass();
   }
   if (kase == "many") {
@@ -1468,7 +1507,8 @@ int RunAuth(const std::string& host, uint16_t port) {
         .Add("rkey_most_common_step", rk_worst)
         .Add("rkey_key_bytes_distinct", keybytes.size())
         .Add("psn_steps_distinct", psn_distinct)
-        .Add("psn_most_common_step", psn_worst);
+        .Add("psn_most_common_step", psn_worst)
+        .Add("passing_refusals_retried", g_passing_refusals.load());
     if (pairs >= 10 && rk_worst * 10 >= pairs) return fail("rkeys advance in a constant step");
     if (pairs >= 10 && psn_worst * 10 >= pairs) return fail("PSNs advance in a constant step");
     return pass();
@@ -1778,6 +1818,7 @@ int main(int argc, char** argv) {
     return Usage("--value_size must be 0..65536");
   if (FLAGS_hold < 0 || FLAGS_seconds < 0) return Usage("--hold and --seconds must be >= 0");
   std::signal(SIGPIPE, SIG_IGN);
+  std::signal(SIGUSR1, ReleaseHold);
 
   if (mode == "auth") return RunAuth(host, port);
   if (mode == "vanish") {
