@@ -160,10 +160,10 @@ TEST(Exchange, TcpDribblingPeerGetsOneDeadlineForTheWholeMessage) {
   RawPeer(&listener, &raw, &server);
   const std::string msg = EncodeExchangeMsg(Params(1, 2));
   std::atomic<bool> stop{false};
-  // One byte every 100 ms: the 16-byte header arrives within the 2 s timeout (at 1.6 s), the
+  // One byte every 100 ms: the 16-byte header arrives within the 2 s timeout (at 1.5 s), the
   // whole message would take 15 s. With a fresh timeout per read the message would be read
-  // whole; with one per phase (header, payload) the payload would get another 2 s (3.6 s).
-  // The bound below leaves 1 s either way for a loaded host.
+  // whole; with one per phase (header, payload) the payload would get another 2 s (3.5 s).
+  // The bounds below leave 1 s and 0.5 s for a loaded host.
   ASSERT_GT(msg.size(), 40u);
   std::thread dribble([&] {
     for (size_t i = 0; i < msg.size() && !stop; ++i) {

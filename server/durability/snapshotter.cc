@@ -97,10 +97,10 @@ Status Snapshotter::TakeOne() {
   last_entries_ = w->entries();
   last_bytes_ = w->bytes_written();
   last_ms_ = ms;
-  taken_.fetch_add(1);
   LOG(INFO) << "snapshot " << SnapshotFileName(covered) << ": " << w->entries() << " entries, "
             << w->bytes_written() << " bytes in " << ms << " ms";
   RemoveObsolete(generation, covered);
+  taken_.fetch_add(1);  // counted once the logs it covers are gone too
   return Status::Ok();
 }
 

@@ -40,6 +40,7 @@ class Snapshotter {
   // Asks for a snapshot; returns at once. *message says whether one was started or is running.
   void Request(std::string* message);
 
+  // Snapshots written whose covered logs are removed too (counted after the removal).
   uint64_t taken() const { return taken_.load(std::memory_order_relaxed); }
   uint64_t failed() const { return failed_.load(std::memory_order_relaxed); }
   bool running() const { return running_.load(std::memory_order_relaxed); }

@@ -479,7 +479,12 @@ if [ "$has_snapshot" = 1 ]; then
     logs_before=$(cd "$dir" && ls wal-*.log)
     out=$(ctl $P snapshot 2> "$logs/snap.err"); rc=$?
     [ $rc -eq 0 ] || out="$out $(errtext "$logs/snap.err")"
-    taken=$(stat_of $P snapshots_taken)
+    # `kvctl snapshot` only starts one: wait (up to 60 s) until it is taken and done.
+    for _ in $(seq 120); do
+      taken=$(stat_of $P snapshots_taken)
+      [ "${taken:-0}" -ge 1 ] && [ "$(stat_of $P snapshot_running)" = 0 ] && break
+      sleep 0.5
+    done
     snaps=$(cd "$dir" && ls snap-*.rkv 2>/dev/null)
     if [ $rc -eq 0 ] && [ "${taken:-0}" -ge 1 ] && [ -n "$snaps" ]; then
       pass "kvctl snapshot: '$out'; snapshots_taken $taken; $snaps"

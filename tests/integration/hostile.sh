@@ -60,8 +60,9 @@ CREDITS_OVER_BY=$(knob CREDITS_OVER_BY 3)
 FLOOD_FLAGS=("${COMMON_FLAGS[@]}")
 ACCEPT_TIMEOUT_S=$(knob ACCEPT_TIMEOUT 5)  # the server's --accept_timeout: connect-to-established deadline
 HALFOPEN_MAX_CONNECTIONS=8
+HALFOPEN_METRICS_PORT=$((PORT_BASE + 2000))  # read over HTTP: asking needs no connection slot
 HALFOPEN_FLAGS=("${COMMON_FLAGS[@]}" "--max_connections=$HALFOPEN_MAX_CONNECTIONS"
-                "--accept_timeout=$ACCEPT_TIMEOUT_S")
+                "--accept_timeout=$ACCEPT_TIMEOUT_S" "--metrics_listen=$addr:$HALFOPEN_METRICS_PORT")
 EXCHANGE_TIMEOUT_MS=60000  # the server's --exchange_timeout_ms: a server that served handshakes
                            # one at a time would hold kvctl behind a stalled peer this long
 SLOW_FLAGS=("${COMMON_FLAGS[@]}" --exchange=tcp "--exchange_timeout_ms=$EXCHANGE_TIMEOUT_MS"
@@ -134,6 +135,12 @@ idle_active() {  # port -> value
 # release PID...: ends the --hold of the raw_client under each `timeout` PID (SIGUSR1 to the child;
 # `timeout` itself would die of it and leave the raw_client running).
 release() { local p; for p in "$@"; do pkill -USR1 -P "$p" 2>/dev/null; done; }
+metric_of() {  # NAME -> the halfopen server's figure over HTTP, or "?"
+  local v
+  v=$(curl -sS --max-time 10 "http://$addr:$HALFOPEN_METRICS_PORT/metrics" 2>/dev/null |
+      awk -v k="$1" '$1 == k { print $2 }')
+  echo "${v:-?}"
+}
 fds_of() { find /proc/"$1"/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss_of() { awk '/^VmRSS:/{print $2}' /proc/"$1"/status 2>/dev/null || echo "?"; }
 
@@ -332,16 +339,21 @@ case_halfopen() {
   if ! start_server $c $port "${HALFOPEN_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
   [ -n "$srv_note" ] && note "$srv_note"
   local act0; act0=$(idle_active $port)
-  # The asking kvctl's connection is torn down within about 350 ms after it exits (300 ms grace
-  # on rxe and a worker tick); until then it holds a slot and one of the connects below would be
-  # refused at --max_connections instead of held (setup_timeouts below would say so).
-  sleep 2
+  # Every slot must go to the holder: the last kvctl's connection is torn down some 350 ms after
+  # it exits (300 ms grace on rxe, a worker tick), so wait until the server reports none (over
+  # HTTP, which takes no slot); while the holder connects, nothing else connects either.
+  local idle="?" i
+  for i in $(seq 60); do
+    idle=$(metric_of rkv_connections_active)
+    [ "$idle" = 0 ] && break
+    sleep 0.5
+  done
+  [ "$idle" = 0 ] || note "rkv_connections_active still $idle before the half-open connects"
   timeout $((HALFOPEN_HOLD + 60)) "$RAW" halfopen --server="$addr:$port" --count=$HALFOPEN_COUNT \
     --hold=$HALFOPEN_HOLD > "$logs/raw-halfopen.txt" 2> "$logs/raw-halfopen.err" &
   local holder=$! t0=$SECONDS
   sleep 2
-  local act_held; act_held=$(stat_of $port connections_active)
-  note "connections_active idle $act0, with $HALFOPEN_COUNT half-open connects $act_held (kvctl's own included when it got in)"
+  note "connections_active idle $act0 (kvctl's own included), with $HALFOPEN_COUNT half-open connects $(metric_of rkv_connections_active)"
   sleep "$(awk -v t="$ACCEPT_TIMEOUT_S" 'BEGIN{print t + 3}')"
   # The holder keeps its connects for HALFOPEN_HOLD s: a kvctl that gets in before then got a
   # slot the accept deadline freed. Retried (a slow host may reach the deadline later than

@@ -285,7 +285,7 @@ class Worker {
   }
 
   // One recorded read of `key` after the run, as FinalReads does (the negative control).
-  void ReadOnce(const std::string& key) { FinalRead(key, nullptr); }
+  bool ReadOnce(const std::string& key) { return FinalRead(key, nullptr); }
 
   // The durability tally of the owned keys (see the file comment). Adds to the counts and
   // appends a line per violation to *report.
@@ -366,7 +366,8 @@ class Worker {
     if (w.outcome != Outcome::kFailed) o->writes.push_back(std::move(w));
   }
 
-  void FinalRead(const std::string& key, OwnedKey* o) {
+  // Returns whether the read was recorded.
+  bool FinalRead(const std::string& key, OwnedKey* o) {
     for (int attempt = 0; attempt < 6; ++attempt) {
       Op op = Begin(OpType::kGet, key);
       rkv::Status s = client_->Get(key, &value_);
@@ -380,9 +381,10 @@ class Worker {
         o->token = op.value;
       }
       End(std::move(op));
-      return;
+      return true;
     }
     Error("final read of " + key + " failed 6 times");
+    return false;
   }
 
   const std::string& PickKey() {
@@ -810,13 +812,14 @@ int main(int argc, char** argv) {
     rkv::Status s;
     if (w->Put(rogue_key, 64) == Outcome::kOk &&
         (s = rogue_client->Get(rogue_key, &a_bytes)).ok() &&
-        w->Put(rogue_key, 64) == Outcome::kOk && (s = rogue_client->Put(rogue_key, a_bytes)).ok()) {
-      w->ReadOnce(rogue_key);
+        w->Put(rogue_key, 64) == Outcome::kOk && (s = rogue_client->Put(rogue_key, a_bytes)).ok() &&
+        w->ReadOnce(rogue_key)) {
       rogue_last = true;
       replays.fetch_add(1);
     } else {
-      std::fprintf(stderr, "lin_load: rogue's replay after the run failed: %s\n",
-                   s.ok() ? "a recorded PUT did not return OK" : s.ToString().c_str());
+      std::fprintf(
+          stderr, "lin_load: rogue's replay after the run failed: %s\n",
+          s.ok() ? "a recorded PUT or the recorded read did not succeed" : s.ToString().c_str());
     }
   }
   if (FLAGS_rogue_replays > 0)

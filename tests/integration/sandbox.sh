@@ -83,7 +83,7 @@ if [ "${1:-}" = --inside-a ]; then  # run by the two-host case, in VM A
   # Cable plugged back: ping both ways and rping B -> A work again.
   "$peer" link on; lrc=$?
   for i in $(seq 5); do "$peer" run "${ping1[@]}" "$a" > "$logs/ping-b-to-a-on.txt" 2>&1; p1=$?; [ $p1 = 0 ] && break; sleep 1; done
-  "${ping1[@]}" "$b" > "$logs/ping-a-to-b-on.txt" 2>&1; p2=$?
+  for i in $(seq 5); do "${ping1[@]}" "$b" > "$logs/ping-a-to-b-on.txt" 2>&1; p2=$?; [ $p2 = 0 ] && break; sleep 1; done
   timeout 60 rping -s -a "$a" -C 2 -v > "$logs/rping-server-a.txt" 2>&1 &
   sp=$!
   for i in $(seq 10); do
