@@ -184,10 +184,9 @@ TEST_F(FileMailboxTest, HardLinkedEntryIsRefused) {
 }
 
 // A link that lasts an instant (a link + unlink rename, where renameat2 is missing) is waited
-// out rather than refused.
-// An attempt counts only if the unlink came within half the grace of the wait's start: a loaded
-// host that wakes this thread later cannot tell a waited-out link from a refused one, so the
-// attempt is repeated (up to 5 times) instead of failing by chance.
+// out rather than refused. An attempt counts only if the unlink came within half the grace of the
+// wait's start: a loaded host that wakes this thread later cannot tell a waited-out link from a
+// refused one, so the attempt is repeated (up to 5 times) instead of failing by chance.
 TEST_F(FileMailboxTest, BriefSecondLinkIsWaitedOut) {
   int late = 0;
   for (int attempt = 1; attempt <= 5; ++attempt) {

@@ -36,10 +36,10 @@ now() { date +%s.%N; }
 # kvctl stats itself holds a connection while it runs: "established" and "active" below leave
 # the asking kvctl out. The previous kvctl's connection still counts while the server tears it
 # down (300 ms on rxe), so polls are 0.5 s apart; and a kvctl refused because of it (at
-# --max_connections) reads as "not yet" (999), never as 0.
-count() { local v; v=$(stat "$1"); [ -n "$v" ] && echo $((v - 1)) || echo 999; }
-established() { local v; v=$(count connections_established); [ "$v" = 999 ] && v=-1; echo "$v"; }
-active() { count connections_active; }
+# --max_connections) reads as "not yet", never as 0.
+count() { local v; v=$(stat "$1"); [ -n "$v" ] && echo $((v - 1)) || echo "$2"; }  # NAME IF-REFUSED
+established() { count connections_established -1; }
+active() { count connections_active 999; }
 times=()
 ok_rounds=0
 for r in $(seq "$rounds"); do

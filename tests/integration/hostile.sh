@@ -141,6 +141,16 @@ metric_of() {  # NAME -> the halfopen server's figure over HTTP, or "?"
       awk -v k="$1" '$1 == k { print $2 }')
   echo "${v:-?}"
 }
+await_metric() {  # NAME WANT SECONDS -> polls metric_of every 0.5 s until it reads WANT; prints
+  local v="?" i   # the last value read, returns 0 if it got there
+  for i in $(seq $(($3 * 2))); do
+    v=$(metric_of "$1")
+    [ "$v" = "$2" ] && break
+    sleep 0.5
+  done
+  echo "$v"
+  [ "$v" = "$2" ]
+}
 fds_of() { find /proc/"$1"/fd -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 rss_of() { awk '/^VmRSS:/{print $2}' /proc/"$1"/status 2>/dev/null || echo "?"; }
 
@@ -338,22 +348,17 @@ case_halfopen() {
   local c=halfopen port=$((PORT_BASE + 3))
   if ! start_server $c $port "${HALFOPEN_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
   [ -n "$srv_note" ] && note "$srv_note"
-  local act0; act0=$(idle_active $port)
-  # Every slot must go to the holder: the last kvctl's connection is torn down some 350 ms after
-  # it exits (300 ms grace on rxe, a worker tick), so wait until the server reports none (over
-  # HTTP, which takes no slot); while the holder connects, nothing else connects either.
-  local idle="?" i
-  for i in $(seq 60); do
-    idle=$(metric_of rkv_connections_active)
-    [ "$idle" = 0 ] && break
-    sleep 0.5
-  done
-  [ "$idle" = 0 ] || note "rkv_connections_active still $idle before the half-open connects"
+  # Every slot must go to the holder: start_server's kvctl connection is torn down some 350 ms
+  # after it exits (300 ms grace on rxe, a worker tick), so wait until the server reports none
+  # (over HTTP, which takes no slot); while the holder connects, nothing else connects either.
+  local idle
+  idle=$(await_metric rkv_connections_active 0 30) ||
+    note "rkv_connections_active still $idle before the half-open connects"
   timeout $((HALFOPEN_HOLD + 60)) "$RAW" halfopen --server="$addr:$port" --count=$HALFOPEN_COUNT \
     --hold=$HALFOPEN_HOLD > "$logs/raw-halfopen.txt" 2> "$logs/raw-halfopen.err" &
   local holder=$! t0=$SECONDS
   sleep 2
-  note "connections_active idle $act0 (kvctl's own included), with $HALFOPEN_COUNT half-open connects $(metric_of rkv_connections_active)"
+  note "rkv_connections_active with $HALFOPEN_COUNT half-open connects: $(metric_of rkv_connections_active)"
   sleep "$(awk -v t="$ACCEPT_TIMEOUT_S" 'BEGIN{print t + 3}')"
   # The holder keeps its connects for HALFOPEN_HOLD s: a kvctl that gets in before then got a
   # slot the accept deadline freed. Retried (a slow host may reach the deadline later than
@@ -368,17 +373,12 @@ case_halfopen() {
   [ $rt = ok ] || why="kvctl put/get within $HALFOPEN_RETRY_S s of the connects (held $HALFOPEN_HOLD s) failed: $(tail -1 "$logs/kvctl.err")"
   release $holder
   note "$((SECONDS - t0)) s after the connects (--accept_timeout=$ACCEPT_TIMEOUT_S): kvctl put/get $rt after $tries attempt(s), $(( $(now_ms) - t1 )) ms"
-  local tmo; tmo=$(stat_of $port setup_timeouts)
+  local tmo; tmo=$(metric_of rkv_connection_setup_timeouts_total)
   note "setup_timeouts $tmo (half-open connects $HALFOPEN_COUNT)"
   [ "$tmo" != "?" ] && [ "$tmo" -ge $HALFOPEN_COUNT ] || why="${why:+$why; }setup_timeouts $tmo, expected >= $HALFOPEN_COUNT"
-  local act1="?" i
-  for i in $(seq 10); do
-    act1=$(stat_of $port connections_active)
-    [ "$act1" = "$act0" ] && [ "$act1" != "?" ] && break
-    sleep 1
-  done
-  note "connections_active after the deadline: $act1 (idle $act0)"
-  [ "$act1" = "$act0" ] && [ "$act1" != "?" ] || why="${why:+$why; }connections_active $act0 -> $act1"
+  local act1
+  act1=$(await_metric rkv_connections_active 0 10) || why="${why:+$why; }rkv_connections_active $act1, not 0"
+  note "rkv_connections_active after the deadline: $act1"
   wait $holder
   note "holder: $(cat "$logs/raw-halfopen.txt")"
   bad=$(server_ok) || why="${why:+$why; }$bad"

@@ -1269,18 +1269,15 @@ int RunCredits(const std::string& host, uint16_t port) {
   // comes, the receives are posted and the replies collected, then the second after, then
   // one probe request.
   const int n_over = n_in + FLAGS_over_by;
+  Batch over;
   s = PostSends(c, buf.data, requests(n_over), 0);
+  if (s.ok()) over = Collect(c, buf.data + recv_off, n_over, 1 << 30, FLAGS_timeout_ms);
+  if (s.ok() && over.failure.empty()) s = PostRecvs(c, buf.data + recv_off, n_over, 0);
   if (!s.ok()) {
     sum.Add("over", "n/a").Add("error", s.message()).Print();
     return 1;
   }
-  Batch over = Collect(c, buf.data + recv_off, n_over, 1 << 30, FLAGS_timeout_ms);
   if (over.failure.empty()) {
-    s = PostRecvs(c, buf.data + recv_off, n_over, 0);
-    if (!s.ok()) {
-      sum.Add("over", "n/a").Add("error", s.message()).Print();
-      return 1;
-    }
     Batch replies = Collect(c, buf.data + recv_off, 0, n_over, FLAGS_timeout_ms);
     over.failure = replies.failure;
     over.recvs += replies.recvs;
