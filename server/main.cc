@@ -81,6 +81,10 @@ DEFINE_string(metrics_listen, "",
               "secrets): prefer a management address");
 DEFINE_int32(write_threads, 16,
              "with --data_dir: threads executing PUT/DELETE (concurrent writes share a sync)");
+DEFINE_bool(check_config, false,
+            "check the flags (and read --auth_token_file) as a start would, print "
+            "'kvserver: configuration OK' and exit 0, without touching a device, the data "
+            "directory or the network; exit 2 naming the first bad flag otherwise");
 
 namespace {
 rkv::Server* g_server = nullptr;
@@ -184,6 +188,10 @@ int main(int argc, char** argv) {
   }
   s = rkv::auth::CheckListen(o.host, !o.auth_token.empty(), o.allow_unauthenticated);
   if (!s.ok()) return Fail("--listen=" + FLAGS_listen + ": " + s.message());
+  if (FLAGS_check_config) {
+    std::cout << "kvserver: configuration OK\n";
+    return 0;
+  }
 
   rkv::Server server(o);
   s = server.Start();

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvserver refuses bad or dangerous flags before it touches any device (so this runs on any
-# host, no RDMA needed): each case must exit non-zero with a message naming the flag.
+# host, no RDMA needed): each refused case must exit non-zero with a message naming the flag;
+# each accepted case (--check_config) must exit 0 printing exactly "kvserver: configuration OK".
 #   tests/kvserver_flags.sh BUILD_DIR
 set -uo pipefail
 kvserver=${1:?usage: kvserver_flags.sh BUILD_DIR}/kvserver
@@ -36,12 +37,30 @@ refused "nodash.flags:2: 'auth_token_file=/etc/rkv/token' is not a flag" --flagf
 refused "typo.flags:4: unknown flag" --flagfile="$ff/nested.flags"
 refused "--flagfile $ff/missing.flags: open: No such file or directory" --flagfile="$ff/missing.flags"
 rm -rf "$ff"
-# --test_mode lets them through to the device (which may be absent here: any later error).
-out=$(timeout 20 "$kvserver" --listen=127.0.0.1:7999 --psn=5 --test_mode 2>&1 | head -3)
-if [[ "$out" == *"--test_mode"* ]]; then
-  fail=$((fail + 1)); echo "[case FAIL] kvserver-flags: --test_mode did not allow --psn: $out"
-else
-  pass=$((pass + 1)); echo "[case PASS] kvserver-flags: --psn allowed with --test_mode"
-fi
+# --check_config: the flags a start would accept give exit 0 and "configuration OK" (no device
+# touched, so this runs anywhere); it checks exactly what a start checks, so a refused flag is
+# still refused with it.
+accepted() {  # WHAT FLAGS...
+  local what=$1; shift
+  local out rc=0
+  out=$(timeout 20 "$kvserver" --listen=127.0.0.1:7999 --check_config "$@" 2>&1) || rc=$?
+  if [ "$rc" -eq 0 ] && [ "$out" = "kvserver: configuration OK" ]; then
+    pass=$((pass + 1)); echo "[case PASS] kvserver-flags: $what"
+  else
+    fail=$((fail + 1)); echo "[case FAIL] kvserver-flags: $what (exit $rc): $out"
+  fi
+}
+accepted "--check_config accepts the defaults"
+accepted "--test_mode allows --psn, --force_rq_psn and --force_dest_qp_num" --test_mode --psn=5 \
+  --force_rq_psn=5 --force_dest_qp_num=99
+refused "--test_mode" --check_config --psn=5
+refused "--workers must be 1..64" --check_config --workers=0
+tok=$(mktemp -d)
+head -c 32 /dev/urandom | base64 > "$tok/token"
+chmod 600 "$tok/token"
+accepted "--check_config reads a good --auth_token_file" --auth_token_file="$tok/token"
+chmod 644 "$tok/token"
+refused "--auth_token_file" --check_config --auth_token_file="$tok/token"
+rm -rf "$tok"
 echo "kvserver flags: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -107,20 +107,41 @@ if getent passwd rkv >/dev/null && [ "$(getent passwd rkv | cut -d: -f7)" != /bi
 else
   fail "system user rkv" "$(getent passwd rkv || echo absent)"
 fi
-if [ "$(stat -c '%U %a' /etc/rkv/token 2>/dev/null)" = "rkv 600" ] &&
-    [ "$(tr -d '[:space:]' </etc/rkv/token | wc -c)" -ge 32 ]; then
-  pass "/etc/rkv/token: random, owned by rkv, mode 600"
+# The token: 32 bytes from /dev/urandom in base64 (postinst). It must decode to 32 bytes that
+# are not a pattern (at least 16 distinct byte values: 32 random bytes have about 30, and fewer
+# than 16 happens with a probability below 1e-20), owned by rkv, mode 600; that it is made anew
+# on each machine (not a constant shipped in the package) is checked after the purge below.
+token_bytes() {  # FILE -> "N D": decoded length and distinct byte values, or nothing
+  base64 -d "$1" 2>/dev/null | od -An -v -tu1 | tr -s ' ' '\n' | grep -v '^$' |
+    awk '{n++; seen[$1]=1} END {d=0; for (k in seen) d++; if (n) print n, d}'
+}
+token1=$(cat /etc/rkv/token 2>/dev/null)
+read -r tlen tdistinct <<< "$(token_bytes /etc/rkv/token)"
+if [ "$(stat -c '%U %a' /etc/rkv/token 2>/dev/null)" = "rkv 600" ] && [ "${tlen:-0}" = 32 ] &&
+    [ "${tdistinct:-0}" -ge 16 ]; then
+  pass "/etc/rkv/token: 32 bytes ($tdistinct distinct values) in base64, owned by rkv, mode 600"
 else
-  fail "/etc/rkv/token: random, owned by rkv, mode 600" "$(stat -c '%U %a %s' /etc/rkv/token 2>&1)"
+  fail "/etc/rkv/token: 32 random bytes in base64, owned by rkv, mode 600" \
+    "$(stat -c '%U %a %s' /etc/rkv/token 2>&1); decoded ${tlen:-?} bytes, ${tdistinct:-?} distinct"
 fi
-# kvserver as the service would run it (minus systemd): no flag of the shipped flagfile is
-# refused. Without an RDMA device it then stops at the device; with one it serves (stopped).
-out=$(cd / && timeout 5 runuser -u rkv -- /usr/bin/kvserver --flagfile=/etc/rkv/kvserver.flags 2>&1)
+# kvserver as the service would run it (minus systemd), with --check_config: every flag of the
+# shipped flagfile is accepted and the token is readable by rkv (exit 0, "configuration OK").
+out=$(cd / && timeout 30 runuser -u rkv -- /usr/bin/kvserver --flagfile=/etc/rkv/kvserver.flags --check_config 2>&1)
 rc=$?
-if [ $rc = 124 ] || ! echo "$out" | grep -q -i -E 'refus|--listen|--auth_token_file|--data_dir|unknown|flagfile'; then
-  pass "kvserver as rkv accepts the shipped flagfile (exit $rc: $(echo "$out" | grep -v '^I' | tail -1 | cut -c1-120))"
+if [ $rc = 0 ] && [ "$out" = "kvserver: configuration OK" ]; then
+  pass "kvserver as rkv accepts the shipped flagfile (--check_config: $out)"
 else
   fail "kvserver as rkv accepts the shipped flagfile" "exit $rc: $(echo "$out" | tail -2 | tr '\n' ';')"
+fi
+# A flagfile with one bad value is refused the same way (the check above can fail).
+sed 's/^--memory=.*/--memory=lots/' /etc/rkv/kvserver.flags > "$tmp/bad.flags"
+chmod 644 "$tmp/bad.flags"; chmod 755 "$tmp"
+out=$(cd / && timeout 30 runuser -u rkv -- /usr/bin/kvserver --flagfile="$tmp/bad.flags" --check_config 2>&1)
+rc=$?
+if [ $rc = 2 ] && echo "$out" | grep -q -- '--memory'; then
+  pass "kvserver as rkv refuses the shipped flagfile with --memory=lots (exit 2: $(echo "$out" | tail -1))"
+else
+  fail "kvserver as rkv refuses a bad flagfile" "exit $rc: $(echo "$out" | tail -2 | tr '\n' ';')"
 fi
 
 if out=$(cd / && /usr/bin/python3 -c 'import rkv, sys; print(rkv.__file__); sys.exit(0 if hasattr(rkv, "Client") else 1)' 2>&1); then
@@ -168,14 +189,30 @@ if dpkg --purge "${pkgs[@]}" >"$tmp/purge.log" 2>&1; then
 else
   fail "dpkg --purge" "$(tail -3 "$tmp/purge.log" | tr '\n' ';')"
 fi
+# Installed again after the purge, rkv-server makes a new token: it is not shipped in the
+# package (everyone would share it). Then purged again.
+if apt_get install "$debs"/rkv-server_*.deb "$debs"/librkv1_*.deb >"$tmp/reinstall.log" 2>&1; then
+  token2=$(cat /etc/rkv/token 2>/dev/null)
+  read -r tlen2 _ <<< "$(token_bytes /etc/rkv/token)"
+  if [ "${tlen2:-0}" = 32 ] && [ -n "$token1" ] && [ "$token2" != "$token1" ]; then
+    pass "a second installation makes a new token (not shipped in the package)"
+  else
+    fail "a second installation makes a new token" "decoded ${tlen2:-?} bytes; same as the first: $([ "$token2" = "$token1" ] && echo yes || echo no)"
+  fi
+else
+  fail "reinstall of rkv-server after purge" "$(tail -3 "$tmp/reinstall.log" | tr '\n' ';')"
+fi
+dpkg --purge "${pkgs[@]}" >"$tmp/purge2.log" 2>&1 || fail "second dpkg --purge" "$(tail -3 "$tmp/purge2.log" | tr '\n' ';')"
 ours >"$tmp/after.txt"
 extra=$(comm -13 "$tmp/before.txt" "$tmp/after.txt")
 if [ -z "$extra" ]; then pass "purge leaves no file behind (/usr /etc /var/lib /lib /opt)"
 else fail "purge leaves no file behind" "$(echo $extra)"; fi
+# Debian policy: the system user stays after purge (files it owned elsewhere keep a valid
+# owner); postrm must not delete it.
 if getent passwd rkv >/dev/null; then
   pass "system user rkv is kept after purge (Debian policy; userdel rkv removes it)"
 else
-  pass "system user rkv is absent after purge"
+  fail "system user rkv is kept after purge" "postrm removed it"
 fi
 
 echo "debs_test.sh: $(( $(date +%s) - start )) s in all" >&2
