@@ -36,9 +36,11 @@
 #include "bench/config.h"
 #include "bench/histogram.h"
 #include "bench/report.h"
+#include "bench/usage.h"
 #include "bench/workload.h"
 #include "common/auth.h"
 #include "common/cli/flag_check.h"
+#include "common/cli/usage.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
@@ -356,6 +358,7 @@ int main(int argc, char** argv) {
   rkv::cli::EnsureStandardFds();
   NormalizeFlagNames(argc, argv);
   gflags::SetUsageMessage("kvbench load|run --server=ADDR:PORT [options]");
+  if (int rc = 0; rkv::cli::HandleHelpOrVersion(argc, argv, b::KvbenchUsage(), &rc)) return rc;
   if (std::string bad = rkv::cli::PrecheckFlags(argc, argv); !bad.empty()) return Fail(bad);
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   FLAGS_logtostderr = true;

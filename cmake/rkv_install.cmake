@@ -32,6 +32,7 @@ target_link_libraries(rkv_static INTERFACE ${RKV_STATIC_SYSTEM_LIBS} CURL::libcu
 target_include_directories(rkv_static INTERFACE $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 
 install(TARGETS kvserver kvctl kvbench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+include(${CMAKE_CURRENT_LIST_DIR}/rkv_man.cmake)
 install(TARGETS rkv_shared EXPORT rkvTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS rkv_static EXPORT rkvStaticTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/client/include/rkv

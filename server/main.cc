@@ -6,12 +6,15 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <string>
 
 #include "common/auth.h"
 #include "common/cli/flag_check.h"
+#include "common/cli/usage.h"
 #include "common/parse.h"
 #include "common/verbs/conn_flags.h"
 #include "server/durability/durable_log.h"
+#include "server/durability/log_record.h"
 #include "server/server.h"
 
 DEFINE_string(listen, "0.0.0.0:7470", "ADDR:PORT to listen on (an address of an RDMA interface)");
@@ -95,6 +98,35 @@ int Fail(const std::string& msg) {
   std::cerr << "kvserver: " << msg << "\n";
   return 2;
 }
+
+// --help and the manual page (help2man renders --help): every flag in one group.
+rkv::cli::Usage KvserverUsage() {
+  rkv::cli::Usage u{
+      "kvserver",
+      "kvserver --listen=ADDR:PORT --auth_token_file=FILE [--memory=SIZE] [--data_dir=DIR] "
+      "[FLAGS]\nkvserver --flagfile=/etc/rkv/kvserver.flags",
+      "Serves an rkv key-value table over RDMA (InfiniBand or RoCE). The table lives in one\n"
+      "registered memory region: clients read it with one-sided RDMA READs, and send PUT and\n"
+      "DELETE as RPCs that the server's workers execute. With --data_dir every write is logged\n"
+      "and snapshotted, and a restart recovers it.",
+      {{"Listening and limits",
+        {"listen", "max_connections", "max_pending", "max_conns_per_source",
+         "max_pending_per_source", "max_connects_per_source_per_s", "connect_burst_per_source",
+         "accept_timeout", "peer_timeout", "credits", "srq_depth"}},
+       {"Table and workers", {"memory", "buckets", "index_fraction", "workers"}},
+       {"Security", {"auth_token_file", "allow_unauthenticated", "client_rkeys"}},
+       {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
+       {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
+      "Exit status: 0 after SIGTERM or SIGINT (a clean stop), or for --check_config, --help,\n"
+      "--version; 2 for a bad flag or a failed start (the message names the flag or the call).\n"
+      "\n"
+      "See also: kvctl(1), kvbench(1); docs/design.md, docs/security.md and docs/connection.md\n"
+      "in the rkv sources.",
+      "log format version " + std::to_string(rkv::wal::kLogFormatVersion) +
+          "\nsnapshot format version " + std::to_string(rkv::wal::kSnapshotFormatVersion) + "\n"};
+  for (auto& g : rkv::ConnFlagGroups()) u.groups.push_back(std::move(g));
+  return u;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +138,7 @@ int main(int argc, char** argv) {
   tzset();
   gflags::SetUsageMessage("kvserver --listen=ADDR:PORT --memory=SIZE");
   rkv::cli::EnsureStandardFds();
+  if (int rc = 0; rkv::cli::HandleHelpOrVersion(argc, argv, KvserverUsage(), &rc)) return rc;
   // gflags ignores unknown flags in a flagfile (/etc/rkv/kvserver.flags): a misspelt
   // --auth_token_file there must stop the start, not yield an unauthenticated server.
   if (std::string bad = rkv::cli::PrecheckFlags(argc, argv); !bad.empty()) {

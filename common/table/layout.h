@@ -45,6 +45,10 @@
 
 namespace rkv::layout {
 
+// The layout above, as a number: bumped with any change a one-sided reader would misread (and
+// with it common/wire.h's kProtocolVersion, which a client and server check at OPEN). Printed
+// by --version.
+inline constexpr uint32_t kTableFormatVersion = 1;
 inline constexpr uint32_t kSlotSize = 128;
 inline constexpr uint32_t kSlotsPerBucket = 8;  // slot 0 is the header
 inline constexpr uint32_t kBucketSize = kSlotSize * kSlotsPerBucket;

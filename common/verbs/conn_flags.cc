@@ -125,4 +125,19 @@ Status ConnFlags(Role role, ExchangeOptions* x, QpSettings* q) {
   return Status::Ok();
 }
 
+std::vector<cli::FlagGroup> ConnFlagGroups() {
+  return {
+      {"Parameter exchange (rdma_cm, or manual mode over tcp, file or etcd)",
+       {"exchange", "exchange_timeout_ms", "exchange_dir", "etcd", "etcd_prefix", "etcd_cacert",
+        "etcd_cert", "etcd_key", "etcd_user", "etcd_password_file"}},
+      {"Device and path (manual mode)",
+       {"device", "ib_port", "gid_index", "path_mtu", "pkey_index", "pkey", "sl", "src_path_bits",
+        "traffic_class", "hop_limit", "grh", "qkey"}},
+      {"Queue pair",
+       {"psn", "max_rd_atomic", "max_dest_rd_atomic", "min_rnr_timer", "qp_timeout", "retry_cnt",
+        "rnr_retry"}},
+      {"Testing (break a connection on purpose)", {"force_rq_psn", "force_dest_qp_num"}},
+  };
+}
+
 }  // namespace rkv

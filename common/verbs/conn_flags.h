@@ -8,7 +8,9 @@
 #define RKV_COMMON_VERBS_CONN_FLAGS_H_
 
 #include <string>
+#include <vector>
 
+#include "common/cli/usage.h"
 #include "rkv/connection_params.h"
 #include "rkv/status.h"
 
@@ -16,6 +18,10 @@ namespace rkv {
 
 enum class Role { kServer, kClient };
 [[nodiscard]] Status ConnFlags(Role role, ExchangeOptions* exchange, QpSettings* qp);
+
+// The flags above in --help's and the manual pages' groups (common/cli/usage.h): parameter
+// exchange, device and path, queue pair, testing.
+std::vector<cli::FlagGroup> ConnFlagGroups();
 
 }  // namespace rkv
 

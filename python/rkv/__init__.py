@@ -19,5 +19,6 @@ Errors raise rkv.Error subclasses (rkv.Timeout, rkv.Unauthenticated, ...) with .
 from rkv._errors import *  # noqa: F401,F403  (Error and its subclasses, CODES)
 from rkv._errors import __all__ as _errors_all
 from rkv._rkv import Client
+from rkv._version import __license__, __version__  # noqa: F401
 
 __all__ = ["Client"] + list(_errors_all)

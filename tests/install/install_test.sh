@@ -21,7 +21,7 @@ fail() { echo "[case FAIL] install: $1 ($2)"; failed=1; }
 log() { echo "--- $1:"; sed 's/^/    /' "$2" | tail -n 30; }
 
 # The build's install targets must be up to date (ctest does not build).
-if ! cmake --build "$build" --target kvserver kvctl kvbench rkv_shared rkv_static \
+if ! cmake --build "$build" --target kvserver kvctl kvbench rkv_shared rkv_static man_pages rkv_python \
     >"$tmp/build.log" 2>&1; then
   log "build" "$tmp/build.log"
   fail "build the installed targets" "cmake --build failed"
@@ -40,7 +40,8 @@ fi
 missing=()
 for f in bin/kvserver bin/kvctl bin/kvbench lib/librkv.so.1.0.0 lib/librkv.a \
     lib/cmake/rkv/rkvConfig.cmake lib/cmake/rkv/rkvConfigVersion.cmake \
-    lib/cmake/rkv/rkvTargets.cmake lib/cmake/rkv/rkvStaticTargets.cmake lib/pkgconfig/rkv.pc; do
+    lib/cmake/rkv/rkvTargets.cmake lib/cmake/rkv/rkvStaticTargets.cmake lib/pkgconfig/rkv.pc \
+    share/man/man1/kvserver.1 share/man/man1/kvctl.1 share/man/man1/kvbench.1; do
   [ -f "$P/$f" ] || missing+=("$f")
 done
 for h in "$src"/client/include/rkv/*.h; do
@@ -50,12 +51,12 @@ for f in bin/kvserver bin/kvctl bin/kvbench; do [ -x "$P/$f" ] || missing+=("$f 
 [ "$(readlink "$P/lib/librkv.so.1")" = librkv.so.1.0.0 ] || missing+=("lib/librkv.so.1 -> librkv.so.1.0.0")
 [ "$(readlink "$P/lib/librkv.so")" = librkv.so.1 ] || missing+=("lib/librkv.so -> librkv.so.1")
 if [ ${#missing[@]} -eq 0 ]; then
-  pass "file list (bin/kvserver kvctl kvbench, lib/librkv.so.1 links, librkv.a, include/rkv, lib/cmake/rkv, rkv.pc)"
+  pass "file list (bin/kvserver kvctl kvbench, lib/librkv.so.1 links, librkv.a, include/rkv, lib/cmake/rkv, rkv.pc, share/man/man1)"
 else
   fail "file list" "missing: ${missing[*]}"
 fi
 extra=$(cd "$P" && find . -type f -o -type l | sort | grep -v -E \
-  '^\./(bin/(kvserver|kvctl|kvbench)|lib/librkv\.(so|so\.1|so\.1\.0\.0|a)|include/rkv/[a-z_]+\.h|lib/cmake/rkv/rkv[A-Za-z-]+\.cmake|lib/pkgconfig/rkv\.pc|lib/python3/.*)$')
+  '^\./(bin/(kvserver|kvctl|kvbench)|lib/librkv\.(so|so\.1|so\.1\.0\.0|a)|include/rkv/[a-z_]+\.h|lib/cmake/rkv/rkv[A-Za-z-]+\.cmake|lib/pkgconfig/rkv\.pc|share/man/man1/(kvserver|kvctl|kvbench)\.1|lib/python3/.*)$')
 if [ -z "$extra" ]; then pass "nothing else installed"; else fail "nothing else installed" "$(echo $extra)"; fi
 
 # --- SONAME, needed libraries, no build-tree RPATH.
@@ -198,15 +199,44 @@ for variant in shared static; do
   fi
 done
 
-# --- The installed programs run (their --help; no device needed).
+# --- The installed programs run (their --help and --version; no device needed), and their
+# manual pages render.
 for p in kvserver kvctl kvbench; do
   out=$(timeout 30 "$P/bin/$p" --help 2>&1)
   rc=$?
-  if [ $rc -lt 128 ] && [ $rc -ne 124 ] && echo "$out" | grep -q -i "$p"; then
-    pass "bin/$p --help runs"
+  if [ $rc = 0 ] && [ "$(echo "$out" | head -1 | cut -d' ' -f1-2)" = "Usage: $p" ]; then
+    pass "bin/$p --help: exit 0, 'Usage: $p ...'"
   else
-    fail "bin/$p --help runs" "exit status $rc: $(echo "$out" | head -2)"
+    fail "bin/$p --help" "exit status $rc: $(echo "$out" | head -2)"
+  fi
+  out=$(timeout 30 "$P/bin/$p" --version 2>&1)
+  rc=$?
+  if [ $rc = 0 ] && [ "$(echo "$out" | head -1)" = "$p (rkv) $(sed -n 's/^project(rkv VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")" ]; then
+    pass "bin/$p --version: $(echo "$out" | head -1)"
+  else
+    fail "bin/$p --version" "exit status $rc: $(echo "$out" | head -2)"
+  fi
+  if MANWIDTH=80 man -l "$P/share/man/man1/$p.1" 2>"$tmp/man.err" | grep -q -- "--help" && ! [ -s "$tmp/man.err" ]; then
+    pass "share/man/man1/$p.1 renders (man -l)"
+  else
+    fail "share/man/man1/$p.1 renders" "$(head -2 "$tmp/man.err")"
   fi
 done
+# The Python package says its version and licence.
+if out=$(cd / && PYTHONPATH="$P/lib/python3/dist-packages" /usr/bin/python3 -c '
+import importlib.metadata as m, rkv
+md = m.metadata("rkv")
+assert md["License"] == "Apache-2.0" and rkv.__license__ == "Apache-2.0", md["License"]
+assert md["Version"] == rkv.__version__, (md["Version"], rkv.__version__)
+print(rkv.__version__, md["License"])' 2>&1); then
+  pass "Python package metadata: version and licence ($out)"
+else
+  fail "Python package metadata" "$(echo "$out" | tail -1)"
+fi
+if grep -q '^set(rkv_LICENSE "Apache-2.0")' "$P/lib/cmake/rkv/rkvConfig.cmake" && grep -q 'Apache-2.0' "$P/lib/pkgconfig/rkv.pc"; then
+  pass "CMake package and rkv.pc name the licence (Apache-2.0)"
+else
+  fail "CMake package and rkv.pc name the licence" "not in rkvConfig.cmake or rkv.pc"
+fi
 
 exit $failed

@@ -30,10 +30,12 @@
 
 #include "common/auth.h"
 #include "common/cli/flag_check.h"
+#include "common/cli/usage.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
 #include "tools/kvctl/json_output.h"
+#include "tools/kvctl/usage.h"
 
 DEFINE_string(server, "127.0.0.1:7470", "kvserver address ADDR:PORT");
 DEFINE_string(auth_token_file, "",
@@ -198,6 +200,8 @@ int main(int argc, char** argv) {
   CommandLine line = SplitCommandLine(argc, argv);
   int flag_argc = int(line.flags.size());
   char** flag_argv = line.flags.data();
+  if (int rc = 0; rkv::cli::HandleHelpOrVersion(flag_argc, flag_argv, rkv::kvctl::KvctlUsage(), &rc))
+    return rc;
   if (std::string bad = rkv::cli::PrecheckFlags(flag_argc, flag_argv); !bad.empty()) {
     std::cerr << "kvctl: " << bad << "\n";
     return 2;
