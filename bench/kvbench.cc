@@ -436,7 +436,7 @@ int main(int argc, char** argv) {
       unsigned(info.port), info.link_layer.c_str(), info.gid_index, info.path_mtu, info.qp_num,
       info.rkey, (unsigned long)info.region_size);
   // Every connection parameter of the first connection, both sides as their QPs use them.
-  std::string table = rkv::FormatParamTable(info.local, info.peer);
+  std::string table = rkv::FormatParamTable(info.local, info.peer) + rkv::kMemoryRowsNote + "\n";
   for (size_t pos = 0, nl; pos < table.size(); pos = nl + 1) {
     nl = table.find('\n', pos);
     std::printf("# %s\n", table.substr(pos, nl - pos).c_str());

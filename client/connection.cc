@@ -243,6 +243,10 @@ Status Connection::FinishOpen(const std::string& host, uint16_t port) {
   ConnParams peer_seen;
   Status s = ReadBackParams(qp, &i.local, &peer_seen);
   if (!s.ok()) return s;
+  // The memory parameters this client's READs use, as OPEN granted them (a QP holds none).
+  i.local.remote_addr = h.region_addr;
+  i.local.rkey = h.rkey;
+  i.local.region_size = h.region_size;
   i.port = i.local.port_num;
   i.qp_num = qp->qp_num;
   i.path_mtu = MtuEnumToBytes(i.local.path_mtu);

@@ -178,6 +178,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     // An UNAUTHENTICATED reply is posted: close once it has completed (or at the deadline).
     bool close_after_reply = false;
     std::string close_after_reply_reason;
+    uint32_t granted_rkey = 0;  // the rkey OPEN gave it (Worker::Grant); PARAMS reports it
   } w;
 
   // Owner-only: the manual-mode control channel (its closing means the client left), and

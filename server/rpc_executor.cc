@@ -10,8 +10,9 @@
 
 namespace rkv {
 
-size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, const uint8_t* msg, size_t len,
-                            uint8_t* out, size_t cap, bool* malformed) {
+size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey,
+                            const uint8_t* msg, size_t len, uint8_t* out, size_t cap,
+                            bool* malformed) {
   *malformed = false;
   wire::Request req{};
   Status s = wire::DecodeRequest(msg, len, &req);
@@ -51,8 +52,9 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, const uint8_t* msg, siz
     counters_->rpc_params.fetch_add(1, std::memory_order_relaxed);
     ConnParams local, peer;
     s = ReadBackParams(qp, &local, &peer);
+    // The memory parameters this connection was granted at OPEN (zero-based address).
     local.remote_addr = region_.addr;
-    local.rkey = region_.rkey;
+    local.rkey = granted_rkey;
     local.region_size = region_.size;
     uint8_t rec[kConnParamsSize];
     EncodeConnParams(local, rec);

@@ -19,7 +19,8 @@
 
 namespace rkv {
 
-// What PARAMS reports about the region.
+// What PARAMS reports about the region (with the asking connection's own rkey: Execute's
+// granted_rkey; the region's address is 0: every rkey a client gets is zero-based).
 struct RegionInfo {
   uint64_t addr = 0;
   uint32_t rkey = 0;
@@ -35,10 +36,11 @@ class RpcExecutor {
   // Decodes `len` bytes at `msg` (peer-controlled: every length is checked), executes the
   // request and writes the reply into out[0, cap). Returns the reply length. *malformed is set
   // when the request could not be decoded (the reply then says BAD_REQUEST).
-  // `qp` is needed for PARAMS only (the write pool passes nullptr for PUT and DELETE);
-  // `qp_num` names the connection in logs.
-  size_t Execute(ibv_qp* qp, uint32_t qp_num, const uint8_t* msg, size_t len, uint8_t* out,
-                 size_t cap, bool* malformed);
+  // `qp` and `granted_rkey` (the rkey OPEN gave this connection) are needed for PARAMS only
+  // (the write pool passes nullptr and 0 for PUT and DELETE); `qp_num` names the connection in
+  // logs.
+  size_t Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, const uint8_t* msg,
+                 size_t len, uint8_t* out, size_t cap, bool* malformed);
   // SNAPSHOT asks this handler (kvserver --data_dir); without one it answers INVALID_ARGUMENT.
   // Set before the workers start.
   void SetSnapshotHandler(std::function<std::string()> handler) { snapshot_ = std::move(handler); }

@@ -267,7 +267,8 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, u
   uint8_t* out = env_.send_base +
                  (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
   bool malformed = false;
-  size_t n = env_.exec->Execute(c->qp(), c->qpn, msg, len, out, kSendSlotSize, &malformed);
+  size_t n = env_.exec->Execute(c->qp(), c->qpn, c->w.granted_rkey, msg, len, out, kSendSlotSize,
+                                &malformed);
   if (malformed && ++w.bad_requests > o.max_bad_requests) {
     env_.counters->clients_dropped.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose("more than " + std::to_string(o.max_bad_requests) + " malformed requests");
@@ -392,6 +393,7 @@ Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
     Status s = c->domain()->Open(c->qp());
     if (!s.ok()) return s;
     reply->rkey = mr->rkey;
+    c->w.granted_rkey = mr->rkey;
     return Status::Ok();
   }
   ibv_mw* mw = ibv_alloc_mw(env_.pd, IBV_MW_TYPE_2);
@@ -421,6 +423,7 @@ Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
   ++c->w.sends_in_flight;
   c->SetWindow(mw);  // owned by the Conn from here on, bound or not
   reply->rkey = rkey;
+  c->w.granted_rkey = rkey;
   return Status::Ok();
 }
 
@@ -474,8 +477,9 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
         env_.send_base +
         (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
     bool malformed = false;
-    size_t n = env_.exec->Execute(c->qp(), c->qpn, reinterpret_cast<const uint8_t*>(r.data()),
-                                  r.size(), out, kSendSlotSize, &malformed);
+    size_t n = env_.exec->Execute(c->qp(), c->qpn, c->w.granted_rkey,
+                                  reinterpret_cast<const uint8_t*>(r.data()), r.size(), out,
+                                  kSendSlotSize, &malformed);
     if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
       ++w.next_send;
       ++w.unacked;

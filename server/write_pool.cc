@@ -47,7 +47,7 @@ void WritePool::Loop() {
     std::string reply(Worker::kSendSlotSize, '\0');
     bool malformed = false;
     size_t n = exec_->Execute(
-        nullptr, job.conn->qpn, reinterpret_cast<const uint8_t*>(job.request.data()),
+        nullptr, job.conn->qpn, 0, reinterpret_cast<const uint8_t*>(job.request.data()),
         job.request.size(), reinterpret_cast<uint8_t*>(reply.data()), reply.size(), &malformed);
     reply.resize(n);
     job.worker->Reply(std::move(job.conn), std::move(reply));

@@ -271,9 +271,12 @@ std::string FormatParamTable(const ConnParams& l, const ConnParams& r) {
   row("rnr_retry", num(l.rnr_retry), num(r.rnr_retry));
   row("hop_limit", num(l.hop_limit), num(r.hop_limit));
   row("traffic_class", num(l.traffic_class), num(r.traffic_class));
-  row("remote_addr", hex(l.remote_addr), hex(r.remote_addr));
-  row("rkey", hex(l.rkey), hex(r.rkey));
-  row("region_size", num(l.region_size), num(r.region_size));
+  // Memory parameters: granted at OPEN, so none before a connection is open (kvctl check).
+  const bool granted = l.rkey != 0 || r.rkey != 0 || l.region_size != 0 || r.region_size != 0;
+  const std::string none = "- (granted at OPEN)";
+  row("remote_addr", granted ? hex(l.remote_addr) : none, granted ? hex(r.remote_addr) : none);
+  row("rkey", granted ? hex(l.rkey) : none, granted ? hex(r.rkey) : none);
+  row("region_size", granted ? num(l.region_size) : none, granted ? num(r.region_size) : none);
   return out;
 }
 

@@ -37,7 +37,16 @@ std::string FormatConnParams(const ConnParams& p);
 // One line: this QP's parameters and the peer's as the QP addresses it (connection logs).
 std::string FormatParamsLine(const ConnParams& local, const ConnParams& peer_seen);
 // A "parameter local peer" table, one row per parameter (connection logs, kvctl info/check).
+// The memory rows (remote_addr, rkey, region_size) show what the two ConnParams hold: for an
+// open client connection, local = what this client's READs use (the OPEN reply) and peer = what
+// the server says it granted this connection (PARAMS); the address is 0 (zero-based rkeys).
+// When both sides hold no memory parameters (no connection open: kvctl check) those rows say
+// "- (granted at OPEN)" instead of zeros.
 std::string FormatParamTable(const ConnParams& local, const ConnParams& peer);
+// The note printed under such a table of an open connection: where the memory rows come from.
+inline constexpr const char* kMemoryRowsNote =
+    "memory rows: local = what this client's READs use (granted at OPEN), peer = what the "
+    "server granted this connection; remote_addr 0: the rkey is zero-based";
 
 }  // namespace rkv
 

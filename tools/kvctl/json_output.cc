@@ -110,7 +110,8 @@ std::string InfoJson(const ServerInfo& i) {
            {"max_key_size", i.max_key_size},
            {"max_value_size", i.max_value_size},
            {"local", ParamsJson(i.local)},
-           {"peer", ParamsJson(i.peer)}};
+           {"peer", ParamsJson(i.peer)},
+           {"memory_rows_note", kMemoryRowsNote}};
   if (!i.mtu_note.empty()) out["mtu_note"] = i.mtu_note;
   return out.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
       << "\n\n"
       << "# every connection parameter, read back from both QPs (local: this client, "
          "peer: the server)\n"
-      << rkv::FormatParamTable(i.local, i.peer);
+      << rkv::FormatParamTable(i.local, i.peer) << "# " << rkv::kMemoryRowsNote << "\n";
   if (!i.mtu_note.empty()) out << "# " << i.mtu_note << "\n";
   return Print(out.str());
 }
