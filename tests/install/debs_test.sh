@@ -27,6 +27,11 @@ if [ -z "$debs" ]; then
   debs=$tmp/debs
   if "$src/tools/build-debs" "$debs" >"$tmp/build.log" 2>&1; then
     pass "tools/build-debs builds ${pkgs[*]} ($(( $(date +%s) - start )) s; lintian: no errors)"
+    if grep -q '^W:' "$debs/lintian.txt"; then
+      fail "lintian: no warnings for the five packages" "$(grep '^W:' "$debs/lintian.txt" | head -5 | tr '\n' ';')"
+    else
+      pass "lintian: no warnings for the five packages"
+    fi
   elif ls "$debs"/*.deb >/dev/null 2>&1; then
     fail "tools/build-debs" "lintian errors: $(grep '^E:' "$debs/lintian.txt" | head -3 | tr '\n' ';')"
   else
@@ -63,8 +68,14 @@ fi
 for p in kvserver kvctl kvbench; do
   out=$(timeout 30 "/usr/bin/$p" --help 2>&1)
   rc=$?
-  if [ $rc -lt 124 ] && echo "$out" | grep -q "$p"; then pass "/usr/bin/$p --help runs"
+  if [ $rc = 0 ] && [ "$(echo "$out" | head -1 | cut -d' ' -f1-2)" = "Usage: $p" ]; then pass "/usr/bin/$p --help runs"
   else fail "/usr/bin/$p --help runs" "exit status $rc: $(echo "$out" | head -2)"; fi
+  # Its manual page, installed compressed where man finds it.
+  if [ -f "/usr/share/man/man1/$p.1.gz" ] && MANWIDTH=80 man "/usr/share/man/man1/$p.1.gz" 2>/dev/null | grep -q "^NAME"; then
+    pass "man page /usr/share/man/man1/$p.1.gz installed and renders"
+  else
+    fail "man page /usr/share/man/man1/$p.1.gz" "$(ls -l /usr/share/man/man1/$p.1* 2>&1 | head -1)"
+  fi
 done
 # kvctl against nothing: a clear error and exit status 2, no crash.
 out=$(timeout 60 kvctl --server=127.0.0.1:1 get k 2>&1)
