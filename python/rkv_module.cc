@@ -67,6 +67,7 @@ py::dict ConnParamsDict(const ConnParams& p) {
   d["rnr_retry"] = p.rnr_retry;
   d["hop_limit"] = p.hop_limit;
   d["traffic_class"] = p.traffic_class;
+  d["remote_addr"] = p.remote_addr;  // 0: rkeys are zero-based
   d["rkey"] = p.rkey;
   d["region_size"] = p.region_size;
   return d;

@@ -167,6 +167,22 @@ def test_server_info(client, addr):
     assert info["peer"]["qp_num"] > 0 and info["local"]["gid"]
 
 
+def test_server_info_memory_rows(client, addr, token_file):
+    """The memory rows of the connection table are the ones in use (issue 22): local = what
+    this client's READs use, peer = what the server granted this connection; a private,
+    non-zero rkey, the region's size and the zero-based address 0 on both sides."""
+    info = client.server_info
+    for side in ("local", "peer"):
+        assert info[side]["rkey"] == info["rkey"] != 0, (side, info[side]["rkey"], info["rkey"])
+        assert info[side]["region_size"] == info["region_size"] > 0, side
+        assert info[side]["remote_addr"] == info["region_addr"] == 0, side
+    # Another connection is granted another rkey, and its table says so too.
+    with rkv.Client(addr, auth_token_file=token_file) as other:
+        o = other.server_info
+        assert o["rkey"] != info["rkey"]
+        assert o["local"]["rkey"] == o["peer"]["rkey"] == o["rkey"]
+
+
 def test_tcp_exchange(addr, token_file):
     with rkv.Client(addr, auth_token_file=token_file, exchange="tcp") as c:
         key = unique("tcp")
