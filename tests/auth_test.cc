@@ -4,15 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstddef>
-#include <cstdio>
 #include <cstring>
 #include <string>
-#include <vector>
-
-#include "common/secure_random.h"
 
 namespace rkv::auth {
 namespace {
@@ -286,35 +280,4 @@ TEST(Auth, OpenProofCoversTheWholeReply) {
   EXPECT_EQ(Bytes(again), good);
 }
 }  // namespace
-// The CPU cost of authentication per connect (issue 12 asks for it): one HMAC-SHA256 mac and one
-// getrandom of a nonce, each timed 20000 times; prints the medians and the per-connect total
-// (the server computes two macs and draws two nonces, the client two macs and one nonce).
-// Asserts nothing about time.
-TEST(AuthCost, MicrosecondsPerConnect) {
-  using Clock = std::chrono::steady_clock;
-  constexpr int kRuns = 20000;
-  auto median_us = [](std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  Transcript t = Sample();
-  uint8_t mac[wire::kMacSize];
-  uint8_t nonce[wire::kNonceSize];
-  std::vector<double> mac_us, rand_us;
-  for (int i = 0; i < kRuns; ++i) {
-    t.client_nonce[0] = uint8_t(i);
-    auto start = Clock::now();
-    ASSERT_TRUE(ComputeMac(kToken, Prover::kClient, t, mac).ok());
-    mac_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-    start = Clock::now();
-    ASSERT_TRUE(SecureRandom::Fill(nonce, sizeof nonce).ok());
-    rand_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-  }
-  const double m = median_us(mac_us), r = median_us(rand_us);
-  std::printf(
-      "[ measure ] HMAC-SHA256 mac %.2f us, getrandom(%zu) %.2f us (medians of %d); "
-      "per connect: server %.1f us, client %.1f us\n",
-      m, sizeof nonce, r, kRuns, 2 * m + 2 * r, 2 * m + r);
-}
-
 }  // namespace rkv::auth

@@ -7,8 +7,8 @@
 // the block's header discloses; the scan ignores the mask instead: for bytes masked with any
 // 8-byte-periodic mask, x[i] ^ x[i + 8] does not depend on the mask, so the scan looks for the
 // marker's 24-byte difference pattern (plain copies match too).
-// Also: readers racing the clears never see wrong data, and the cost of clearing per DELETE
-// (printed, never asserted).
+// Also: readers racing the clears never see wrong data. The cost of clearing per DELETE is a
+// figure, not a test: `cost_bench clearing` (bench/cost_bench.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +18,6 @@
 #include <cstring>
 #include <map>
 #include <memory>
-#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -324,7 +323,19 @@ TEST(Clearing, PutRefusedByTheLogLeavesNothing) {
 // progress is a bad checksum: they retry); afterwards no dead value is left. Under TSan the
 // readers (whose copies race the writers' stores, as a NIC's READs do) are left out and the
 // writers' own handshake with the cleaner is what is checked.
-std::string Gen(int id, uint64_t seq, size_t len) {
+// The length of value `seq` of key `id` (64 B inline to 30000 B heap values): a function of
+// both, so that a reader checks a value's length too (Gen's bytes are prefix-consistent: a value
+// cut short equals the start of the whole one).
+uint32_t GenSize(int id, uint64_t seq) {
+  static constexpr uint32_t kSizes[] = {64, 64, 200, 1000, 1000, 30000};
+  uint64_t h = (uint64_t(id) + 1) * 0xD6E8FEB86659FD93ull ^ seq * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return kSizes[h % (sizeof kSizes / sizeof kSizes[0])];
+}
+std::string Gen(int id, uint64_t seq) {
+  const size_t len = GenSize(id, seq);
   std::string v(len, '\0');
   uint64_t x = (uint64_t(id) + 1) * 0x9E3779B97F4A7C15ull ^ seq * 0xC2B2AE3D27D4EB4Full;
   for (size_t i = 0; i < len; ++i) {
@@ -365,7 +376,6 @@ TEST(Clearing, ConcurrentReadersNeverSeeWrongDataWhileWritersClear) {
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {  // writer w owns keys id % kWriters == w
       std::mt19937_64 rng(w + 1);
-      const uint32_t sizes[] = {64, 64, 200, 1000, 1000, 30000};
       while (!stop) {
         const int id = w + kWriters * int(rng() % kKeysPerWriter);
         if (rng() % 3 == 0) {
@@ -374,9 +384,8 @@ TEST(Clearing, ConcurrentReadersNeverSeeWrongDataWhileWritersClear) {
           continue;
         }
         const uint64_t seq = next_seq[id].fetch_add(1) + 1;
-        const uint32_t size = sizes[rng() % 6];
-        const Status s = table.Put(keys[id], Gen(id, seq, size));
-        written[w].push_back({id, seq, size});
+        const Status s = table.Put(keys[id], Gen(id, seq));
+        written[w].push_back({id, seq, GenSize(id, seq)});
         if (s.ok()) live_seq[id] = seq;
       }
     });
@@ -402,7 +411,7 @@ TEST(Clearing, ConcurrentReadersNeverSeeWrongDataWhileWritersClear) {
         int got_id = -1;
         unsigned long long seq = 0;
         const bool ok = std::sscanf(res.value.c_str(), "%d:%llu:", &got_id, &seq) == 2 &&
-                        got_id == id && res.value == Gen(id, seq, res.value.size());
+                        got_id == id && res.value == Gen(id, seq);  // bytes and length
         if (!ok && errors++ < 5)
           ADD_FAILURE() << "key " << id << ": a value of " << res.value.size()
                         << " bytes that was never written for it";
@@ -423,7 +432,7 @@ TEST(Clearing, ConcurrentReadersNeverSeeWrongDataWhileWritersClear) {
   Ledger ledger;
   for (const auto& list : written)
     for (const Written& x : list)
-      ledger.Add(Gen(x.id, x.seq, x.size).substr(x.size - kMarker), live_seq[x.id] == x.seq);
+      ledger.Add(Gen(x.id, x.seq).substr(x.size - kMarker), live_seq[x.id] == x.seq);
   const size_t dead = ledger.Check(t.mem, "after the run");
   std::printf(
       "%zu values written (%zu dead), %llu blocks moved; %d readers: %llu reads, %llu "
@@ -433,57 +442,6 @@ TEST(Clearing, ConcurrentReadersNeverSeeWrongDataWhileWritersClear) {
       static_cast<unsigned long long>(retries.load()));
   EXPECT_GT(table.heap().moves(), 0u);
   EXPECT_GT(dead, 1000u);
-}
-
-// The cost of clearing per DELETE: two tables with the same n keys of one value size, one
-// clearing and one not (Table::set_clear_freed_blocks_for_testing(false), the old behaviour; a
-// deleted slot is zeroed either way, as that is how it is unpublished). The keys are deleted in
-// random order, alternately from both tables (which goes first alternates too), each DELETE
-// timed on its own, so that both see the same machine. Prints the median and the mean (without
-// the slowest 1%: preemptions) per DELETE; asserts nothing about time.
-TEST(ClearingCost, NanosecondsPerDelete) {
-  struct Case {
-    size_t value;
-    int n;
-  };
-  using Clock = std::chrono::steady_clock;
-  for (const Case c : {Case{64, 20000}, Case{1000, 20000}, Case{30000, 1500}}) {
-    std::vector<double> ns[2];  // [0]: with clearing
-    for (int run = 0; run < 3; ++run) {
-      TestTable t[2] = {TestTable(64 << 20, 0, false), TestTable(64 << 20, 0, false)};
-      t[1].table->set_clear_freed_blocks_for_testing(false);
-      std::mt19937_64 rng(run);
-      std::vector<std::string> keys;
-      const std::string value(c.value, 'v');
-      for (int i = 0; i < c.n; ++i) {
-        keys.push_back("bench-key-" + std::to_string(i));
-        for (TestTable& tt : t) ASSERT_TRUE(tt.table->Put(keys.back(), value).ok());
-      }
-      std::shuffle(keys.begin(), keys.end(), rng);
-      for (size_t i = 0; i < keys.size(); ++i) {
-        for (int k = 0; k < 2; ++k) {
-          const int which = (k + int(i)) % 2;
-          const auto start = Clock::now();
-          (void)t[which].table->Delete(keys[i]);
-          ns[which].push_back(
-              std::chrono::duration<double, std::nano>(Clock::now() - start).count());
-        }
-      }
-      for (TestTable& tt : t) EXPECT_EQ(tt.table->entries(), 0u);
-    }
-    double median[2], mean[2];
-    for (int k = 0; k < 2; ++k) {
-      std::sort(ns[k].begin(), ns[k].end());
-      median[k] = ns[k][ns[k].size() / 2];
-      const size_t keep = ns[k].size() * 99 / 100;
-      mean[k] = std::accumulate(ns[k].begin(), ns[k].begin() + keep, 0.0) / keep;
-    }
-    std::printf(
-        "DELETE of a %zu-byte value (%s), ns per DELETE: median %.0f with clearing, %.0f "
-        "without (%+.0f); mean %.0f with, %.0f without (%+.0f)\n",
-        c.value, layout::FitsInline(15, c.value) ? "inline" : "heap block", median[0], median[1],
-        median[0] - median[1], mean[0], mean[1], mean[0] - mean[1]);
-  }
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 #include <vector>
@@ -351,9 +352,20 @@ TEST_F(EtcdPasswordFile, MustBePrivateRegularAndSmall) {
   EXPECT_FALSE(EtcdMailbox::ReadPasswordFile(big, &pw).ok());
   const std::string fifo = dir_ + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  auto t0 = std::chrono::steady_clock::now();
-  s = EtcdMailbox::ReadPasswordFile(fifo, &pw);  // O_NONBLOCK: returns at once
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  // A FIFO with no writer: an open without O_NONBLOCK would block for good. No time is
+  // asserted: the read runs aside, and one still inside after 60 s has blocked (that fails,
+  // and opening the FIFO for writing lets it go).
+  auto read = std::async(std::launch::async, [&] {
+    std::string p;
+    return EtcdMailbox::ReadPasswordFile(fifo, &p);
+  });
+  if (read.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    ADD_FAILURE() << "ReadPasswordFile blocked on a FIFO";
+    const int fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    read.wait();
+    if (fd >= 0) close(fd);
+  }
+  s = read.get();
   EXPECT_NE(s.message().find("not a regular file"), std::string::npos) << s.ToString();
 }
 
@@ -578,9 +590,13 @@ TEST(EtcdMailboxFake, WatchStreamDeliversTheKeyAndCancelIsAnError) {
   Status s = mb->WaitFor("0123456789abcdef.s.1", &bytes, 2000);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(bytes, "record");
-  auto t0 = std::chrono::steady_clock::now();
-  s = mb->WaitFor("0123456789abcdef.s.2", &bytes, 5000);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+  // The cancel ends the wait: the error names it, and it came before the wait's own deadline
+  // (a WaitFor that ignored the cancel would end at the deadline, with a timeout).
+  constexpr int kWaitMs = 30000;
+  const auto t0 = std::chrono::steady_clock::now();
+  s = mb->WaitFor("0123456789abcdef.s.2", &bytes, kWaitMs);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(kWaitMs));
+  EXPECT_NE(s.code(), Code::kTimeout) << s.ToString();
   EXPECT_NE(s.message().find("canceled by etcd: compacted"), std::string::npos) << s.ToString();
 }
 

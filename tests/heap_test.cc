@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <map>
 #include <random>
 #include <thread>
@@ -471,13 +472,18 @@ class PendingTail : public ::testing::TestWithParam<bool> {};
 
 TEST_P(PendingTail, MakeRoomWaitsForCommitOrFree) {
   const bool commit = GetParam();
-  FakeOwner o(0, kMiB, milliseconds(5000));
+  // The wait's deadline is 60 s away: kOk (not kBusy) shows MakeRoom was woken by the Commit or
+  // Free, not by its deadline. The writer acts only once MakeRoom waits (pending_waits counts a
+  // wait under the heap's mutex, which the wait releases): an order, not a sleep.
+  FakeOwner o(0, kMiB, milliseconds(60000));
   Heap& h = o.heap();
   uint64_t pending = 0, id = 0;
   PendingAtTailAndNoRoom(&o, &pending, &id);
-  const auto start = std::chrono::steady_clock::now();
+  const uint64_t waits0 = h.pending_waits();
+  std::atomic<bool> returned{false}, released{false};
   std::thread writer([&] {
-    std::this_thread::sleep_for(milliseconds(50));
+    while (!returned && h.pending_waits() == waits0) std::this_thread::sleep_for(milliseconds(1));
+    released = true;
     if (commit) {
       o.Publish(pending, id, 1000);
     } else {
@@ -485,11 +491,12 @@ TEST_P(PendingTail, MakeRoomWaitsForCommitOrFree) {
     }
   });
   const Result r = h.MakeRoom(1000);
-  const auto waited = std::chrono::steady_clock::now() - start;
+  const bool released_before_return = released;
+  returned = true;
   writer.join();
   EXPECT_EQ(r, Result::kOk);
-  EXPECT_GE(waited, milliseconds(40));
-  EXPECT_LT(waited, milliseconds(2000));
+  EXPECT_GT(h.pending_waits(), waits0) << "MakeRoom did not wait for the pending tail block";
+  EXPECT_TRUE(released_before_return) << "MakeRoom returned before the Commit or Free";
   EXPECT_EQ(h.moves(), commit ? 1u : 0u);  // a committed tail block is moved, not lost
   EXPECT_EQ(o.blocks(), commit ? 1u : 0u);
   EXPECT_EQ(o.Put(1000, nullptr), Result::kOk);
@@ -503,12 +510,21 @@ TEST(Heap, MakeRoomGivesUpOnAPendingTailAfterTheDeadline) {
   Heap& h = o.heap();
   uint64_t pending = 0, id = 0;
   PendingAtTailAndNoRoom(&o, &pending, &id);
+  // kBusy, and not before the deadline (an order, true on any host). No upper bound is
+  // asserted: a MakeRoom still waiting after 60 s (600 times its deadline) never gave up,
+  // which fails, and the Commit then lets it go.
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(h.MakeRoom(1000), Result::kBusy);
-  const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, milliseconds(100));
-  EXPECT_LT(waited, milliseconds(1000));
-  o.Publish(pending, id, 1000);
+  auto f = std::async(std::launch::async, [&] { return h.MakeRoom(1000); });
+  bool published = false;
+  if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    ADD_FAILURE() << "MakeRoom did not give up at its deadline";
+    o.Publish(pending, id, 1000);
+    published = true;
+  }
+  EXPECT_EQ(f.get(), Result::kBusy);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(100));
+  EXPECT_GE(h.pending_waits(), 1u) << "MakeRoom gave up without waiting";
+  if (!published) o.Publish(pending, id, 1000);
   EXPECT_EQ(h.MakeRoom(1000), Result::kOk);
   EXPECT_EQ(o.Put(1000, nullptr), Result::kOk);
   o.Verify();

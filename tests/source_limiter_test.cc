@@ -122,36 +122,27 @@ TEST(SourceLimiter, AdmitIntoAHeldLeaseReleasesTheOldShare) {
 }
 
 // Review 12, finding 7: a new address at a full table used to scan the whole table under the
-// mutex. Eviction is O(1) now (least recently used idle address first): the cost per new
-// address does not grow with the table, and the table stays bounded.
-TEST(SourceLimiter, EvictionFromAFullTableIsConstantTimeAndLeastRecentlyUsed) {
-  auto per_admit_us = [](size_t table) {
+// mutex. Eviction is O(1) now (least recently used idle address first). What is checked here:
+// every new address at a full table of idle ones is admitted (one is evicted) and the table
+// stays bounded. The cost per new address (4096 vs 32768 entries) is a figure, not a check:
+// `cost_bench admit` prints it (bench/cost_bench.cc).
+TEST(SourceLimiter, EvictionFromAFullTableIsBoundedAndLeastRecentlyUsed) {
+  for (const size_t table : {size_t{4096}, size_t{32768}}) {
     SourceLimiter lim(L(0, 0, 0, table));
-    auto t = Clock::now();
+    const auto t = Clock::now();
     for (size_t i = 0; i < table; ++i) {
       SourceLimiter::Lease x;
-      EXPECT_TRUE(lim.Admit("f" + std::to_string(i), t, &x).ok());
+      ASSERT_TRUE(lim.Admit("f" + std::to_string(i), t, &x).ok());
     }
-    const int n = 20000;
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(lim.tracked(), table);
+    size_t refused = 0;
+    for (int i = 0; i < 20000; ++i) {
       SourceLimiter::Lease x;
-      (void)lim.Admit("n" + std::to_string(i), t, &x);
+      refused += !lim.Admit("n" + std::to_string(i), t, &x).ok();
     }
-    EXPECT_LE(lim.tracked(), table);
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-               .count() /
-           n;
-  };
-  // Best of three (a loaded host), 4096 vs 32768 entries: a scan would cost 8 times as much.
-  double mid = 1e9, big = 1e9;
-  for (int i = 0; i < 3; ++i) {
-    mid = std::min(mid, per_admit_us(4096));
-    big = std::min(big, per_admit_us(32768));
+    EXPECT_EQ(refused, 0u) << "a new address at a full table of idle ones was refused";
+    EXPECT_EQ(lim.tracked(), table);
   }
-  std::printf("Admit from a new address at a full table: %.2f us (4096 entries), %.2f us (32768)\n",
-              mid, big);
-  EXPECT_LT(big, 6 * mid + 10) << "eviction cost grows with the table";
 
   // Least recently used first. One attempt per address (burst 1, no refill): a forgotten
   // address starts with a full bucket again (admitted), a kept one has none left (refused).

@@ -28,8 +28,23 @@
 namespace rkv {
 namespace {
 
-// Value `seq` of key `id`: self-identifying when long enough, reproducible when short.
-std::string Gen(int id, uint64_t seq, size_t len) {
+// The length of value `seq` of key `id`, from 1 B to 64 KiB: a function of both, so that a
+// reader can check a value's length too. Gen's bytes are prefix-consistent (a value cut short
+// equals the start of the whole one), so comparing with Gen(id, seq, value.size()) would pass a
+// truncated value.
+size_t GenSize(int id, uint64_t seq) {
+  static constexpr size_t kSizes[] = {1, 20, 60, 80, 100, 150, 700, 3000, 12000, 40000, 65536};
+  uint64_t h = (uint64_t(id) + 1) * 0xD6E8FEB86659FD93ull ^ seq * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  return kSizes[h % (sizeof kSizes / sizeof kSizes[0])];
+}
+
+// Value `seq` of key `id` (GenSize(id, seq) bytes): self-identifying when long enough,
+// reproducible when short.
+std::string Gen(int id, uint64_t seq) {
+  const size_t len = GenSize(id, seq);
   std::string v(len, '\0');
   uint64_t x = uint64_t(id) * 0x9E3779B97F4A7C15ull ^ seq * 0xC2B2AE3D27D4EB4Full;
   for (size_t i = 0; i < len; ++i) {
@@ -67,7 +82,6 @@ StressResult RunStress(uint64_t region_size, uint32_t buckets, const std::vector
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {  // writer w owns the keys id % kWriters == w
       std::mt19937_64 rng(w + 1);
-      const size_t sizes[] = {1, 20, 60, 80, 100, 150, 700, 3000, 12000, 40000, 65536};
       while (!stop) {
         int id = w + kWriters * int(rng() % (n / kWriters));
         uint64_t seq = st[id].started.load() + 1;
@@ -75,7 +89,7 @@ StressResult RunStress(uint64_t region_size, uint32_t buckets, const std::vector
         if (rng() % 4 == 0) {
           (void)table.Delete(keys[id]);
           st[id].completed.store(seq << 1);
-        } else if (table.Put(keys[id], Gen(id, seq, sizes[rng() % 11])).ok()) {
+        } else if (table.Put(keys[id], Gen(id, seq)).ok()) {
           st[id].completed.store(seq << 1 | 1);
           ++puts;
         }
@@ -112,9 +126,11 @@ StressResult RunStress(uint64_t region_size, uint32_t buckets, const std::vector
             fail("key " + std::to_string(id) + " NOT_FOUND though present throughout");
         } else {
           ++found;
-          bool ok = false;  // one of the writes acknowledged or begun during the read
+          // One of the writes acknowledged or begun during the read, whole: its bytes and its
+          // length (GenSize), so a value cut short is no write.
+          bool ok = false;
           for (uint64_t q = cseq + (cput ? 0 : 1); q <= s_end && !ok; ++q)
-            ok = res.value == Gen(id, q, res.value.size());
+            ok = res.value == Gen(id, q);
           if (!ok)
             fail("key " + std::to_string(id) + ": value of " + std::to_string(res.value.size()) +
                  " bytes is no write in [" + std::to_string(cseq) + ", " + std::to_string(s_end) +

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -54,7 +56,7 @@ TEST(Table, LimitsAndErrors) {
   ASSERT_TRUE(t.table->Put(std::string(1024, 'k'), std::string(65536, 'v')).ok());
   std::string v;
   ASSERT_TRUE(t.table->Get(std::string(1024, 'k'), &v).ok());
-  EXPECT_EQ(v.size(), 65536u);
+  EXPECT_EQ(v, std::string(65536, 'v'));
 }
 TEST(Table, BinaryKeysDistinct) {
   TestTable t(8 << 20);
@@ -200,13 +202,17 @@ std::string SizedKey(const std::string& prefix, uint64_t i) {
 // Fills with values of `size` until the heap refuses (index refusals are skipped: they are the
 // index's, not the heap's). Adds the keys to *live; returns the live key+value+header bytes of
 // heap entries among *live at the refusal, or 0 if the index ran out first.
+// The value FillUntilHeapRefuses stores under key k: `size` copies of a letter k picks.
+std::string FillValue(const std::string& k, size_t size) {
+  return std::string(size, char('a' + std::hash<std::string>{}(k) % 26));
+}
 uint64_t FillUntilHeapRefuses(Table* t, const std::string& prefix, size_t size,
                               std::map<std::string, size_t>* live, bool* heap_refused) {
   *heap_refused = false;
   int index_refusals = 0;
   for (uint64_t i = 0; index_refusals < 200; ++i) {
     std::string k = SizedKey(prefix, i);
-    Status s = t->Put(k, std::string(size, char('a' + i % 26)));
+    Status s = t->Put(k, FillValue(k, size));
     if (s.ok()) {
       (*live)[k] = size;
     } else if (HeapRefusal(s)) {
@@ -256,7 +262,7 @@ TEST(TableHeap, FillDeleteRefillWithAnotherSizeBothWays) {
       std::string v;
       for (const auto& [k, sz] : live) {
         ASSERT_TRUE(t.table->Get(k, &v).ok()) << k;
-        ASSERT_EQ(v.size(), sz);
+        ASSERT_EQ(v, FillValue(k, sz)) << k;
         testing::LocalReadResult r = testing::LocalRead(t.mem.data(), t.geo, k);
         ASSERT_EQ(r.outcome, testing::LocalReadResult::kFound) << k;
         ASSERT_EQ(r.value, v);

@@ -44,6 +44,17 @@ LogReader::Result ReadAll(std::vector<Entry>* out, LogReader* reader) {
   }
 }
 
+// out holds the first out.size() records of in, each whole (type, sequence, key, value).
+::testing::AssertionResult PrefixOf(const std::vector<Entry>& out, const std::vector<Entry>& in) {
+  if (out.size() > in.size())
+    return ::testing::AssertionFailure() << out.size() << " records, more than " << in.size();
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].type != in[i].type || out[i].seq != in[i].seq || out[i].key != in[i].key ||
+        out[i].value != in[i].value)
+      return ::testing::AssertionFailure() << "record " << i << " differs";
+  return ::testing::AssertionSuccess();
+}
+
 TEST(Wal, FileHeaderRoundTripAndChecks) {
   std::string h;
   EncodeFileHeader(0x1234, &h);
@@ -95,6 +106,7 @@ TEST(Wal, TornTailAtEveryByteOffsetOfTheLastRecord) {
     LogReader reader(bytes, kFileHeaderSize);
     std::vector<Entry> out;
     LogReader::Result res = ReadAll(&out, &reader);
+    ASSERT_TRUE(PrefixOf(out, in)) << cut;
     if (cut == last) {
       ASSERT_EQ(res, LogReader::Result::kEnd) << cut;
       ASSERT_EQ(out.size(), in.size() - 1);
@@ -121,6 +133,7 @@ TEST(Wal, ZeroFilledTailIsTorn) {
   std::vector<Entry> out;
   EXPECT_EQ(ReadAll(&out, &reader), LogReader::Result::kTornTail);
   EXPECT_EQ(out.size(), Sample().size());
+  EXPECT_TRUE(PrefixOf(out, Sample()));
   EXPECT_EQ(reader.offset(), valid);
   EXPECT_EQ(reader.remaining(), 4096u);
 }
@@ -141,6 +154,7 @@ TEST(Wal, CorruptionInTheMiddleIsRefusedWithItsOffset) {
       ASSERT_EQ(ReadAll(&out, &reader), LogReader::Result::kCorrupt)
           << "record " << victim << " byte " << at << ": " << reader.error();
       EXPECT_EQ(out.size(), victim);
+      EXPECT_TRUE(PrefixOf(out, in)) << "record " << victim << " byte " << at;
       EXPECT_EQ(reader.offset(), kFileHeaderSize + starts[victim]);
       EXPECT_NE(reader.error().find("offset " + std::to_string(kFileHeaderSize + starts[victim])),
                 std::string::npos);

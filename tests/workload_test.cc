@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 #include <string>
@@ -115,6 +116,30 @@ TEST(Workload, UniformAndScrambledZipfianCoverTheKeySpace) {
     for (int s : seen) covered += s > 0;
     EXPECT_GE(covered, d == Distribution::kUniform ? 100 : 60) << DistributionName(d);
   }
+}
+// --distribution=zipfian is YCSB's scrambled zipfian: zipfian popularity (item 0 hottest), with
+// item r sent to key Fnv64(r) % n, so the hot keys are spread over the key space. Uniform fails
+// the first check (the top key's share would be 1/n), plain zipfian (key r = item r) the last
+// two (keys 0..9 would take about 39% of the draws, the upper half of the keys about 9%).
+TEST(Workload, ScrambledZipfianIsSkewedAndHashedOverTheKeySpace) {
+  const uint64_t n = 1000;
+  KeyChooser k(ChooserConfig(Distribution::kZipfian, n));
+  std::mt19937_64 rng(6);
+  std::vector<uint64_t> count(n);
+  const int draws = 200000;
+  for (int i = 0; i < draws; ++i) {
+    const uint64_t key = k.Next(rng, n);
+    ASSERT_LT(key, n);
+    ++count[key];
+  }
+  const uint64_t hottest = uint64_t(std::max_element(count.begin(), count.end()) - count.begin());
+  EXPECT_EQ(hottest, Fnv64(0) % n) << "the hottest key is not where item 0 hashes to";
+  EXPECT_NEAR(double(count[hottest]) / draws, 1.0 / Zipfian(n, 0.99).zetan(), 0.01);
+  uint64_t low10 = 0, upper_half = 0;
+  for (uint64_t i = 0; i < 10; ++i) low10 += count[i];
+  for (uint64_t i = n / 2; i < n; ++i) upper_half += count[i];
+  EXPECT_LT(double(low10) / draws, 0.05) << "keys 0..9 are the hot ones: not scrambled";
+  EXPECT_GT(double(upper_half) / draws, 0.3) << "the upper half of the keys is cold";
 }
 TEST(Workload, KeyNamesHaveTheAskedSizeAndStayDistinct) {
   std::set<std::string> names;

@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,8 +41,11 @@ int Connect(uint16_t port) {
   return fd;
 }
 
-// Sends `request` on a new connection and returns everything until the server closes it.
-std::string Exchange(uint16_t port, const std::string& request) {
+// Sends `request` on a new connection and returns everything until the server closes it;
+// *closed (if given): whether it ended with the server's close (EOF, or a reset when the
+// server closed with the request unread), not with the test's read deadline or another error.
+std::string Exchange(uint16_t port, const std::string& request, bool* closed = nullptr) {
+  if (closed) *closed = false;
   int fd = Connect(port);
   if (fd < 0) return "connect failed";
   size_t off = 0;
@@ -52,6 +58,8 @@ std::string Exchange(uint16_t port, const std::string& request) {
   char buf[4096];
   for (;;) {
     ssize_t n = recv(fd, buf, sizeof buf, 0);
+    // A close with the request unread arrives as a reset.
+    if (closed && (n == 0 || (n < 0 && errno == ECONNRESET))) *closed = true;
     if (n <= 0) break;
     out.append(buf, size_t(n));
   }
@@ -118,10 +126,29 @@ TEST(MetricsHttpServer, PageExceptionIsA500) {
   EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
 }
 
+// Whether the server has closed connection `fd` (EOF or reset waiting), without blocking.
+bool ClosedByServer(int fd) {
+  char c;
+  const ssize_t n = recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// Idle clients (slowloris) can take every thread and queue slot, but never the accept thread:
+// a scrape meanwhile is closed unserved at once, and one is served as soon as they leave. No
+// time is asserted: every deadline of the server is 60 s, and the order of events is checked.
+// The scrape's close must come while the idle clients are still held (before any of their
+// deadlines: a server whose accept thread served a connection itself would answer the scrape
+// only when that one's deadline ends, 60 s on, and the test's read deadline, 30 s, comes first),
+// and the scrape after they leave must be served before the deadline that would have cut them.
 TEST(MetricsHttpServer, IdleClientsDoNotBlockAScrape) {
-  MetricsHttpServer s([] { return std::string(kPage); }, TestLimits());
+  MetricsHttpServer::Limits l = TestLimits();
+  l.io_timeout_ms = 60000;
+  l.keepalive_timeout_s = 60;
+  l.connection_deadline_ms = 60000;
+  MetricsHttpServer s([] { return std::string(kPage); }, l);
   ASSERT_TRUE(s.Start("127.0.0.1", 0).ok());
-  // More idle connections than threads and queue slots: they send nothing (slowloris).
+  const auto start = std::chrono::steady_clock::now();
+  // More idle connections than threads and queue slots: they send nothing.
   std::vector<int> idle;
   for (int i = 0; i < 12; ++i) {
     int fd = Connect(s.port());
@@ -132,20 +159,78 @@ TEST(MetricsHttpServer, IdleClientsDoNotBlockAScrape) {
   int partial = Connect(s.port());
   ASSERT_GE(partial, 0);
   ASSERT_GT(send(partial, "GET /metr", 9, MSG_NOSIGNAL), 0);
-  // While every thread and queue slot is taken a new connection is closed unserved (the
-  // accept thread is never held); a scrape gets through once the idle ones time out.
-  std::string r;
-  for (int attempt = 0; attempt < 150 && r.rfind("HTTP/1.1 200", 0) != 0; ++attempt) {
+  idle.push_back(partial);
+  // Accepted after all of them (the listen queue is first in, first out): every thread and
+  // queue slot is taken, so it is closed unserved, and the accept thread goes on.
+  bool closed = false;
+  std::string r = Exchange(s.port(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &closed);
+  EXPECT_TRUE(closed) << "the scrape was not closed by the server (the accept thread held?)";
+  EXPECT_EQ(r, "") << "served while every thread and queue slot was taken";
+  size_t held = 0;
+  for (int fd : idle) held += !ClosedByServer(fd);
+  // Held: those on the threads and in the queue (the threads may not have taken theirs from
+  // the queue yet when it filled, so between max_queued and threads + max_queued).
+  EXPECT_GE(held, l.max_queued);
+  EXPECT_LE(held, l.threads + l.max_queued);
+  // They leave: a scrape is served (a few may still be refused while the threads read the
+  // closes), before any server deadline could have freed a thread.
+  for (int fd : idle) close(fd);
+  r.clear();
+  int refused = 0;
+  while (r.rfind("HTTP/1.1 200", 0) != 0 &&
+         std::chrono::steady_clock::now() - start < std::chrono::milliseconds(l.io_timeout_ms)) {
     r = Get(s.port(), "/metrics");
-    if (r.rfind("HTTP/1.1 200", 0) != 0) usleep(200 * 1000);
+    if (r.rfind("HTTP/1.1 200", 0) != 0) {
+      ++refused;
+      usleep(10 * 1000);
+    }
   }
   EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(l.io_timeout_ms))
+      << "served only once the idle clients' deadline had passed";
+  std::printf("idle clients held %zu of %zu; %d scrapes refused after they left\n", held,
+              idle.size(), refused);
   // Stop with connections still open ends (the sockets are shut down).
   int late = Connect(s.port());
   s.Stop();
-  for (int fd : idle) close(fd);
-  close(partial);
   if (late >= 0) close(late);
+}
+
+// Each idle client is cut at its own deadline (io_timeout_ms, 1 s here): the server closes every
+// one of them (before the test's read deadline, 30 s from the start, which would otherwise end
+// the wait), not before that deadline, and a scrape is served afterwards.
+TEST(MetricsHttpServer, IdleClientsAreCutAtTheirDeadline) {
+  const MetricsHttpServer::Limits l = TestLimits();
+  MetricsHttpServer s([] { return std::string(kPage); }, l);
+  ASSERT_TRUE(s.Start("127.0.0.1", 0).ok());
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<int> idle;
+  for (size_t i = 0; i < l.threads + l.max_queued; ++i) {
+    int fd = Connect(s.port());
+    ASSERT_GE(fd, 0);
+    idle.push_back(fd);
+  }
+  // One read deadline for all of them: 30 s from the start.
+  const auto read_deadline = start + std::chrono::seconds(30);
+  int cut = 0;
+  for (int fd : idle) {
+    const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+        read_deadline - std::chrono::steady_clock::now());
+    timeval tv{0, 1};  // (a zero timeval would mean no deadline)
+    if (left.count() > 1)
+      tv = {time_t(left.count() / 1000000), suseconds_t(left.count() % 1000000)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char c;
+    const ssize_t n = recv(fd, &c, 1, 0);  // until the server closes it, or the deadline
+    cut += n == 0 || (n < 0 && errno == ECONNRESET);
+    close(fd);
+  }
+  EXPECT_EQ(cut, int(idle.size())) << "idle clients the server never cut";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(l.io_timeout_ms))
+      << "cut before their deadline";
+  const std::string r = Get(s.port(), "/metrics");
+  EXPECT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+  s.Stop();
 }
 
 TEST(MetricsHttpServer, StopEndsATricklingClient) {
