@@ -1,13 +1,12 @@
 #include "bench/usage.h"
 
-#include <utility>
 
 #include "common/verbs/conn_flags.h"
 
 namespace rkv::bench {
 
 cli::Usage KvbenchUsage() {
-  cli::Usage u{
+  return WithConnFlagGroups(cli::Usage{
       "kvbench",
       "kvbench load --server=ADDR:PORT --records=N [FLAGS]\n"
       "kvbench run --server=ADDR:PORT --workload=a|b|c|d|f --operations=N [FLAGS]",
@@ -27,9 +26,7 @@ cli::Usage KvbenchUsage() {
       "no connection at the start.\n"
       "\n"
       "See also: kvserver(1), kvctl(1); docs/performance.md in the rkv sources.",
-      ""};
-  for (auto& g : ConnFlagGroups()) u.groups.push_back(std::move(g));
-  return u;
+      ""});
 }
 
 }  // namespace rkv::bench

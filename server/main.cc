@@ -101,7 +101,7 @@ int Fail(const std::string& msg) {
 
 // --help and the manual page (help2man renders --help): every flag in one group.
 rkv::cli::Usage KvserverUsage() {
-  rkv::cli::Usage u{
+  return rkv::WithConnFlagGroups(rkv::cli::Usage{
       "kvserver",
       "kvserver --listen=ADDR:PORT --auth_token_file=FILE [--memory=SIZE] [--data_dir=DIR] "
       "[FLAGS]\nkvserver --flagfile=/etc/rkv/kvserver.flags",
@@ -123,9 +123,7 @@ rkv::cli::Usage KvserverUsage() {
       "See also: kvctl(1), kvbench(1); docs/design.md, docs/security.md and docs/connection.md\n"
       "in the rkv sources.",
       "log format version " + std::to_string(rkv::wal::kLogFormatVersion) +
-          "\nsnapshot format version " + std::to_string(rkv::wal::kSnapshotFormatVersion) + "\n"};
-  for (auto& g : rkv::ConnFlagGroups()) u.groups.push_back(std::move(g));
-  return u;
+          "\nsnapshot format version " + std::to_string(rkv::wal::kSnapshotFormatVersion) + "\n"});
 }
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <gflags/gflags.h>
 
 #include <cstdlib>
+#include <utility>
 
 DEFINE_string(exchange, "cm",
               "how peers exchange connection parameters: cm (rdma_cm, default), or manual mode "
@@ -123,6 +124,11 @@ Status ConnFlags(Role role, ExchangeOptions* x, QpSettings* q) {
   q->force_rq_psn = FLAGS_force_rq_psn;
   q->force_dest_qp_num = FLAGS_force_dest_qp_num;
   return Status::Ok();
+}
+
+cli::Usage WithConnFlagGroups(cli::Usage usage) {
+  for (auto& g : ConnFlagGroups()) usage.groups.push_back(std::move(g));
+  return usage;
 }
 
 std::vector<cli::FlagGroup> ConnFlagGroups() {

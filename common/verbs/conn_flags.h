@@ -22,6 +22,8 @@ enum class Role { kServer, kClient };
 // The flags above in --help's and the manual pages' groups (common/cli/usage.h): parameter
 // exchange, device and path, queue pair, testing.
 std::vector<cli::FlagGroup> ConnFlagGroups();
+// Appends those groups to a program's usage and returns it (kvserver, kvctl, kvbench).
+cli::Usage WithConnFlagGroups(cli::Usage usage);
 
 }  // namespace rkv
 

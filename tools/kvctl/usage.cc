@@ -1,13 +1,12 @@
 #include "tools/kvctl/usage.h"
 
-#include <utility>
 
 #include "common/verbs/conn_flags.h"
 
 namespace rkv::kvctl {
 
 cli::Usage KvctlUsage() {
-  cli::Usage u{
+  return WithConnFlagGroups(cli::Usage{
       "kvctl",
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] get KEY\n"
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] put KEY [VALUE]\n"
@@ -31,9 +30,7 @@ cli::Usage KvctlUsage() {
       "(bad usage, cannot connect, refused by the server, reading stdin or writing stdout).\n"
       "\n"
       "See also: kvserver(1), kvbench(1); docs/kvctl.md in the rkv sources.",
-      ""};
-  for (auto& g : ConnFlagGroups()) u.groups.push_back(std::move(g));
-  return u;
+      ""});
 }
 
 }  // namespace rkv::kvctl
