@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvbench configuration: what a run does, resolved and validated from the command line.
 // Resolve() turns the flags as given (RawFlags) into a Config or a message naming the bad flag;
 // it is pure, so the option errors are unit-tested (tests/bench_config_test.cc).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cost_bench: CPU costs that docs cite, measured and printed, never judged. They used to be
 // gtest cases (AuthCost.*, ClearingCost.*, and a timing bound in SourceLimiter's eviction test)
 // that counted as passing tests though nothing in them could fail; ctest does not run this.

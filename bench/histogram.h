@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Histogram: latency recorder with bounded memory and <= 1/64 relative error.
 // Values (microseconds) below 128 are exact; above, each power-of-two range is split into 64
 // sub-buckets (log-linear, like HdrHistogram with 2 significant digits).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvbench: a YCSB-like load generator for rkv.
 //   kvbench load --server=ADDR:PORT --records=N
 //   kvbench run  --server=ADDR:PORT --workload=a|b|c|d|f --operations=N [--threads=T] ...

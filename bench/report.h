@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvbench's output: the YCSB-style summary on stdout and the --json document.
 // Pure formatting of a finished run's figures (unit-tested in tests/bench_report_test.cc).
 // Thread safety: none needed; call once at the end of a run.

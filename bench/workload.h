@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workload pieces of kvbench: YCSB key naming, key choosers and self-verifying values.
 // Thread safety: Zipfian is immutable after construction (Next is const); the free functions
 // are pure.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CheckConnection (rkv/client.h): the validator against a server, no data QP connected.
 #include <arpa/inet.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ClientImpl: the state behind rkv::Client (see rkv/client.h for the public contract).
 // Thread safety: none (one thread at a time, as Client). Owns its Connection.
 #ifndef RKV_CLIENT_CLIENT_IMPL_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Connection: the client's narrow seam to one server: one RC QP, one CQ, one registered buffer.
 //
 // Open connects in one of two ways (Options::exchange): rdma_cm (the table geometry arrives in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GET path: one-sided READs only. No allocation (values are assigned into the caller's
 // string), no locks, no system calls beyond posting and polling.
 // Round trips: 1 for an inline entry or an absent key (both candidate buckets, which are

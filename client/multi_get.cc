@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MultiGet: GETs of many keys with their READs posted together, on the same lean terms as the
 // single-key path in get_path.cc (no locks, no system calls beyond posting and polling; the
 // only allocation is in the caller's vectors). Per batch of up to kMaxBatch keys:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReadPlan: packs the READs of one round trip into the client buffer: bucket pairs in the bucket
 // area (MultiGet), lookup targets up to a slot in the overflow area and larger ones (heap blocks)
 // in the block area. It only computes offsets; the caller posts ops() with

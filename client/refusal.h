@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which of the server's connection refusals pass by themselves (so rkv::Client::Connect
 // retries them within connect_timeout_ms) and which last (returned to the caller at once).
 // Passing: BUSY for the source's setup share (--max_pending_per_source: the earlier connects

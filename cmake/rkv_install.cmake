@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Installation (issue 13; docs/install.md): kvserver, kvctl, kvbench; the client library as
 # librkv.so.1 (SONAME, exporting only the public API: cmake/librkv.map) and as librkv.a (the
 # client plus the internal libraries it needs, so one archive is enough); the public headers;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Manual pages (issue 22): kvserver(1), kvctl(1) and kvbench(1), rendered at build time by
 # help2man from each program's --help and --version (common/cli/usage.h), so a page always lists
 # the flags the program has. Installed under share/man/man1 by `cmake --install` and shipped in

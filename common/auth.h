@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Authentication of rkv connections (docs/security.md, "Authentication").
 //
 // Challenge-response with a shared secret token, never sent: the server's hello carries a fresh

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mutex and MutexLock with clang thread-safety annotations (checked with -Wthread-safety when
 // building with clang; the attributes compile away under GCC).
 // Thread safety: Mutex is a std::mutex; MutexLock holds it for its scope.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of user-supplied parameters (sizes such as "256M", addresses "HOST:PORT").
 // Thread safety: pure functions. Errors come back as INVALID_ARGUMENT with the offending text.
 #ifndef RKV_COMMON_PARSE_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Printable: text that came from a peer (an error message in an exchange record, rdma_cm
 // reject data, an etcd response), made safe for a log line or a Status message: printable
 // ASCII is kept, every other byte (newlines, escape sequences, NUL, UTF-8) and the backslash

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReadLimited: reads a file descriptor to its end, but never more than `limit` + 1 bytes, so a
 // caller can refuse a file that is (or grew) larger than it accepts without reading it whole.
 // Retries EINTR; does not close `fd`. Thread safety: none needed (pure I/O on the caller's fd).

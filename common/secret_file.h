@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ReadSecretFile: the checks every secret file of rkv passes before it is read (the auth token
 // file, auth::LoadTokenFile; the etcd password file, EtcdMailbox::ReadPasswordFile), so that
 // both are held to the same rules (docs/security.md, "The token file"):

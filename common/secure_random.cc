@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/secure_random.h"
 
 #include <sys/random.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SecureRandom: unpredictable numbers from the kernel's CSPRNG (getrandom(2), flags 0), for
 // everything a peer must not guess: PSNs, nonces, ids, temporary file names. Never a seeded
 // userspace generator: an output of one of those (e.g. a PSN shown in a CHECK reply) lets an

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wire formats between kvserver and clients (see docs/wire-format.md).
 //
 // All multi-byte fields are little-endian, fixed width, and at fixed offsets; the structs below

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: DecodeConnParams, the decoder of the 128-byte connection parameter record a peer
 // sends in manual mode (inside every exchange message, exchange.cc) and that the server returns
 // to a client's PARAMS request (client/connection.cc), plus the formatters that print a decoded

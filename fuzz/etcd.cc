@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: the decoders of etcd v3 JSON-gateway responses (common/exchange/etcd_json.h), which
 // the etcd mailbox runs on whatever answers at the etcd endpoint: range, lease grant,
 // authenticate and one watch-stream message; and the base64 of the gateway's bytes fields.

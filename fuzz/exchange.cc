@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: the manual-mode exchange messages (common/exchange/exchange.h), which a server reads
 // from any client that reaches its TCP port, exchange directory or etcd prefix, and a client
 // reads from the server. The input goes through the three ways it is received:

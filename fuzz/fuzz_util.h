@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared pieces of the libFuzzer harnesses (docs/fuzzing.md).
 //
 // FUZZ_CHECK(cond): an invariant of the decoder under test; a failure prints the condition and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: the connect handshake. wire::DecodeClientHello is what kvserver's CmAcceptor runs on
 // a connecting client's private data (anyone who reaches the port); wire::DecodeServerHello is
 // what the client runs on the server's accept private data (and on the hello inside the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: the text parsers of common/parse.h (ParseSize for --memory and size flags,
 // ParseHostPort for addresses), the data directory's file names (server/durability/data_dir.h:
 // a planted or renamed file must never parse as another number) and ParseExchange.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: wire::DecodeReply, the client's decoder of every reply the server sends (run on the
 // bytes of the client's receive buffer).
 // Invariants: an accepted reply's payload lies inside the input and fills it after the 24-byte

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: wire::DecodeRequest, the server's decoder of every request a client SENDs (kvserver's
 // workers and RpcExecutor run it on bytes straight from the receive queue).
 // Invariants: an accepted request's key and value lie inside the input and fill it exactly after

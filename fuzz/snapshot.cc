@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: SnapshotReader (server/durability/snapshot_reader.h), which recovery runs on the
 // newest snapshot file of the data directory, over the input as the file's bytes (an in-memory
 // Env whose only file is the input).

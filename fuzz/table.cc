@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: the GET path's decoders of the table bytes a client READs from the server's region
 // (common/table/lookup.h, layout.h): ProbeBuckets on a key's two candidate buckets, then
 // ProbeTarget on what each target names (a heap block behind an indirect slot, an overflow slot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness: the write-ahead log format (server/durability/log_record.h, log_reader.h) as recovery
 // reads a log file from the data directory: DecodeFileHeader on the first 32 bytes (and
 // DecodeSnapshotHeader, the same layout), then LogReader over the rest.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Translates StatusError into rkv's Python exceptions (errors.h has the contract).
 #include "python/errors.h"
 

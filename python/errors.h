@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rkv::Status -> Python exception (rkv.Error and its per-code subclasses, python/rkv/_errors.py).
 //
 // Contract: C++ code of the extension reports an rkv failure by throwing StatusError (never

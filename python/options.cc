@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keyword arguments of rkv.Client -> rkv::Options (options.h has the contract).
 #include "python/options.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rkv.Client(address, **options): the keyword arguments -> rkv::Options.
 //
 // Contract: ParseOptions() reads every keyword of `kwargs` into *out (the names and types are

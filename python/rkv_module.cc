@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rkv._rkv: the Python binding of rkv::Client (the package python/rkv re-exports it as rkv.Client).
 //
 // Contract: a Python rkv.Client owns one rkv::Client (null once closed). Every call that waits on

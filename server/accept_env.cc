@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/accept_env.h"
 
 #include <arpa/inet.h>

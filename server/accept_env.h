@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AcceptEnv: what both acceptors (rdma_cm and manual mode) need to turn a new client into a
 // served connection, and NewConn, the one place where a Conn is created, handed to its worker
 // and registered.

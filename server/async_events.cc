@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/async_events.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AsyncEvents: the thread that reads the device's asynchronous events (ibv_get_async_event)
 // and acts on them:
 //   QP fatal / request / access / path-migration errors -> close that connection;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CmAcceptor: the rdma_cm side of kvserver. Owns the event channel and the listening id, and
 // runs the rdma_cm thread (Run): connect requests (hello check, setup limit, slot, QP, accept
 // with the ServerHello), ESTABLISHED, disconnects and errors, the setup deadline, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conn: one client connection of kvserver: its QP (and rdma_cm id), its slot, the worker that
 // serves it, and the state that says who may touch the QP.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConnRegistry: the server-wide table of connections by QP number (for the async-event thread,
 // which gets a QP and must find its connection) and the pool of connection slots (each slot
 // owns a range of the registered send buffer).

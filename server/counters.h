@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ServerCounters: what kvserver counts, and the `kvctl stats` figures that show it with the
 // table's (CollectStats: one list, rendered as the stats text by FormatStats and as the
 // Prometheus page by server/metrics/metrics_registry.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Heap: the allocator for out-of-place value blocks inside the registered region, a circular log
 // with tail cleaning (compaction).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The limit options of ServerOptions checked in one place (review of issue 12): Server::Start
 // refuses values kvserver's flag parsing would refuse, so that a program embedding rkv::Server
 // cannot turn a limit off by accident (a negative or NaN rate, a negative cap).

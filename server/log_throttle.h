@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LogThrottle: at most `per_second` log lines of one kind (connection refusals and failed
 // handshakes, which any peer can cause) per one-second
 // window; the rest are held back and counted, and the next line that is logged says how many

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvserver: serves an rkv table over RDMA. See README.md for the flags.
 #include <gflags/gflags.h>
 #include <glog/logging.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ManualAcceptor: manual-mode connections (QPs moved RESET->INIT->RTR->RTS by hand from
 // parameter records exchanged over tcp, file or etcd; common/exchange/exchange.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CheckPeerGid: manual mode on RoCE (issue 12, exchange hardening): the GID a client puts in its
 // parameter record is where the server's QP will send every response, so it must be the address
 // the client's control channel (the tcp exchange) comes from. Otherwise a client could aim the

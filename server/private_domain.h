@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PrivateDomain: the protection domain of one client connection when private rkeys are
 // registrations (kvserver --client_rkeys=registration, or a device without type-2 memory
 // windows; docs/security.md, "Private rkeys").

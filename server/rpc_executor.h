@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RpcExecutor: executes one request a client sent (PUT, DELETE, STATS, PARAMS) and encodes the
 // reply. It knows nothing of queues or completions: the worker hands it the received bytes
 // and a send buffer.

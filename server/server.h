@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Server: kvserver's composition root. Start() builds everything: the rdma_cm listener
 // (CmAcceptor), the table region (registered for windows), the shared receive queue (SrqPool;
 // window mode only: in registration mode each connection has a PD and a receive queue of its

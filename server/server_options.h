@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ServerOptions: everything kvserver is configured with (flags in server/main.cc).
 // Thread safety: plain data, immutable once the Server is constructed.
 #ifndef RKV_SERVER_SERVER_OPTIONS_H_

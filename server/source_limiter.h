@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SourceLimiter: per-source-address limits on connections (issue 12, "Limits"): at most
 // `max_conns_per_source` live connections from one address, of which at most
 // `max_pending_per_source` not yet opened (in setup, or connected without a successful OPEN),

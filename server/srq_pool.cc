@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/srq_pool.h"
 
 #include <glog/logging.h>

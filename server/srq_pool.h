@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SrqPool: the shared receive queue every client QP receives into, its registered buffers
 // (each holds a maximum-size request), and a reserve that keeps it from running dry.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Table: the server-side writer of the hash table that clients read with one-sided READs.
 //
 // The table lives in memory the caller owns (the registered region); Table formats it and then

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WakeQueue<T>: a queue that any thread pushes to and one consumer thread drains, with an
 // eventfd the consumer polls alongside its other file descriptors so a push wakes it at once.
 // Bound: the queue holds what producers push between two drains; every producer in kvserver

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Worker: one thread, one completion channel + CQ, and the connections whose QPs use that CQ.
 //
 // The worker is the only thread that polls its CQ and the only one that posts on its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WriteLog: where a Table records each write before it publishes it (the write-ahead log of
 // server/durability/, or nothing for a memory-only server).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WritePool: runs PUT and DELETE requests on threads of their own when they may block, that is
 // on a durable server, where each waits for its log record's group commit
 // (server/durability/durable_log.h). A worker hands the request over and goes on serving its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Nothing left to read (issue 12): the bytes of a deleted or overwritten key or value, of the
 // old copy of a moved block and of a PUT the log refused are cleared before their memory can be
 // read again. Each test owns the region's buffer and scans all of it, as a client READing the

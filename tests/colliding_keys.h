@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CollidingKeys: keys whose XXH3-64 hashes are equal under a given seed, for tests of the paths
 // that only collisions reach. XXH3 hashes a 17..32-byte input as avalanche(len * P1 +
 // mix16B(bytes 0..15) + mix16B(bytes len-16..len-1)), and mix16B multiplies (lo ^ (secret0 +

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the etcd exchange's defences (issue 12): the pure decoders of etcd's JSON
 // (etcd_json.h) give a clear error and never throw on wrong types, missing fields, bad
 // base64, deep nesting or oversized input; EtcdMailbox checks its security options (a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EtcdMailbox never uses a proxy (review of issue 12, finding 3): libcurl honours http_proxy and
 // ALL_PROXY from the environment, which would send the etcd password, token and records to
 // whatever proxy the environment names (in clear for an http:// loopback endpoint).

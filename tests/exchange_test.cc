@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the parameter exchange: message encoding, and the tcp and file methods end to
 // end in one process (no RDMA needed), and hostile TCP peers (oversized or foreign headers,
 // dribbled bytes). etcd: tests/etcd_json_test.cc (decoders, a fake etcd) and the integration

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault injection for the durability code's file system seam (server/durability/env.h).
 //
 // FaultFile: an in-memory WritableFile over a FaultState (what the "disk" holds), whose appends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the file mailbox's defences (issue 12): planted symlinks are neither followed
 // nor replaced, FIFOs, sockets, directories and oversized or foreign files are refused at
 // once with a Status naming the path, and the directory must not be writable by others

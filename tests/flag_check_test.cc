@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PrecheckFlags (common/cli/flag_check.h): unknown flags and bad values are caught before gflags
 // would exit with its own status.
 #include "common/cli/flag_check.h"

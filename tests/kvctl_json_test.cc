@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvctl --json (tools/kvctl/json_output.h): numbers stay numbers, text stays text, hostile
 // server text cannot break the JSON, and info carries every connection parameter.
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # kvserver refuses bad or dangerous flags before it touches any device (so this runs on any
 # host, no RDMA needed): each refused case must exit non-zero with a message naming the flag;
 # each accepted case (--check_config) must exit 0 printing exactly "kvserver: configuration OK".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CheckLimitOptions (server/limit_options.h): Server::Start refuses limit options out of range.
 #include "server/limit_options.h"
 

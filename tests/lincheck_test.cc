@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the linearizability checker (tests/lincheck/): known-bad histories must be
 // reported, known-good ones (including unknown-outcome ops and delete/put races) must pass,
 // and a 30k-op history on one hot key with 16 clients must be checked in seconds.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LocalRead: the client's GET decision procedure (client/get_path.cc) run over a region in local
 // memory, for tests of the table's layout: probe both buckets, then decide every target.
 // Thread safety: pure over the bytes given. It reads live memory in place (it checksums bytes and

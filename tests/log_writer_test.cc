@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LogWriter: group commit, the fsync modes, and what a full disk or a failing sync does: the
 // batch's Commits fail (never acknowledged), the file is cut back so that it reads as exactly
 // the acknowledged records, and the writer recovers when writes succeed again. The file is an

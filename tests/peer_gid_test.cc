@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CheckPeerGid (server/peer_gid.h): on RoCE a manual-mode peer's GID must be the address its
 // control channel comes from.
 #include "server/peer_gid.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Printable (common/printable.h): peer text made safe for logs and Status messages.
 #include "common/printable.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of SecureRandom: PSNs fit 24 bits and are never 0; Fill's output is not a
 // Mersenne Twister's (the seeded generator a careless implementation would use: its next output
 // is computed from 624 outputs seen); a failing or interrupted source is a Status, not a crash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Snapshots (server/durability/snapshot_writer.h, snapshot_reader.h), the data directory's names
 // (data_dir.h) and the POSIX Env's file operations, on real files in a temporary directory:
 // round trips; a snapshot cut at every byte of its last record and of its END, or with one byte

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The durable store as a whole (server/durability/durable_log.h, recovery.h, snapshotter.h and
 // Table's WriteLog hook), on a real temporary directory: what was acknowledged comes back after
 // a "restart" (a new Table recovered from the directory), torn tails are cut, corruption is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The table under attack and under load, read the way a NIC serves READs (tests/local_reader.h
 // NicRead copies buckets and targets before probing):
 // - concurrent writers (PUT/DELETE of sizes from 1 B to 64 KiB, a family of keys with one 64-bit

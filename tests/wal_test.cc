@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The write-ahead log's format and its reader: round trips, a torn tail cut at every byte offset
 // of the last record, zero-filled tails, and corruption in the middle named by offset.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/cli/flag_check.h"
 
 #include <fcntl.h>

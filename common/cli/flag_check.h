@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PrecheckFlags: checks a program's command line against its gflags before gflags parses it, so
 // that a misspelt flag or a bad value gets the program's own usage exit code (gflags exits with
 // status 1, which kvctl documents as NOT_FOUND and kvbench as "operations failed"), and so that a

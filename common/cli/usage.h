@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Usage: the --help and --version of rkv's programs (kvserver, kvctl, kvbench), one source for
 // the terminal and for the manual pages (help2man renders --help and --version into section 1
 // pages at build time: cmake/rkv_man.cmake).

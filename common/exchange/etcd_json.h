@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pure decoders of etcd v3 JSON-gateway responses, for the etcd mailbox (etcd_mailbox.h).
 // What answers at the etcd endpoint is untrusted input: every function here takes the
 // response text, checks every field's presence and JSON type, and returns a Status; none

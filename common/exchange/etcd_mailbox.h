@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EtcdMailbox: a Mailbox in etcd (the `etcd` exchange method), spoken to through etcd's v3
 // JSON gateway (HTTP POST of JSON to /v3/kv/*, /v3/lease/*, /v3/watch, /v3/auth/authenticate;
 // keys and values base64) with libcurl and nlohmann::json. Entries live under

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parameter exchange for manual connection mode: the messages both sides send (ExchangeMsg,
 // one encoding for every method; docs/wire-format.md) and the channel interfaces the TCP,
 // file and etcd methods implement.

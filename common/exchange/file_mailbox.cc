@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/exchange/file_mailbox.h"
 
 #include <dirent.h>

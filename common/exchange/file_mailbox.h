@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FileMailbox: a Mailbox in a directory (a local or shared file system: the `file` exchange
 // method). An entry is a file written to an unguessable temporary name and renamed into place
 // without replacing anything, so a reader never sees half of it and nothing planted at the

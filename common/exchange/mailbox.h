@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mailbox: a shared namespace of small named blobs that two processes can both reach; the
 // storage behind the `file` (a directory) and `etcd` (a key prefix) exchange methods.
 //

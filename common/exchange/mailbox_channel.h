@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MailboxChannel / MailboxListener: the exchange protocol over a Mailbox (file and etcd
 // methods). A client picks a random 64-bit id, 16 lowercase hex digits from getrandom (so
 // nobody can guess it to plant or squat its names); its k-th message is the entry

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `tcp` exchange method: parameters travel over a TCP connection between client and
 // server, as perftest does. Messages are ExchangeMsg frames (16-byte header with magic,
 // version and length, then the payload); a frame with a bad header or a length over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hash table's memory layout, shared by the server (writer) and clients (one-sided readers).
 // See docs/design.md for the argument why a reader never returns a torn or wrong entry, and
 // docs/wire-format.md ("Table") for the byte-level format.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/table/lookup.h"
 
 namespace rkv::layout {

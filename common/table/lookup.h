@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lookup: the pure decision steps of a GET, given the bytes of a key's two candidate buckets and
 // then of what they point at. Shared by the client's GET paths (bytes fetched with RDMA READs)
 // and the server's table (bytes in local memory), so that both follow one rule.

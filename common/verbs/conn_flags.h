@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line flags for every connection parameter, shared by kvserver, kvctl and kvbench
 // (gflags; defined in conn_flags.cc, so each binary that links rkv_flags has them all).
 // ConnFlags() turns them into ExchangeOptions + QpSettings, checking ranges, with a message

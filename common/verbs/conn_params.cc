@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/verbs/conn_params.h"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConnParams: the connection parameter record two RDMA peers exchange, and its wire encoding.
 //
 // One record per side. The same 128-byte encoding travels over every exchange method (TCP,

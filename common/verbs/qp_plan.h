@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // QP planning for manual connection mode: from this side's parameter record, the peer's record
 // and the user's overrides, the attributes this side will program into its QP (QpPlan); the
 // rules of ../shared/seeds/001_* checked on that plan before RTR (ValidatePlan); and the

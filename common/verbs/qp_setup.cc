@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "common/verbs/qp_setup.h"
 
 #include <arpa/inet.h>

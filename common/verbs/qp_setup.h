@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Verbs-side connection setup shared by client and server: opening a device, filling this
 // side's parameter record from the port and the user's settings, moving a manually created QP
 // through INIT/RTR/RTS (validator first), and reading back what a QP really uses.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RAII owners for verbs and rdma_cm objects, and error helpers.
 //
 // Each owner holds exactly one object and its destructor calls the matching destroy call.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # rkv: Python client of rkv, a remote key-value store for RDMA networks (docs/python.md).
 #
 # Contract: re-exports rkv.Client (the C++ extension rkv._rkv over rkv::Client) and the

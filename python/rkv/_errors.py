@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # rkv's exceptions: rkv.Error and one subclass per rkv::Code (client/include/rkv/status.h).
 #
 # Contract: every failure of an rkv call is raised as an instance of Error (or a subclass)

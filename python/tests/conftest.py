@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pytest fixtures of the rkv Python tests (python/tests/run.sh starts the servers and sets these).
 #
 # Contract: the servers come from the environment, set by tests/integration/python.sh inside the

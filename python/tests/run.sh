@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The rkv Python module's pytest suite (python/tests/test_client.py) on a real RDMA stack.
 #   python/tests/run.sh BUILD_DIR               (ctest via tests/integration/python.sh)
 #   python/tests/run.sh BUILD_DIR ADDR WORKDIR  (inside the sandbox)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # pytest tests of the rkv Python module (docs/python.md), run in the RDMA sandbox by
 # tests/integration/python.sh against two kvservers (conftest.py has the environment).
 #

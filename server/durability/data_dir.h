@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DataDir: the names of the files in a data directory (kvserver --data_dir) and their listing
 // (docs/wire-format.md, "Data directory").
 //

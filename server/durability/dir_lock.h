@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DirLock: keeps a second kvserver off a data directory: an exclusive flock on DIR/LOCK, held
 // for the life of the object (the kernel drops it when the process dies, kill -9 included).
 // Thread safety: none needed (one owner). Ownership: owns the lock file's descriptor.

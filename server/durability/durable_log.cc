@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/durability/durable_log.h"
 
 #include <glog/logging.h>

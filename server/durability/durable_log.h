@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DurableLog: kvserver's write-ahead log (the WriteLog the Table records every PUT and DELETE
 // in), as a series of log files in the data directory with group commit (log_writer.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Env: the durability code's only door to the file system, so tests can inject full disks and
 // failing syncs and renames (tests/fault_env.h), after LevelDB's Env. Posix() is the real one.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LogReader: walks the records of a write-ahead log held in memory (the file's bytes) and tells a
 // crash's torn tail from corruption in the middle.
 //

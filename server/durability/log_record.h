@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LogRecord: the record format of write-ahead logs and snapshots (docs/wire-format.md,
 // "Write-ahead log" and "Snapshot").
 //

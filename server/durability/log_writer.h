@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LogWriter: appends write-ahead log records (log_record.h) to one file with group commit.
 //
 // Writers call Add (under whatever lock orders their writes; it only copies the record into the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Env::Posix(): the real file system (server/durability/env.h).
 #include <dirent.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recovery: rebuilds the table from a data directory at start-up, before kvserver serves.
 //
 // Order (docs/design.md, "Durability"): remove leftover temporaries; load the newest snapshot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SnapshotReader: reads a snapshot file (docs/wire-format.md, "Snapshot") sequentially, in
 // chunks of about kChunkBytes, so a snapshot of many GB is never held in memory whole.
 //

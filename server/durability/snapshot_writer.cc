@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/durability/snapshot_writer.h"
 
 #include "server/durability/data_dir.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SnapshotWriter: writes one snapshot file (docs/wire-format.md, "Snapshot") so that it appears
 // under its final name only when complete and durable.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Snapshotter: takes snapshots of the table in the background so that the write-ahead log stays
 // bounded, on request (kvctl snapshot) or when the current log file grows past a threshold.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BoundedTaskQueue: the thread pool cpp-httplib runs the metrics endpoint's connections on
 // (httplib::Server::new_task_queue). `threads` threads; at most `max_queued` accepted
 // connections wait for one. Beyond that the task runs on the caller, httplib's accept thread,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GuardedHttpServer: the httplib::Server under kvserver's metrics endpoint, with the bounds
 // cpp-httplib 0.11.4 (Debian 12) lacks. It replaces httplib's per-connection loop
 // (process_and_close_socket) with its own over GuardedStream, a Stream that

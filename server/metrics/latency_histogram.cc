@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "server/metrics/latency_histogram.h"
 
 namespace rkv::metrics {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LatencyHistogram: a fixed-bucket histogram of durations for the Prometheus endpoint
 // (docs/metrics.md), counted on the server's request path.
 // Buckets: kBoundsNs are the inclusive upper bounds (Prometheus `le`), 1 µs .. 10 s in a

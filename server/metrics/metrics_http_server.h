@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MetricsHttpServer: kvserver's --metrics_listen endpoint. Serves `GET /metrics` (and HEAD) with
 // the page its callback returns, as text/plain; version=0.0.4, over cpp-httplib (Debian's
 // libcpp-httplib); any other path is 404, any other method 405.

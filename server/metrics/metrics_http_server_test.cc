@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The metrics endpoint over real sockets on 127.0.0.1 (an ephemeral port): GET /metrics, 404
 // elsewhere, methods other than GET refused, idle connections (slowloris) do not block a scrape,
 // bad addresses are refused, Stop() ends with connections still open. No timing is asserted;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // MetricsRegistry: what kvserver's /metrics page shows (docs/metrics.md lists every metric).
 // It is made from the same figures as `kvctl stats` (a StatValue list from the server, mapped
 // by name to Prometheus names, types, units and help; a figure without a mapping still appears,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The metrics page's pieces: histogram bucket placement, the Prometheus text format (each
 // family's HELP and TYPE once, cumulative buckets ending in +Inf = _count, escaping), and the
 // mapping of `kvctl stats` figures to metric names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Prometheus text exposition format, version 0.0.4 (what `GET /metrics` returns): the metric
 // model (families of samples) and a pure renderer. Each family is written as
 //   # HELP <name> <help>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RpcMetrics: the server's per-request figures for the Prometheus endpoint: replies posted by
 // request type and reply status (a fixed [op][code] array of counters, so the label sets are
 // bounded whatever a client sends), and per type a latency histogram of the time from the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tools/ci-summary on made-up JUnit files: a skip nothing allows fails the run, an allowed one is
 # counted as skipped, a ctest test that never ran fails, a test named in --must-run but absent
 # fails, and every skipped or not-run case is listed by name. One "[case ...]" line per check.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # debs_test.sh [DEB_DIR]: the Debian packages (debian/; docs/install.md) install, work and go
 # away cleanly. Builds them with tools/build-debs unless DEB_DIR holds them already, installs all
 # with apt-get, checks the programs, the service's unit (systemd-analyze verify; it is never

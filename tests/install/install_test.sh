@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_test.sh BUILD_DIR: installs a built tree into a fresh temporary prefix and checks what a
 # user gets (docs/install.md): the file list, librkv.so's SONAME and that it exports only the
 # public API, that every public header compiles on its own and includes nothing internal, and two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checker: per-key linearizability of an rkv History (tests/lincheck/history.h).
 //
 // A history is linearizable iff each key's sub-history is (P-compositionality: keys are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // History: the operations a test's clients performed on rkv, as input to the linearizability
 // checker (tests/lincheck/checker.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lincheck: checks a history file (tests/lincheck/history.h has the format) for per-key
 // linearizability and prints the checker's summary.
 //   lincheck [--max_failures=N] FILE

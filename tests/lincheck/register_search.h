@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RegisterSearch: decides whether the history of ONE key is linearizable with respect to a
 // register whose state is "absent" or a value (tests/lincheck/history.h has the model).
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The programs' --help, --version and manual pages (issue 22; common/cli/usage.h,
 # cmake/rkv_man.cmake), with no RDMA device:
 #  - every flag a program defines (gflags' --helpxml, less glog's and gflags' own) is listed in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvctl's --json output: `kvctl stats --json` and `kvctl info --json` as one JSON object each,
 // for scripts and monitoring (docs/kvctl.md lists the fields).
 // Thread safety: pure functions. Ownership: they return new strings.

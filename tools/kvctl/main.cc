@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvctl: shell access to a kvserver (docs/kvctl.md).
 //   kvctl --server=ADDR:PORT get KEY            writes the value to stdout; exit 1 if not found
 //   kvctl --server=ADDR:PORT put KEY [VALUE]    value from the argument, or stdin if absent

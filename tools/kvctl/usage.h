@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // kvctl's --help and manual page text (common/cli/usage.h): synopsis, commands, flag groups.
 // Thread safety: a pure function.
 #ifndef RKV_TOOLS_KVCTL_USAGE_H_

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rkv::Client: a connection to one kvserver.
 //
 // GETs are served by one-sided RDMA READs of the server's table: the server's CPU never runs

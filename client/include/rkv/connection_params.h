@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Connection parameters of rkv's RDMA connections: what the two peers of a QP agree on
 // (ConnParams), what a user may set (QpSettings), and how the parameters are exchanged
 // (ExchangeOptions). See docs/connection.md for every parameter, where its value comes from,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rkv::Status: the result of every public rkv call.
 //
 // Contract: a Status is a value type (copyable, movable). ok() is true only for Code::kOk.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An outside program that uses the installed rkv client library (tests/install/install_test.sh,
 // debs_test.sh): builds an rkv::Options, connects to the address given as argv[1] and prints the
 // status. Where nothing listens the connect fails quickly; exit 0 when a status was printed.
