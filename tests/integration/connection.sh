@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Connection-layer integration checks, run inside the RDMA sandbox by run.sh:
 #   tests/integration/connection.sh BUILD_DIR ADDR LOG_DIR
 # Starts kvservers that also accept manual-mode connections over tcp, file and etcd (a real
@@ -55,19 +56,32 @@ for m in cm tcp file etcd; do
            rnr_retry hop_limit traffic_class remote_addr rkey region_size; do
     grep -q "^$p  " <<< "$info" || { echo "  kvctl info over $m lacks '$p'"; ok=0; }
   done
-  # Read back from both QPs: our dest QP is the server's QP and the PSNs pair up.
+  # Both QPs read back: each side's qp_num is there and not 0.
   lq=$(awk '$1=="qp_num"{print $2}' <<< "$info"); pq=$(awk '$1=="qp_num"{print $3}' <<< "$info")
   [ -n "$lq" ] && [ "$lq" != 0x0 ] && [ -n "$pq" ] && [ "$pq" != 0x0 ] || ok=0
   grep -q "^exchange $( [ $m = cm ] && echo rdma_cm || echo $m)$" <<< "$info" || ok=0
   [ $ok = 1 ] && pass "kvctl info over $m shows every parameter of both QPs" || { fail "kvctl info over $m"; echo "$info"; }
+  # Both phases exit 0 and verify every read (load --verify reads back what it wrote), the run
+  # did reads, and each phase's header names this server and exchange method.
+  ex=$([ $m = cm ] && echo rdma_cm || echo $m)
+  bf=$logs/bench-$m
   # shellcheck disable=SC2086
-  if "$build/kvbench" load --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --verify > "$logs/bench-$m.txt" 2>&1 &&
-     "$build/kvbench" run --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --operations=1500 --workload=a \
-       --verify >> "$logs/bench-$m.txt" 2>&1 && grep -q "^\[VERIFY\], Failures, 0$" "$logs/bench-$m.txt" &&
-     grep -q "^# exchange=" "$logs/bench-$m.txt" || grep -q "exchange=$( [ $m = cm ] && echo rdma_cm || echo $m)" "$logs/bench-$m.txt"; then
-    pass "kvbench load + run a --verify over $m (header shows the parameters)"
+  "$build/kvbench" load --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --verify > "$bf-load.txt" 2>&1; lrc=$?
+  rrc=skipped
+  : > "$bf-run.txt"
+  if [ $lrc -eq 0 ]; then
+    # shellcheck disable=SC2086
+    "$build/kvbench" run --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --operations=1500 --workload=a \
+      --verify > "$bf-run.txt" 2>&1; rrc=$?
+  fi
+  nverify=$(cat "$bf-load.txt" "$bf-run.txt" | grep -c "^\[VERIFY\], Failures, 0$")
+  nheader=$(cat "$bf-load.txt" "$bf-run.txt" | grep -c "^# server=$addr:${port[$m]} exchange=$ex ")
+  reads=$(awk -F', ' '$1 == "[READ]" && $2 == "Operations" {print $3}' "$bf-run.txt")
+  if [ $lrc -eq 0 ] && [ "$rrc" = 0 ] && [ "$nverify" = 2 ] && [ "$nheader" = 2 ] && [ "${reads:-0}" -gt 0 ]; then
+    pass "kvbench load + run a --verify over $m (header shows the parameters)" "$reads verified reads"
   else
-    fail "kvbench over $m"; tail -5 "$logs/bench-$m.txt"
+    fail "kvbench load + run a --verify over $m (load exit $lrc, run exit $rrc, $nverify of 2 phases with 0 verify failures, $nheader of 2 headers with exchange=$ex, run reads ${reads:-none})"
+    tail -5 "$bf-load.txt" "$bf-run.txt"
   fi
 done
 
@@ -118,27 +132,56 @@ grep -q "^path_mtu  *256  *256$" <<< "$out" && pass "one side fixes path_mtu 256
 
 # The servers survive, refused connections leave nothing behind, and clients that leave or are
 # killed are noticed (tcp: socket closes; file: heartbeat stops; etcd: lease expires).
+active_on() { ctl --server="$addr:${port[$1]}" stats 2>/dev/null | awk '$1=="connections_active"{print $2}'; }
+declare -A victim_up
 for m in tcp file etcd; do
   # shellcheck disable=SC2086
-  "$build/kvbench" run --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --duration=60 --workload=c > /dev/null 2>&1 &
+  "$build/kvbench" run --server="$addr:${port[$m]}" ${flags[$m]} --records=300 --duration=60 --workload=c \
+    > "$logs/victim-$m.txt" 2>&1 &
   victim=$!
-  sleep 4
-  kill -9 $victim 2>/dev/null; wait $victim 2>/dev/null
+  # Killed while connected: kvbench prints its header once its connection is up, and the server
+  # counts it (connections_active 2: the victim and the asking kvctl); polled for up to 60 s.
+  seen="" active=""
+  for _ in $(seq 60); do
+    kill -0 $victim 2>/dev/null || break
+    if grep -q "^# server=$addr:${port[$m]} exchange=$m " "$logs/victim-$m.txt"; then
+      active=$(active_on $m)
+      [ "${active:-0}" -ge 2 ] && { seen=$active; break; }
+    fi
+    sleep 1
+  done
+  kill -9 $victim 2>/dev/null; wait $victim 2>/dev/null; vrc=$?
+  # 137: it was still running when killed (it did not give up on its own before).
+  if [ -n "$seen" ] && [ $vrc -eq 137 ]; then
+    victim_up[$m]=1
+    pass "kvbench over $m connected, then killed -9" "connections_active $seen before the kill"
+  else
+    victim_up[$m]=0
+    fail "kvbench over $m connected before kill -9 (connections_active ${active:-?}, exit $vrc, want 137)"
+    tail -3 "$logs/victim-$m.txt"
+  fi
 done
 # File staleness and the etcd lease TTL are 10 s and the server checks every second: each server
 # is polled for up to 60 s (a slow host notices later; a server that never notices fails).
 t_killed=$SECONDS
 for m in tcp file etcd; do
   for _ in $(seq 60); do
-    active=$(ctl --server="$addr:${port[$m]}" stats 2>/dev/null | awk '$1=="connections_active"{print $2}')
+    active=$(active_on $m)
     # rdma_cm's own stats connection is the only one left (the tcp and cm ports are one server).
     [ "$active" = 1 ] && break
     sleep 1
   done
-  [ "$active" = 1 ] && pass "killed $m client noticed, its QP released" "within $((SECONDS - t_killed)) s of the kills" ||
+  if [ "${victim_up[$m]}" != 1 ]; then
+    fail "killed $m client noticed (it never connected: nothing to notice)"
+  elif [ "$active" = 1 ]; then
+    pass "killed $m client noticed, its QP released" "within $((SECONDS - t_killed)) s of the kills"
+  else
     fail "killed $m client: connections_active=$active after $((SECONDS - t_killed)) s"
+  fi
 done
-for p in $tcp_pid $file_pid $etcd_srv_pid $mtu_pid; do kill -0 "$p" 2>/dev/null || { fail "a kvserver died"; }; done
+dead=""
+for p in $tcp_pid $file_pid $etcd_srv_pid $mtu_pid; do kill -0 "$p" 2>/dev/null || dead+=" $p"; done
+[ -z "$dead" ] && pass "the four kvservers survived every case" || fail "kvservers died (pids$dead)"
 leftover=$(ls "$exdir" | wc -l)
 [ "$leftover" -eq 0 ] && pass "file exchange directory empty after all clients left" || { fail "file exchange leftovers"; ls -la "$exdir"; }
 kill $tcp_pid $file_pid $etcd_srv_pid $mtu_pid 2>/dev/null; wait $tcp_pid $file_pid $etcd_srv_pid $mtu_pid 2>/dev/null
@@ -163,9 +206,14 @@ etcd --data-dir "$sec/data" --listen-client-urls https://127.0.0.1:2379 \
 etcd_pid=$!
 ectl() { etcdctl --endpoints=https://127.0.0.1:2379 --cacert="$sec/ca.pem" "$@"; }
 for i in $(seq 60); do ectl endpoint health >/dev/null 2>&1 && break; sleep 0.5; done
-ectl user add root --new-user-password=rkv-etcd-pw > /dev/null 2>&1 &&
-  ectl role add root > /dev/null 2>&1; ectl user grant-role root root > /dev/null 2>&1
-ectl auth enable > /dev/null 2>&1 || echo "connection: (etcd auth enable failed)"
+# Without auth enabled the wrong-password case below would test nothing: each step must work.
+setup=""
+ectl user add root --new-user-password=rkv-etcd-pw >> "$logs/etcd-tls-setup.log" 2>&1 || setup+=" user add"
+ectl role add root >> "$logs/etcd-tls-setup.log" 2>&1 || setup+=" role add"
+ectl user grant-role root root >> "$logs/etcd-tls-setup.log" 2>&1 || setup+=" grant-role"
+ectl auth enable >> "$logs/etcd-tls-setup.log" 2>&1 || setup+=" auth enable"
+[ -z "$setup" ] && pass "etcd over TLS with a test CA, auth enabled (user root)" ||
+  { fail "etcd TLS/auth setup: failed:$setup"; tail -5 "$logs/etcd-tls-setup.log"; }
 printf 'rkv-etcd-pw\n' > "$sec/pw"; printf 'wrong-password\n' > "$sec/badpw"; chmod 600 "$sec/pw" "$sec/badpw"
 sflags="--exchange=etcd --etcd=https://127.0.0.1:2379 --etcd_prefix=/rkv/tls --etcd_cacert=$sec/ca.pem --etcd_user=root"
 # shellcheck disable=SC2086
@@ -180,7 +228,7 @@ else
 fi
 # shellcheck disable=SC2086
 out=$(ctl --server="$addr:7484" $sflags --etcd_password_file="$sec/badpw" get tls-key 2>&1)
-[ $? -ne 0 ] && grep -qi "auth\|password\|401\|invalid" <<< "$out" &&
+[ $? -ne 0 ] && grep -q "etcd authenticate as 'root'" <<< "$out" && grep -q "invalid user ID or password" <<< "$out" &&
   pass "etcd wrong password refused with a clear error" || { fail "etcd wrong password"; echo "$out" | tail -2; }
 out=$(ctl --server="$addr:7484" --exchange=etcd --etcd=https://127.0.0.1:2379 --etcd_prefix=/rkv/tls \
   --etcd_user=root --etcd_password_file="$sec/pw" get tls-key 2>&1)
