@@ -35,6 +35,8 @@ junit "$tmp/other.xml" "$(out Other.One run '[       OK ] Other.One (1 ms)')"
 junit "$tmp/gskip.xml" "$(out gt run $'[       OK ] A.Ok (1 ms)\n[  SKIPPED ] A.Skipped (0 ms)')"
 junit "$tmp/cskip.xml" "$(out suite run $'[case PASS] s: one\n[case SKIP] s: two (no etcd)')"
 junit "$tmp/notrun.xml" '<testcase name="debs" status="notrun"><skipped message="SKIP_RETURN_CODE=77"/></testcase>'
+junit "$tmp/skipafter.xml" '<testcase name="debs" status="notrun"><skipped message="SKIP_RETURN_CODE=77"/><system-out>[case PASS] debs: setup</system-out></testcase>'
+junit "$tmp/tsan.xml" "$(out durability-tsan run $'[case PASS] durability: kill cycles\n[case SKIP] durability: negative control, a memory-only restart under the load (DUR_NEGATIVE=0)')"
 junit "$tmp/missing.xml" '<testcase name="notrun-exe" status="notrun"><skipped message="Unable to find executable"/></testcase>'
 
 check "all passing: exit 0" 0 "1 passed, 0 failed" -- --must-run "$tmp/none" --allowed-skips "$tmp/none" "x=$tmp/pass.xml"
@@ -52,6 +54,12 @@ check "a must-run test that is absent fails" 1 "x: Ok*: must run on this machine
   --must-run "$tmp/must" --allowed-skips "$tmp/none" "x=$tmp/other.xml"
 check "a must-run test that is present passes" 0 "1 passed, 0 failed" -- --must-run "$tmp/must" --allowed-skips "$tmp/none" \
   "x=$tmp/pass.xml"
+check "a test that prints a case and then skips fails unless allowed" 1 "1 passed, 1 failed" -- \
+  --must-run "$tmp/none" --allowed-skips "$tmp/none" "x=$tmp/skipafter.xml"
+check "a must-run label whose JUnit file was not given fails" 1 "none was given" -- \
+  --must-run "$tmp/must" --allowed-skips "$tmp/none" "y=$tmp/other.xml"
+check "the committed tools/ci-allowed-skips allows durability-tsan's disabled negative control" 0 \
+  "1 passed, 0 failed, 1 skipped" -- --must-run "$tmp/none" "$tmp/tsan.xml"
 check "the committed lists parse (tools/ci-must-run, tools/ci-allowed-skips)" 1 "must run on this machine" -- \
   "=$tmp/pass.xml"
 exit $failed
