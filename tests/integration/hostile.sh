@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Hostile-client checks: kvserver against clients that vanish with requests in flight, ignore
 # their request credits, flood it, leave rdma_cm connects half-open, stall the tcp parameter
 # exchange, or stay connected without traffic. Uses tests/integration/raw_client.cc. Run INSIDE
@@ -28,6 +29,15 @@ addr=${2:?usage: hostile.sh BUILD_DIR ADDR LOGDIR}
 logs=${3:?usage: hostile.sh BUILD_DIR ADDR LOGDIR}
 mkdir -p "$logs" || exit 2
 
+# LeakSanitizer: an ASan kvserver checks for leaks as it exits, and every case ends with a clean
+# stop (SIGTERM; stop_server judges the exit status and the log), so a leak fails the case that
+# leaked. Suppressed: only what a library owns, in tests/integration/lsan.supp (each entry says
+# why). log_threads=1 makes the check leave "Processing thread" lines in the log, which
+# stop_server requires of an ASan build: a leak check that did not run is no pass. Set before
+# common.sh, whose detect_leaks=0 is for the scripts that kill -9; a caller's ASAN_OPTIONS and
+# LSAN_OPTIONS come last and win.
+export ASAN_OPTIONS="detect_leaks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp:log_threads=1${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 KNOB_PREFIX=HOSTILE
 . "$(dirname "$0")/common.sh"
 KVSERVER=${RKV_HOSTILE_SERVER:-$build/kvserver}
@@ -37,7 +47,8 @@ KVBENCH=$build/kvbench
 ROUNDS=$(knob ROUNDS 200)
 CASES=$(knob CASES "vanish credits flood halfopen slow-exchange get-only")
 PORT_BASE=$(knob PORT_BASE 7490)
-# Sanitizer builds: report, keep running; leaks are judged by the RSS check, not LeakSanitizer.
+# Sanitizer builds: report, keep running (a report in a server's log fails its case); leaks by
+# LeakSanitizer at each server's clean stop (above) and by the RSS check of the vanish case.
 # ThreadSanitizer: glibc's tzset_internal runs under glibc's own lock (tzset_lock), which TSan
 # cannot see, so concurrent glog lines (LogMessageTime::CalcGmtOffset -> localtime_r) are
 # reported as a race in every kvserver log. Suppressed by that frame only; a caller's
@@ -68,6 +79,7 @@ EXCHANGE_TIMEOUT_MS=60000  # the server's --exchange_timeout_ms: a server that s
 SLOW_FLAGS=("${COMMON_FLAGS[@]}" --exchange=tcp "--exchange_timeout_ms=$EXCHANGE_TIMEOUT_MS"
             "--accept_timeout=$((EXCHANGE_TIMEOUT_MS / 1000))")
 PEER_TIMEOUT_S=3           # the server's --peer_timeout (seconds without a sign of life)
+STOP_WAIT_S=120            # SIGTERM to exit (an ASan build's leak check runs then; TCG is slow)
 GETONLY_FLAGS=("${COMMON_FLAGS[@]}" "--peer_timeout=$PEER_TIMEOUT_S")
 
 # --- workloads and thresholds --------------------------------------------------------------
@@ -80,6 +92,8 @@ RSS_SLACK_KIB=$((32 * 1024))
 # memory grow with every new address the server touches (+140 MiB over 600 connections).
 RSS_BOUND=1
 grep -q -a -m1 __tsan_init "$KVSERVER" 2>/dev/null && RSS_BOUND=0
+LEAK_CHECK=0  # an ASan kvserver: its stop must show that LeakSanitizer ran
+grep -q -a -m1 __asan_init "$KVSERVER" 2>/dev/null && LEAK_CHECK=1
 FLOOD_SECONDS=20
 FLOOD_DEPTH=16
 FLOOD_VALUE=65536
@@ -181,16 +195,37 @@ start_server() {
   srv_note="kvserver never answered kvctl stats within 30 s: $(tr '\n' ' ' <<< "$out")"
   return 0
 }
-# stop_server: SIGTERM, then SIGKILL after 10 s. Returns 1 if it had died before.
+# stop_server PID LOG: the clean stop every case ends with. SIGTERM, then up to STOP_WAIT_S for
+# kvserver to exit (an ASan build runs LeakSanitizer as it exits), SIGKILL after that. Sets
+# stop_why to why the stop was not clean ("" if it was): it had died before, it outlived
+# STOP_WAIT_S, its exit status was not 0 (LeakSanitizer's included), or its log holds a
+# sanitizer report (a leak, or one written while it shut down). Returns 1 if not clean.
+# (Not called in $(...): only this shell can wait for the server.)
+stop_why=""
 stop_server() {
-  local pid=$1 alive=0
-  [ -n "$pid" ] || return 1
-  kill -0 "$pid" 2>/dev/null && alive=1
-  kill "$pid" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  kill -9 "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  [ $alive = 1 ]
+  local pid=$1 log=$2 st rep i
+  stop_why=""
+  [ -n "$pid" ] || { stop_why="no kvserver to stop"; return 1; }
+  if ! kill -0 "$pid" 2>/dev/null; then
+    wait "$pid" 2>/dev/null
+    stop_why="kvserver had died before the stop (exit $?)"
+  else
+    kill "$pid" 2>/dev/null
+    for i in $(seq $((STOP_WAIT_S * 5))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -9 "$pid" 2>/dev/null
+      stop_why="kvserver still running $STOP_WAIT_S s after SIGTERM (killed)"
+    fi
+    wait "$pid" 2>/dev/null
+    st=$?
+    [ -n "$stop_why" ] || [ $st -eq 0 ] || stop_why="kvserver exit status $st after SIGTERM, not 0"
+  fi
+  rep=$(crash_report "$log")
+  [ -n "$rep" ] && stop_why="${stop_why:+$stop_why; }$rep"
+  if [ $LEAK_CHECK = 1 ] && [ -z "$stop_why" ] && ! grep -q "Processing thread" "$log"; then
+    stop_why="no sign in the log that LeakSanitizer ran at exit (ASAN_OPTIONS=$ASAN_OPTIONS)"
+  fi
+  [ -z "$stop_why" ]
 }
 # Sanitizer or crash reports in a server log ("" if none).
 crash_report() { grep -m1 -E "$CRASH_PATTERN" "$1" 2>/dev/null; }
@@ -204,6 +239,10 @@ server_ok() {  # -> 0 if fine, else prints why not
   echo "$why"
   return 1
 }
+# field_of LINE KEY: the value of KEY in a `raw_client MODE: key=value ...` line ("" if absent;
+# for the unquoted values: numbers, single words).
+field_of() { tr ' ' '\n' <<< "$1" | sed -n "s/^$2=//p" | head -1; }
+last_err() { local l; l=$(tail -1 "$1" 2>/dev/null); echo "${l:+: $l}"; }  # FILE -> ": <last line>"
 kv_roundtrip() {  # port [kvctl flags...] -> 0 if put+get work
   local port=$1; shift
   local v="hostile-$RANDOM"
@@ -211,8 +250,10 @@ kv_roundtrip() {  # port [kvctl flags...] -> 0 if put+get work
     [ "$(ctl "$port" "$@" get hostile-key 2>>"$logs/kvctl.err")" = "$v" ]
 }
 
-# (a) Vanish storm: 3 streams x ROUNDS rounds of connect, post PUTs + PARAMS, vanish. The
-# server must survive, serve a put/get, and return to its baseline fds, connections and RSS.
+# (a) Vanish storm: 3 streams x ROUNDS rounds of connect, post PUTs + PARAMS, vanish. Every
+# round must have connected, posted its requests (none refused at the transport) and vanished
+# (raw_client exit 0 and its counts), or the storm did not happen. The server must survive,
+# serve a put/get, and return to its baseline fds, connections and RSS.
 case_vanish() {
   local c=vanish port=$((PORT_BASE + 0))
   if ! start_server $c $port "${VANISH_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
@@ -227,6 +268,17 @@ case_vanish() {
     --puts=$VANISH_PUTS --value_size=$VANISH_VALUE > "$logs/raw-vanish.txt" 2> "$logs/raw-vanish.err"
   local rrc=$?
   note "storm ($((SECONDS - t0)) s, raw_client exit $rrc): $(cat "$logs/raw-vanish.txt")"
+  local storm="" line f v want=$((VANISH_PARALLEL * ROUNDS))
+  line=$(grep -m1 "^raw_client vanish:" "$logs/raw-vanish.txt")
+  [ $rrc -eq 0 ] || storm="raw_client vanish exit $rrc$(last_err "$logs/raw-vanish.err")"
+  for f in connected done; do
+    v=$(field_of "$line" $f)
+    [ "$v" = "$want" ] || storm="${storm:+$storm; }$f ${v:-?} of $want rounds"
+  done
+  for f in refused connect_failed errors send_errors streams_stopped; do
+    v=$(field_of "$line" $f)
+    [ "$v" = 0 ] || storm="${storm:+$storm; }$f ${v:-?}"
+  done
   local fds1="?" act1="?" rss1="?" i
   for i in $(seq "$SETTLE_S"); do
     kill -0 "$pid" 2>/dev/null || break
@@ -236,9 +288,9 @@ case_vanish() {
   done
   rss1=$(rss_of "$pid")
   note "after: fds $fds1, connections_active $act1, VmRSS $rss1 KiB (settled within ${i} s)"
-  local why="" bad
-  bad=$(server_ok) || why="$bad"
-  if [ -z "$why" ]; then
+  local why="$storm" bad
+  bad=$(server_ok) || why="${why:+$why; }$bad"
+  if [ -z "$bad" ]; then
     kv_roundtrip $port || why="put/get via kvctl failed: $(tail -1 "$logs/kvctl.err")"
     [ "$fds1" = "$fds0" ] || why="${why:+$why; }fds $fds0 -> $fds1"
     [ "$act1" = "$act0" ] && [ "$act1" != "?" ] || why="${why:+$why; }connections_active $act0 -> $act1"
@@ -250,24 +302,36 @@ case_vanish() {
       why="${why:+$why; }VmRSS unreadable"
     fi
   fi
-  stop_server "$pid"
+  stop_server "$pid" "$srv_log" || why="${why:+$why; }$stop_why"
   verdict $c "$why" "$VANISH_PARALLEL x $ROUNDS rounds"
 }
 
 # (b) Credits: exactly `credits` requests at once are all answered; credits + CREDITS_OVER_BY
-# at once get the client dropped.
+# at once get the client dropped: raw_client saw the server disconnect it (over=dropped is
+# RDMA_CM_EVENT_DISCONNECTED, not a timeout or an error completion alone) and the server's
+# credit_drops rose by one, this connection.
 case_credits() {
   local c=credits port=$((PORT_BASE + 1))
   if ! start_server $c $port "${CREDITS_FLAGS[@]}"; then fail $c "$srv_note"; return; fi
   [ -n "$srv_note" ] && note "$srv_note"
-  local out why="" bad
+  local out rrc why="" bad drops0 drops1 over
+  drops0=$(stat_of $port credit_drops)
   out=$(timeout 120 "$RAW" credits --server="$addr:$port" --over_by="$CREDITS_OVER_BY" 2> "$logs/raw-credits.err")
-  note "$out"
-  grep -q " within=ok" <<< "$out" || why="within-credits requests not all answered OK"
-  grep -q " over=dropped" <<< "$out" || why="${why:+$why; }a client exceeding its credits was not dropped"
+  rrc=$?
+  note "$out (raw_client exit $rrc)"
+  [ $rrc -eq 0 ] || why="raw_client credits exit $rrc$(last_err "$logs/raw-credits.err")"
+  [ "$(field_of "$out" within)" = ok ] || why="${why:+$why; }within-credits requests not all answered OK"
+  over=$(field_of "$out" over)
+  [ "$over" = dropped ] ||
+    why="${why:+$why; }a client exceeding its credits was not dropped (over=${over:-?})"
+  drops1=$(stat_of $port credit_drops)
+  note "credit_drops: $drops0 before, $drops1 after"
+  if ! [[ "$drops0" =~ ^[0-9]+$ ]] || [ "$drops1" != $((drops0 + 1)) ]; then
+    why="${why:+$why; }credit_drops $drops0 -> $drops1, expected one more"
+  fi
   bad=$(server_ok) || why="${why:+$why; }$bad"
   [ -z "$why" ] && { kv_roundtrip $port || why="put/get after the test failed"; }
-  stop_server "$srv_pid"
+  stop_server "$srv_pid" "$srv_log" || why="${why:+$why; }$stop_why"
   verdict $c "$why"
 }
 
@@ -324,19 +388,23 @@ case_flood() {
     note "victim $op p99: alone $(p99_of "$logs/flood-alone.txt" $op) us, under flood $(p99_of "$logs/flood-under.txt" $op) us"
   done
   note "victim p99 (larger of READ, UPDATE): alone ${p0} us, under flood ${p1} us, ratio ${ratio}x; failed operations alone $e0, under flood $e1 (victim exit $vrc, finished ${vtime} s after the flood began)"
-  local conns drops
+  local conns flooded drops
   conns=$(grep -c "^raw_client flood:" "$logs/raw-flood.txt") drops=$(grep -c "fate=\"dropped" "$logs/raw-flood.txt")
-  note "flooder: $conns connection(s) in ${FLOOD_SECONDS} s, $drops dropped by the server; first: $(head -1 "$logs/raw-flood.txt")"
+  # Connections that got requests to the server (a failed connect prints connected=0, no sent=).
+  flooded=$(awk '/^raw_client flood:/ { for (i = 1; i <= NF; i++) if ($i ~ /^sent=[1-9]/) n++ }
+                 END { print n + 0 }' "$logs/raw-flood.txt")
+  note "flooder: $conns connection(s) in ${FLOOD_SECONDS} s ($flooded got requests through), $drops dropped by the server; first: $(head -1 "$logs/raw-flood.txt")"
   [ "$vrc" -eq 0 ] || why="${why:+$why; }victim under flood: kvbench exit $vrc"
   [ "$e1" = 0 ] && [ "$e0" = 0 ] || why="${why:+$why; }victim had failed operations"
+  [ "$p0" != "?" ] || why="${why:+$why; }no victim p99 alone"
   [ "$p1" != "?" ] || why="${why:+$why; }no victim p99 under flood"
-  [ "$conns" -gt 0 ] || why="${why:+$why; }the flooder never ran"
+  [ "$flooded" -gt 0 ] || why="${why:+$why; }the flooder never got a request through ($conns attempt(s)$(last_err "$logs/raw-flood.err"))"
   if [ -n "$FLOOD_MAX_P99_RATIO" ] && [ "$ratio" != "?" ] &&
      awk -v r="$ratio" -v m="$FLOOD_MAX_P99_RATIO" 'BEGIN{exit !(r > m)}'; then
     why="${why:+$why; }p99 ratio $ratio above $FLOOD_MAX_P99_RATIO"
   fi
   bad=$(server_ok) || why="${why:+$why; }$bad"
-  stop_server "$srv_pid"
+  stop_server "$srv_pid" "$srv_log" || why="${why:+$why; }$stop_why"
   verdict $c "$why" "p99 ${p0} -> ${p1} us"
 }
 
@@ -380,9 +448,13 @@ case_halfopen() {
   act1=$(await_metric rkv_connections_active 0 10) || why="${why:+$why; }rkv_connections_active $act1, not 0"
   note "rkv_connections_active after the deadline: $act1"
   wait $holder
-  note "holder: $(cat "$logs/raw-halfopen.txt")"
+  local hrc=$? sent
+  note "holder: $(cat "$logs/raw-halfopen.txt") (exit $hrc)"
+  sent=$(field_of "$(grep -m1 "^raw_client halfopen:" "$logs/raw-halfopen.txt")" connects_sent)
+  [ $hrc -eq 0 ] && [ "$sent" = $HALFOPEN_COUNT ] ||
+    why="${why:+$why; }the holder sent ${sent:-?} of $HALFOPEN_COUNT connects (exit $hrc)"
   bad=$(server_ok) || why="${why:+$why; }$bad"
-  stop_server "$srv_pid"
+  stop_server "$srv_pid" "$srv_log" || why="${why:+$why; }$stop_why"
   verdict $c "$why"
 }
 
@@ -415,16 +487,28 @@ case_slow_exchange() {
   note "kvctl --exchange=tcp put: alone $alone ms; with 3 stalled peers $stalled ms (exit $rc, kvctl exchange timeout $SLOW_KVCTL_TIMEOUT_MS ms, server's $EXCHANGE_TIMEOUT_MS ms)"
   [ $rc -eq 0 ] || why="kvctl --exchange=tcp put behind 3 stalled peers failed: $(tail -1 "$logs/kvctl.err")"
   release "${pids[@]}"
-  wait "${pids[@]}"
-  for m in tcp-hold tcp-noready tcp-half; do
-    note "$(cat "$logs/raw-$m.txt")"
+  local i prc peers=(tcp-hold tcp-noready tcp-half)
+  for i in 0 1 2; do
+    m=${peers[$i]}
+    wait "${pids[$i]}"
+    prc=$?
+    note "$(cat "$logs/raw-$m.txt") (exit $prc)"
+    # Each peer got as far as it should (connected; tcp-hold and tcp-noready answered with the
+    # server's PARAMS, tcp-hold's READY sent), or it stalled nothing.
+    [ $prc -eq 0 ] || why="${why:+$why; }$m exit $prc$(last_err "$logs/raw-$m.err")"
+    if [ $m != tcp-half ] && ! grep -q 'received="PARAMS (' "$logs/raw-$m.txt"; then
+      why="${why:+$why; }$m got no PARAMS from the server"
+    fi
+    if [ $m = tcp-hold ] && ! grep -q ' sent=PARAMS,READY ' "$logs/raw-$m.txt"; then
+      why="${why:+$why; }tcp-hold did not finish its handshake"
+    fi
     # The two that stall the exchange must still have been stalling it (not yet given up on by
     # the server) when kvctl was done.
     [ $m = tcp-hold ] || grep -q 'server_closed="\?no' "$logs/raw-$m.txt" ||
       why="${why:+$why; }$m was no longer stalling the server when kvctl ran"
   done
   bad=$(server_ok) || why="${why:+$why; }$bad"
-  stop_server "$srv_pid"
+  stop_server "$srv_pid" "$srv_log" || why="${why:+$why; }$stop_why"
   verdict $c "$why" "${stalled} ms"
 }
 
@@ -439,7 +523,7 @@ case_get_only() {
   note "$out (server "--peer_timeout=$PEER_TIMEOUT_S")"
   grep -q " alive=1" <<< "$out" || why="the idle client was dropped: $(tail -1 "$logs/raw-hold.err")"
   bad=$(server_ok) || why="${why:+$why; }$bad"
-  stop_server "$srv_pid"
+  stop_server "$srv_pid" "$srv_log" || why="${why:+$why; }$stop_why"
   verdict $c "$why"
 }
 

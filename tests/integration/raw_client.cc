@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // raw_client: a deliberately misbehaving kvserver client, for the hostile-peer tests in
 // tests/integration/hostile.sh. It is built on raw libibverbs/librdmacm (its own rdma_cm ids,
 // PDs, CQs, MRs and QPs) and the wire encoders of common/wire.h, so it can do what the real
@@ -15,8 +16,10 @@
 //
 // Every mode prints one line `raw_client MODE: key=value ...` on stdout. Exit status: 0 the mode
 // ran as intended (the server's reaction is reported, not judged), 1 it could not do its job
-// (e.g. never connected), 2 bad usage. Every wait has a deadline (--timeout_ms for connects,
-// exchanges and replies). Failed calls are reported on stderr with the call and errno text.
+// (e.g. never connected; vanish: a round that did not connect, post and vanish; credits: no
+// connection or no credits announced), 2 bad usage. Every wait has a deadline (--timeout_ms for
+// connects, exchanges and replies). Failed calls are reported on stderr with the call and errno
+// text.
 #include <arpa/inet.h>
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -74,6 +77,9 @@ DEFINE_int32(hold, 10, "halfopen, tcp-half, tcp-noready, tcp-hold: seconds to ho
 DEFINE_int32(get_every_ms, 0, "hold: milliseconds between GETs (0: no traffic at all)");
 DEFINE_string(exchange, "cm", "hold: how the real client connects: cm (rdma_cm) or tcp");
 DEFINE_int32(over_by, 1, "credits: how many requests beyond the credits the second batch sends");
+DEFINE_int32(drop_wait_ms, 20000,
+             "credits: how long after the over batch the server's disconnect is waited for "
+             "(it comes once the server's QP has drained; its drain deadline is 10 s)");
 DEFINE_int32(timeout_ms, 5000, "deadline of each connect, exchange step and reply wait");
 DEFINE_string(auth_token_file, "", "the server's token (kvserver --auth_token_file); empty: none");
 DEFINE_bool(open, true,
@@ -533,6 +539,7 @@ Status DecodeReplyAt(const uint8_t* slot, uint32_t len, rkv::wire::Reply* out) {
 struct VanishStats {
   std::atomic<int> rounds_done{0}, connected{0}, refused{0}, connect_failed{0}, errors{0};
   std::atomic<int> refused_with_reason{0};  // rejects carrying the server's own text
+  std::atomic<int> passing_refusals{0};     // retried (rkv::PassingRefusal), not counted above
   std::atomic<int> sends_acked{0}, send_errors{0}, stopped_streams{0};
   std::atomic<int> variant[3] = {{0}, {0}, {0}};
   std::mutex mu;
@@ -581,13 +588,25 @@ void VanishStream(int stream, const std::string& host, uint16_t port, int rounds
   int consecutive_failures = 0;
   for (int r = 0; r < rounds; ++r) {
     CmConn c;
-    Status s = c.Resolve(host, port, FLAGS_timeout_ms);
     // Receives posted before vanishing: none, one, a few, or one per request.
     const int recv_choices[4] = {0, 1, 3, puts + 1};
     const int recvs = recv_choices[r % 4];
-    if (s.ok()) s = c.CreateResources(buf.data, buf.size, puts + 1, std::max(recvs, 1));
+    // A passing refusal (the stream's earlier connections still closing, or in setup) is
+    // retried 20 ms apart within --timeout_ms, as rkv::Client::Connect does, so that every
+    // round vanishes with requests in flight however fast the server tears connections down.
+    const auto retry_deadline = Clock::now() + std::chrono::milliseconds(FLAGS_timeout_ms);
+    Status s;
     std::string reject;
-    if (s.ok()) s = c.Connect(FLAGS_timeout_ms, &reject);
+    for (;;) {
+      s = c.Resolve(host, port, FLAGS_timeout_ms);
+      if (s.ok()) s = c.CreateResources(buf.data, buf.size, puts + 1, std::max(recvs, 1));
+      reject.clear();
+      if (s.ok()) s = c.Connect(FLAGS_timeout_ms, &reject);
+      if (s.ok() || !rkv::PassingRefusal(reject) || Clock::now() >= retry_deadline) break;
+      st->passing_refusals.fetch_add(1);
+      c.Release();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     if (!s.ok()) {
       const bool no_text = reject.rfind("no reason text", 0) == 0;
       if (!reject.empty()) {
@@ -668,7 +687,8 @@ int RunVanish(const std::string& host, uint16_t port) {
       .Add("value_size", value_size)
       .Add("done", st.rounds_done.load())
       .Add("connected", st.connected.load())
-      .Add("refused", st.refused.load());
+      .Add("refused", st.refused.load())
+      .Add("passing_refusals_retried", st.passing_refusals.load());
   if (!reasons.empty()) sum.Add("reject_reason", reasons);
   sum.Add("connect_failed", st.connect_failed.load())
       .Add("errors", st.errors.load())
@@ -681,8 +701,11 @@ int RunVanish(const std::string& host, uint16_t port) {
   if (!st.first_error.empty()) sum.Add("first_error", st.first_error);
   sum.Add("elapsed_s", Fixed(SecondsSince(t0)));
   sum.Print();
-  // Refusals with the server's reason are its reaction; never reaching a server is a failure.
-  return st.connected.load() + st.refused_with_reason.load() > 0 ? 0 : 1;
+  // The storm is the job: every round of every stream must have connected, posted its
+  // requests and vanished. A round refused (for good) or failed is a storm not delivered.
+  const int all = FLAGS_rounds * FLAGS_parallel;
+  return st.connected.load() == all && st.rounds_done.load() == all && st.errors.load() == 0 ? 0
+                                                                                             : 1;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1158,8 +1181,17 @@ int RunHold() {
 struct Batch {
   int sends = 0, recvs = 0;
   std::vector<rkv::Code> codes;
-  std::string failure;  // first error completion or rdma_cm event; empty if none
+  std::string failure;  // first error completion; empty if none
+  std::string event;    // first rdma_cm event (e.g. RDMA_CM_EVENT_DISCONNECTED); empty if none
   bool timed_out = false;
+  bool clean() const { return failure.empty() && event.empty(); }
+  void Merge(const Batch& b) {
+    sends += b.sends;
+    recvs += b.recvs;
+    codes.insert(codes.end(), b.codes.begin(), b.codes.end());
+    if (failure.empty()) failure = b.failure;
+    if (event.empty()) event = b.event;
+  }
 };
 Batch Collect(CmConn& c, uint8_t* recv_base, int want_sends, int want_recvs, int timeout_ms) {
   Batch b;
@@ -1191,10 +1223,26 @@ Batch Collect(CmConn& c, uint8_t* recv_base, int want_sends, int want_recvs, int
       }
     }
     std::string ev = c.PollEvent();
-    if (!ev.empty() && b.failure.empty()) b.failure = ev;
-    if (!b.failure.empty()) break;
+    if (!ev.empty() && b.event.empty()) b.event = ev;
+    if (!b.clean()) break;
   }
   return b;
+}
+
+// The server's disconnect: waits until `deadline` for rdma_cm events; true once DISCONNECTED is
+// among *events (the ones already seen, and each one that arrives is appended).
+bool AwaitDisconnect(CmConn& c, Clock::time_point deadline, std::vector<std::string>* events) {
+  const std::string kDisconnected = rdma_event_str(RDMA_CM_EVENT_DISCONNECTED);
+  for (;;) {
+    if (std::find(events->begin(), events->end(), kDisconnected) != events->end()) return true;
+    std::string ev = c.PollEvent();
+    if (!ev.empty()) {
+      events->push_back(ev);
+      continue;
+    }
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 int RunCredits(const std::string& host, uint16_t port) {
@@ -1246,14 +1294,14 @@ int RunCredits(const std::string& host, uint16_t port) {
   if (s.ok()) s = PostSends(c, buf.data, requests(n_in), 0);
   Batch in = s.ok() ? Collect(c, buf.data + recv_off, n_in, n_in, FLAGS_timeout_ms) : Batch{};
   std::string within_detail;
-  bool within_ok = s.ok() && in.failure.empty() && !in.timed_out && all_ok(in);
+  bool within_ok = s.ok() && in.clean() && !in.timed_out && in.recvs == n_in && all_ok(in);
   if (!s.ok())
     within_detail = s.message();
   else if (!within_ok)
-    within_detail = std::to_string(in.recvs) + "/" + std::to_string(n_in) + " replies" +
-                    (in.failure.empty() ? "" : ", " + in.failure) +
-                    (in.timed_out ? ", deadline passed" : "") +
-                    (all_ok(in) ? "" : ", a reply was not OK");
+    within_detail =
+        std::to_string(in.recvs) + "/" + std::to_string(n_in) + " replies" +
+        (in.failure.empty() ? "" : ", " + in.failure) + (in.event.empty() ? "" : ", " + in.event) +
+        (in.timed_out ? ", deadline passed" : "") + (all_ok(in) ? "" : ", a reply was not OK");
   sum.Add("within", within_ok ? "ok" : "failed");
   if (!within_detail.empty()) sum.Add("within_detail", within_detail);
   if (!within_ok) {
@@ -1264,59 +1312,72 @@ int RunCredits(const std::string& host, uint16_t port) {
   // replies meet RNR (retried without end) and stay unacknowledged, so the server's count of
   // requests without a completed reply only grows, however fast either host is, and the
   // request past its slots must get the client dropped. (With receives posted, replies that
-  // complete before the last requests arrive would keep the count down by chance.) Dropped =
-  // an error completion or an rdma_cm event (DISCONNECTED) within --timeout_ms; if neither
-  // comes, the receives are posted and the replies collected, then the second after, then
-  // one probe request.
+  // complete before the last requests arrive would keep the count down by chance.) Until an
+  // error completion or an rdma_cm event: the sends, then the receives are posted and the
+  // replies collected, then the second after, then one probe request. The verdict:
+  //   dropped      the server disconnected: RDMA_CM_EVENT_DISCONNECTED arrived, at once or
+  //                within --drop_wait_ms of the over batch (the server sends its DREQ once
+  //                the QP has drained, which may come after an error completion of ours)
+  //   not-dropped  every reply and the probe's came back, no error: the server kept serving
+  //   error        an error completion or another rdma_cm event, but no DISCONNECTED: the
+  //                connection broke without the server dropping it
+  //   hung         nothing at all: replies or the probe unanswered, no error, no disconnect
   const int n_over = n_in + FLAGS_over_by;
+  const auto drop_deadline = Clock::now() + std::chrono::milliseconds(FLAGS_drop_wait_ms);
   Batch over;
   s = PostSends(c, buf.data, requests(n_over), 0);
   if (s.ok()) over = Collect(c, buf.data + recv_off, n_over, 1 << 30, FLAGS_timeout_ms);
-  if (s.ok() && over.failure.empty()) s = PostRecvs(c, buf.data + recv_off, n_over, 0);
+  if (s.ok() && over.clean()) s = PostRecvs(c, buf.data + recv_off, n_over, 0);
   if (!s.ok()) {
     sum.Add("over", "n/a").Add("error", s.message()).Print();
     return 1;
   }
-  if (over.failure.empty()) {
-    Batch replies = Collect(c, buf.data + recv_off, 0, n_over, FLAGS_timeout_ms);
-    over.failure = replies.failure;
-    over.recvs += replies.recvs;
-    over.codes = std::move(replies.codes);
-  }
-  std::string how = over.failure;
-  int probe_replies = 0;
-  if (how.empty()) {
-    Batch settle = Collect(c, buf.data + recv_off, 1 << 30, 1 << 30, 1000);
-    how = settle.failure;
-    over.recvs += settle.recvs;
-    over.codes.insert(over.codes.end(), settle.codes.begin(), settle.codes.end());
-  }
-  if (how.empty()) {
+  if (over.clean()) over.Merge(Collect(c, buf.data + recv_off, 0, n_over, FLAGS_timeout_ms));
+  if (over.clean()) over.Merge(Collect(c, buf.data + recv_off, 1 << 30, 1 << 30, 1000));
+  const int over_recvs = over.recvs;
+  std::vector<rkv::Code> over_codes = over.codes;
+  bool probe_answered = false;
+  if (over.clean()) {
     s = PostRecvs(c, buf.data + recv_off, 1, 0);
     if (s.ok()) s = PostSends(c, buf.data, requests(1), 0);
-    Batch probe = s.ok() ? Collect(c, buf.data + recv_off, 1, 1, FLAGS_timeout_ms) : Batch{};
-    how = !s.ok()                                    ? s.message()
-          : probe.failure.empty() && probe.timed_out ? "probe unanswered"
-                                                     : probe.failure;
-    probe_replies = probe.recvs;
+    if (!s.ok()) {
+      sum.Add("over", "n/a").Add("error", "probe: " + s.message()).Print();
+      return 1;
+    }
+    Batch probe = Collect(c, buf.data + recv_off, 1, 1, FLAGS_timeout_ms);
+    probe_answered = probe.clean() && probe.recvs == 1;
+    over.Merge(probe);
   }
-  const bool dropped = !how.empty();
-  sum.Add("over", dropped ? "dropped" : "not-dropped")
+  const bool served = over.clean() && over_recvs == n_over && probe_answered;
+  std::vector<std::string> events;
+  if (!over.event.empty()) events.push_back(over.event);
+  const bool disconnected = !served && AwaitDisconnect(c, drop_deadline, &events);
+  std::string verdict = disconnected                               ? "dropped"
+                        : served                                   ? "not-dropped"
+                        : !over.failure.empty() || !events.empty() ? "error"
+                                                                   : "hung";
+  sum.Add("over", verdict)
       .Add("over_by", FLAGS_over_by)
-      .Add("over_replies", std::to_string(over.recvs) + "/" + std::to_string(n_over));
-  if (!all_ok(over)) {
+      .Add("over_replies", std::to_string(over_recvs) + "/" + std::to_string(n_over));
+  if (!std::all_of(over_codes.begin(), over_codes.end(),
+                   [](rkv::Code code) { return code == rkv::Code::kOk; })) {
     std::map<std::string, int> counts;
-    for (rkv::Code code : over.codes) counts[rkv::CodeName(code)]++;
+    for (rkv::Code code : over_codes) counts[rkv::CodeName(code)]++;
     std::string text;
     for (const auto& [name, n] : counts)
       text += (text.empty() ? "" : ",") + name + ":" + std::to_string(n);
     sum.Add("over_statuses", text);
   }
-  if (dropped)
-    sum.Add("over_how", how);
-  else
-    sum.Add("probe_replies", probe_replies);
-  if (!dropped) c.Disconnect();
+  std::string events_text;
+  for (const std::string& e : events) events_text += (events_text.empty() ? "" : ",") + e;
+  if (!served) {
+    sum.Add("over_completion_error", over.failure.empty() ? "none" : over.failure)
+        .Add("over_cm_events", events_text.empty() ? "none" : events_text)
+        .Add("probe", probe_answered ? "answered"
+                      : over.clean() ? "unanswered"
+                                     : "not sent");
+  }
+  if (!disconnected) c.Disconnect();
   sum.Add("elapsed_s", Fixed(SecondsSince(t0)));
   sum.Print();
   return 0;
