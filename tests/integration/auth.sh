@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Authentication and the handshake (issue 12; docs/security.md), in the RDMA sandbox. Starts an
 # authenticating kvserver (--auth_token_file) and one without, and checks with raw_client's
 # `auth` mode (judged attacks) and the real tools:
@@ -75,6 +76,8 @@ if [ "$(id -u)" = 0 ]; then
   cp "$token" "$logs/other-token" && chmod 600 "$logs/other-token" && chown 65534 "$logs/other-token"
   out=$("$KVSERVER" --listen="$addr:$PORT" --memory=8M --auth_token_file="$logs/other-token" 2>&1)
   [ $? -eq 2 ] && [[ $out == *"owned by uid 65534"* ]] && pass "token-owner" || fail "token-owner" "$out"
+else
+  echo "[case SKIP] auth: token-owner (not root: cannot give the token file to another user)"
 fi
 ln -s "$token" "$logs/link-token"
 out=$("$KVSERVER" --listen="$addr:$PORT" --memory=8M --auth_token_file="$logs/link-token" 2>&1)
@@ -98,12 +101,12 @@ fi
 # --- servers -------------------------------------------------------------------------------------
 A="$addr:$PORT" N="$addr:$((PORT + 1))"
 "$KVSERVER" --listen="$A" --memory=16M --workers=2 --auth_token_file="$token" --exchange=tcp > "$logs/auth-server.log" 2>&1 &
-pids+=($!); auth_pid=$!
+pids+=($!)
 "$KVSERVER" --listen="$N" --memory=16M --workers=2 > "$logs/open-server.log" 2>&1 &
-pids+=($!); open_pid=$!
+pids+=($!)
 R="$addr:$((PORT + 2))"
 "$KVSERVER" --listen="$R" --memory=16M --workers=2 --auth_token_file="$token" --client_rkeys=registration --exchange=tcp > "$logs/reg-server.log" 2>&1 &
-pids+=($!); reg_pid=$!
+pids+=($!)
 wait_up "$logs/auth-server.log" && wait_up "$logs/open-server.log" && wait_up "$logs/reg-server.log" || { fail "servers" "did not start"; exit 1; }
 ibv_devinfo -v 2>/dev/null | grep -iE "hca_id|MEM_WINDOW|max_mw" | sed 's/^[[:space:]]*/auth device: /'
 grep -h "private rkeys" "$logs/auth-server.log" "$logs/reg-server.log" | sed 's/^.*\] /auth server: /'
@@ -117,9 +120,10 @@ fi
 # judged raw_client cases: NAME SERVER ARGS...
 raw() {
   local name=$1 server=$2; shift 2
-  local line
+  local line st
   line=$("$RAW" auth --server="$server" --timeout_ms=8000 "$@" 2>>"$logs/raw.err" | tail -1)
-  if [[ $line == *"verdict=pass"* ]]; then pass "$name" "$line"; else fail "$name" "$line"; fi
+  st=$?  # raw_client's (pipefail): 0 only if it judged the case passed
+  if [ $st -eq 0 ] && [[ $line == *"verdict=pass"* ]]; then pass "$name" "$line"; else fail "$name" "$line (exit $st)"; fi
 }
 raw anonymous-auth "$A" --auth_case=anonymous
 raw anonymous-noauth "$N" --auth_case=anonymous
@@ -194,12 +198,13 @@ if ctl --auth_token_file="$token" put akey avalue && [ "$(ctl --auth_token_file=
 else
   fail "kvctl-token"
 fi
+# A refused kvctl must also exit non-zero (the message alone is not the refusal).
 out=$(ctl get akey 2>&1)
-[[ $out == *"UNAUTHENTICATED"*"server requires authentication"* ]] && pass "kvctl-no-token" "$out" || fail "kvctl-no-token" "$out"
+[ $? -ne 0 ] && [[ $out == *"UNAUTHENTICATED"*"server requires authentication"* ]] && pass "kvctl-no-token" "$out" || fail "kvctl-no-token" "$out"
 out=$(ctl --auth_token_file="$wrong" get akey 2>&1)
-[[ $out == *"UNAUTHENTICATED"*"authentication failed"* ]] && pass "kvctl-wrong-token" "$out" || fail "kvctl-wrong-token" "$out"
+[ $? -ne 0 ] && [[ $out == *"UNAUTHENTICATED"*"authentication failed"* ]] && pass "kvctl-wrong-token" "$out" || fail "kvctl-wrong-token" "$out"
 out=$("$KVCTL" --server="$N" --auth_token_file="$token" get akey 2>&1)
-[[ $out == *"UNAUTHENTICATED"* ]] && pass "kvctl-token-vs-open-server" "$out" || fail "kvctl-token-vs-open-server" "$out"
+[ $? -ne 0 ] && [[ $out == *"UNAUTHENTICATED"* ]] && pass "kvctl-token-vs-open-server" "$out" || fail "kvctl-token-vs-open-server" "$out"
 # Manual mode (tcp exchange): the same, and kvctl check still works.
 if ctl --exchange=tcp --auth_token_file="$token" put tkey tvalue && [ "$(ctl --exchange=tcp --auth_token_file="$token" get tkey)" = tvalue ]; then
   pass "kvctl-tcp-token"
@@ -207,7 +212,7 @@ else
   fail "kvctl-tcp-token"
 fi
 out=$(ctl --exchange=tcp get tkey 2>&1)
-[[ $out == *"UNAUTHENTICATED"* ]] && pass "kvctl-tcp-no-token" "$out" || fail "kvctl-tcp-no-token" "$out"
+[ $? -ne 0 ] && [[ $out == *"UNAUTHENTICATED"* ]] && pass "kvctl-tcp-no-token" "$out" || fail "kvctl-tcp-no-token" "$out"
 out=$(ctl --exchange=tcp check 2>&1)
 if [ $? -eq 0 ]; then
   pass "kvctl-tcp-check"
@@ -239,8 +244,30 @@ echo "auth measure: auth + window bind:          $t_auth"
 echo "auth measure: no auth + window bind:       $t_open"
 echo "auth measure: auth + registration (16M):   $t_reg"
 
-for p in $auth_pid $open_pid $reg_pid; do kill -0 "$p" 2>/dev/null || fail "servers-alive" "pid $p died"; done
-grep -E "$CRASH_PATTERN" "$logs"/*.log && fail "crash-pattern"
+# Every server (the wildcard one too) is still running, stops cleanly on SIGTERM (exit 0) and
+# leaves no crash report in its log, shutdown's included.
+stopped=""
+for p in "${pids[@]}"; do
+  if ! kill -0 "$p" 2>/dev/null; then
+    wait "$p"; stopped+="pid $p had died (exit $?); "; continue
+  fi
+  kill "$p"
+  for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+  if kill -0 "$p" 2>/dev/null; then
+    kill -9 "$p"; wait "$p"; stopped+="pid $p still running 30 s after SIGTERM; "; continue
+  fi
+  wait "$p"
+  st=$?
+  [ $st -eq 0 ] || stopped+="pid $p exit status $st after SIGTERM; "
+done
+pids=()
+crash=$(grep -h -m1 -E "$CRASH_PATTERN" "$logs"/*.log | head -1)
+if [ -z "$stopped$crash" ]; then
+  pass "servers-clean-stop" "alive to the end, exit 0 on SIGTERM, no crash report"
+else
+  stopped=${stopped%; }
+  fail "servers-clean-stop" "$stopped${crash:+${stopped:+; }$crash}"
+fi
 grep -c "OPEN refused\|request before OPEN" "$logs/auth-server.log" | sed 's/^/auth server refusals logged: /'
 [ $rc = 0 ] && echo "auth: all passed (logs in $logs)" || echo "auth: FAILED (logs in $logs)"
 exit $rc

@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
 // lin_load: a load that records a history and checks it for per-key linearizability.
 //   lin_load --server=ADDR:PORT --clients=8 --ops=N --hot_keys=4 --keys=300 --prefill=0.9
 //            --seed=S [--history=FILE]
 // 1. Inserts the test keys (hot_keys + keys; names carry the seed), then prefills the table
 //    with other keys of mixed sizes (inline, heap, overflow) to --prefill of the server's
-//    entry_capacity (stops early at TABLE_FULL).
+//    entry_capacity (stops early at TABLE_FULL; short of both, or with no entry_capacity in the
+//    server's stats, exit 1).
 // 2. Runs about N operations split over --clients threads, each with its own rkv::Client:
 //    half of them on the hot keys; GET ~50% (some as MultiGet over several keys), PUT ~40%,
 //    DELETE ~10%; values from 18 B (inline in the slot) to --max_value bytes (heap blocks),
@@ -39,8 +41,9 @@
 // stops at the first PUT or DELETE that fails; exit 0 if every command did what it should, 1
 // otherwise.
 // Exit status: 0 linearizable and no unexpected errors; 1 violations (linearizability or the
-// durability tally), inconclusive keys or unexpected errors (any error status; TABLE_FULL on a
-// test key is a sizing problem of the driver); 2 bad flags or no connection.
+// durability tally), inconclusive keys, unexpected errors (any error status; TABLE_FULL on a
+// test key is a sizing problem of the driver) or a prefill short of --prefill; 2 bad flags or
+// no connection.
 // Threads: one per client; each records into its own vector; main merges after join.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -730,6 +733,15 @@ int main(int argc, char** argv) {
   double prefill_s = std::chrono::duration<double>(Clock::now() - t_prefill).count();
   if (!prefill_error.empty()) return Fail(prefill_error);
   auto start = server_stats();
+  // The table must be as full as asked (or full): a run on an empty table would check
+  // nothing of what --prefill is for (overflow entries, heap blocks, the cleaner).
+  if (FLAGS_prefill > 0 && !full.load() && !(capacity > 0 && start["entries"] >= double(target))) {
+    std::fprintf(stderr,
+                 "lin_load: FAILED: prefill to %.2f of entry_capacity %.0f (%" PRIu64
+                 " entries) not reached: %.0f entries after adding %" PRIu64 " keys\n",
+                 FLAGS_prefill, capacity, target, start["entries"], added);
+    return 1;
+  }
   std::printf("lin_load: server %s: entry_capacity %.0f, heap_capacity %.0f; prefill added %" PRIu64
               " keys in %.1f s%s\n",
               FLAGS_server.c_str(), capacity, start["heap_capacity"], added, prefill_s,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Per-key linearizability of kvserver under a concurrent load, in the RDMA sandbox: starts a
 # kvserver with a small table, fills it to about 90% of its entry capacity (overflow entries and
 # heap blocks in use) and runs tests/integration/lin_load.cc twice, each recording a history of
@@ -11,7 +12,8 @@
 # visible in the history); the checker must report a violation, so that the passes above are
 # not vacuous.
 # Prints lin_load's figures and the checker's summary per phase; fails on any violation,
-# inconclusive key, unexpected client error, or if kvserver died or logged a crash.
+# inconclusive key, unexpected client error, a prefill short of its target, or if kvserver died,
+# did not stop cleanly on SIGTERM (exit 0) or logged a crash.
 #   tests/integration/linearizability.sh BUILD_DIR                 (ctest: enters the sandbox)
 #   tests/integration/linearizability.sh BUILD_DIR ADDR LOGDIR     (inside the sandbox)
 # Environment (also as RKV_LIN_X, since tools/rdma-sandbox passes only RKV_* into the VM):
@@ -87,25 +89,41 @@ if [ "$NEGATIVE" = 1 ]; then
   r=$?
   replays=$(sed -n 's/.*put back \([0-9]*\) old values.*/\1/p' "$logs/negative.txt")
   echo "--- negative control (1 hot key, ${replays:-no} old values put back by an unrecorded client; $((SECONDS - t0)) s, exit $r)"
-  if grep -q "(the last after the run)" "$logs/negative.txt" && grep -q -E "^linearizability: .* [1-9][0-9]* violations" "$logs/negative.txt"; then
+  # lin_load exits 1 on the violations it found (2 would be no connection, bad flags).
+  if [ $r -eq 1 ] && grep -q "(the last after the run)" "$logs/negative.txt" &&
+     grep -q -E "^linearizability: .* [1-9][0-9]* violations" "$logs/negative.txt"; then
     sed -n '/^linearizability: /,$p' "$logs/negative.txt" | head -12 | sed 's/^/  /'
     echo "[case PASS] linearizability: negative control (the checker reported the replayed values)"
   else
     grep -E "^linearizability: |negative control" "$logs/negative.txt" "$logs/negative.err" | sed 's/^/  /'
-    echo "[case FAIL] linearizability: negative control (no violation reported, or the replay after the run did not happen)"; rc=1
+    echo "[case FAIL] linearizability: negative control (lin_load exit $r, not 1; no violation reported, or the replay after the run did not happen)"; rc=1
   fi
 fi
 
+# The server must still run, stop cleanly on SIGTERM (exit 0 within 60 s; a ThreadSanitizer
+# build exits 66 if it reported) and leave no crash report in its log, shutdown's included.
 alive=1
 kill -0 $srv 2>/dev/null || alive=0
-crash=$(grep -v -E "^[IW][0-9]{8} " "$logs/kvserver.log" | grep -m1 -E "$CRASH_PATTERN")
 kill $srv 2>/dev/null
+for _ in $(seq 300); do kill -0 $srv 2>/dev/null || break; sleep 0.2; done
+stop="" st=0
+if kill -0 $srv 2>/dev/null; then
+  kill -9 $srv 2>/dev/null
+  stop="still running 60 s after SIGTERM"
+fi
 wait $srv 2>/dev/null
-if [ $alive = 0 ] || [ -n "$crash" ]; then
-  echo "[case FAIL] linearizability: kvserver alive, no crash report (${crash:-exited})"
+st=$?
+[ -n "$stop" ] || [ $st -eq 0 ] || stop="exit status $st after SIGTERM"
+crash=$(grep -v -E "^[IW][0-9]{8} " "$logs/kvserver.log" | grep -m1 -E "$CRASH_PATTERN")
+if [ $alive = 0 ] || [ -n "$stop" ] || [ -n "$crash" ]; then
+  why=""
+  for w in "$([ $alive = 0 ] && echo "exited before the end")" "$stop" "$crash"; do
+    [ -n "$w" ] && why="${why:+$why; }$w"
+  done
+  echo "[case FAIL] linearizability: kvserver alive, clean stop, no crash report ($why)"
   tail -20 "$logs/kvserver.log"; rc=1
 else
-  echo "[case PASS] linearizability: kvserver alive, no crash report"
+  echo "[case PASS] linearizability: kvserver alive, clean stop, no crash report"
 fi
 total=$(awk '/^linearizability: /{n += $2} END{print n + 0}' "$logs"/phase*.txt)
 echo "linearizability: $total operations checked in 2 phases, 0 violations expected; $([ $rc = 0 ] && echo passed || echo FAILED)"
