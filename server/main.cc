@@ -13,6 +13,7 @@
 #include "common/cli/flag_check.h"
 #include "common/cli/usage.h"
 #include "common/parse.h"
+#include "common/table/layout.h"
 #include "common/verbs/conn_flags.h"
 #include "server/durability/durable_log.h"
 #include "server/durability/log_record.h"
@@ -86,9 +87,10 @@ DEFINE_string(metrics_listen, "",
 DEFINE_int32(write_threads, 16,
              "with --data_dir: threads executing PUT/DELETE (concurrent writes share a sync)");
 DEFINE_bool(check_config, false,
-            "check the flags (and read --auth_token_file) as a start would, print "
-            "'kvserver: configuration OK' and exit 0, without touching a device, the data "
-            "directory or the network; exit 2 naming the first bad flag otherwise");
+            "check every flag, the table's geometry and --auth_token_file as a start does "
+            "before it opens the device, print 'kvserver: configuration OK' and exit 0; "
+            "exit 2 naming the first bad flag otherwise. Touches no device, data directory "
+            "(its lock and space are checked at start) or network");
 
 namespace {
 rkv::Server* g_server = nullptr;
@@ -221,6 +223,11 @@ int main(int argc, char** argv) {
   s = rkv::auth::CheckListen(o.host, !o.auth_token.empty(), o.allow_unauthenticated);
   if (!s.ok()) return Fail("--listen=" + FLAGS_listen + ": " + s.message());
   if (FLAGS_check_config) {
+    // The table's geometry too (Server::Start checks it after opening the device).
+    rkv::layout::Geometry geo;
+    if (!rkv::layout::ComputeGeometry(o.memory, o.buckets, o.index_fraction, 1, &geo))
+      return Fail("--memory=" + FLAGS_memory + " is too small for the index (" +
+                  std::to_string(o.buckets) + " buckets requested)");
     std::cout << "kvserver: configuration OK\n";
     return 0;
   }

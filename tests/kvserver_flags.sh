@@ -56,6 +56,7 @@ accepted "--test_mode allows --psn, --force_rq_psn and --force_dest_qp_num" --te
   --force_rq_psn=5 --force_dest_qp_num=99
 refused "--test_mode" --check_config --psn=5
 refused "--workers must be 1..64" --check_config --workers=0
+refused "is too small for the index" --check_config --memory=1M --buckets=1000000
 tok=$(mktemp -d)
 head -c 32 /dev/urandom | base64 > "$tok/token"
 chmod 600 "$tok/token"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Every source file of rkv says its licence (issue 22): "SPDX-License-Identifier: Apache-2.0"
-# in its first three lines (after a #! line). Source files: the tracked *.cc, *.h, *.py, *.sh,
+# in its first four lines (a #! line may come first). Source files: the tracked *.cc, *.h, *.py, *.sh,
 # *.cmake, CMakeLists.txt, *.in (but python/METADATA.in, which has no comment syntax), the
-# Debian maintainer scripts and debian/rules, fuzz/run, and every tracked executable script
+# Debian maintainer scripts and debian/rules, fuzz/run, .ci/run, and every tracked executable script
 # (a #! line) under tools/, bench/ and fuzz/. A negative control checks a file without it.
 #   tests/ci/license_headers_test.sh [SOURCE_DIR]
 set -uo pipefail
@@ -19,7 +19,7 @@ is_source() {
   case "$1" in
     python/METADATA.in) return 1 ;;
     *.cc | *.h | *.py | *.sh | *.cmake | */CMakeLists.txt | CMakeLists.txt | *.in) return 0 ;;
-    debian/rules | debian/*.postinst | debian/*.postrm | fuzz/run) return 0 ;;
+    debian/rules | debian/*.postinst | debian/*.postrm | fuzz/run | .ci/run) return 0 ;;
     tools/* | bench/* | fuzz/*) [ -f "$1" ] && head -c 2 "$1" | grep -q '#!' ;;
     *) return 1 ;;
   esac
