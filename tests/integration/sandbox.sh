@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Checks tools/rdma-sandbox itself in VM mode. One line per case, exit 1 if any failed:
 #   tests/integration/sandbox.sh [REPO]     (from the repo root, or given the repo's path)
 # kvm-fallback: RKV_SANDBOX_TEST_KVM=fail makes the KVM probe fail: one line on stderr says so,

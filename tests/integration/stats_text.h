@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ParseStats: the `name value` lines of a STATS reply (kvctl stats, Client::Stats) as a map, for
 // the integration tests and tools that read server counters.
 // Thread safety: a pure function.
