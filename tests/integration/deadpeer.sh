@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Dead peer: a client whose host loses its link (no DREQ, nothing at all) must be released by
 # kvserver within --peer_timeout plus a margin, again and again, so that the server never runs
 # out of connection slots. Runs in the two-host sandbox: kvserver in VM A, clients in VM B,

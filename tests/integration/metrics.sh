@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # kvserver's Prometheus endpoint (--metrics_listen; docs/metrics.md), in the RDMA sandbox:
 #   start-up: an --metrics_listen that does not parse, one that is not an address of this host
 #     and one whose port another kvserver serves are refused (exit != 0, the flag named); a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # kvctl and kvbench as a user's shell meets them (issue 13), against a running kvserver:
 #   tests/integration/tools.sh BUILD_DIR           (enters the RDMA sandbox, starts its kvserver)
 #   tests/integration/tools.sh BUILD_DIR ADDR LOG_DIR  (inside it)
