@@ -63,7 +63,16 @@ for r in $(seq "$rounds"); do
   done
   t=$(printf '%.1f' "$(echo "$(now) - $t0" | bc)")
   tools/sandbox-peer kill "$job" >/dev/null 2>&1
-  tools/sandbox-peer link on >/dev/null
+  if ! tools/sandbox-peer link on >/dev/null; then
+    fail "round $r: B's link plugged back in" "(tools/sandbox-peer link on failed)"
+    break
+  fi
+  # Before the next round B reaches A again (its neighbour entry for A went stale while the link
+  # was out; the next client's address resolution gives up after 5 s): up to 60 s.
+  for _ in $(seq 30); do
+    tools/sandbox-peer run sh -c "ping -c 1 -W 2 $addr || busybox ping -c 1 -W 2 $addr" >/dev/null 2>&1 && break
+    sleep 1
+  done
   if [ $reaped != 1 ]; then
     fail "round $r: cut client released within --peer_timeout=$peer_timeout s + ${margin} s" "(still active after $t s)"
     break
@@ -79,7 +88,18 @@ if tools/sandbox-peer run "$build/kvctl" --server="$addr:$port" put deadpeer-aft
 else
   fail "a new client connects after $rounds cut clients"
 fi
-echo "deadpeer counters: peers_dead $(stat peers_dead), keepalives_sent $(stat keepalives_sent), connections_total $(stat connections_total), qps_leaked $(stat qps_leaked)"
-kill -0 $server 2>/dev/null || fail "kvserver alive"
+# Each cut client was closed as a dead peer (keepalive retries exhausted or silence past
+# --peer_timeout), once each (the other clients, kvctl's, leave normally), and no QP leaked.
+st=$(ctl stats 2>&1)
+sv() { awk -v k="$1" '$1==k{print $2}' <<< "$st"; }
+echo "deadpeer counters: peers_dead $(sv peers_dead), keepalives_sent $(sv keepalives_sent), connections_total $(sv connections_total), qps_leaked $(sv qps_leaked)"
+if [ "$(sv peers_dead)" = "$ok_rounds" ] && [ "$ok_rounds" = "$rounds" ]; then
+  pass "peers_dead $ok_rounds: each of the $rounds cut clients closed as a dead peer"
+else
+  fail "peers_dead $(sv peers_dead)" "(want $rounds, one per cut client; $ok_rounds rounds completed)"
+fi
+[ "$(sv qps_leaked)" = 0 ] && pass "qps_leaked 0 after $rounds dead peers" ||
+  fail "qps_leaked ${st:+$(sv qps_leaked)}" "(want 0: a dead peer's QP did not drain; kvctl stats: $(tail -1 <<< "$st"))"
+kill -0 $server 2>/dev/null && pass "kvserver alive after $rounds dead peers" || fail "kvserver alive"
 [ $rc = 0 ] || { echo "--- kvserver.log (tail)"; tail -20 "$logs/kvserver.log"; }
 exit $rc
