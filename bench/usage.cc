@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bench/usage.h"
 
-
 #include "common/verbs/conn_flags.h"
 
 namespace rkv::bench {
@@ -18,9 +17,9 @@ cli::Usage KvbenchUsage() {
       "status code; with --reconnect a run survives a server restart.",
       {{"Server", {"server", "auth_token_file", "reconnect"}},
        {"Workload",
-        {"workload", "read_proportion", "update_proportion", "insert_proportion",
-         "rmw_proportion", "delete_proportion", "distribution", "zipf_theta",
-         "hotspot_data_fraction", "hotspot_opn_fraction", "records", "key_size", "value_size"}},
+        {"workload", "read_proportion", "update_proportion", "insert_proportion", "rmw_proportion",
+         "delete_proportion", "distribution", "zipf_theta", "hotspot_data_fraction",
+         "hotspot_opn_fraction", "records", "key_size", "value_size"}},
        {"Run", {"operations", "duration", "threads", "connections", "depth", "target", "verify"}},
        {"Output", {"json"}}},
       "Exit status: 0 OK; 1 operations failed or --verify found a wrong value; 2 bad options or\n"

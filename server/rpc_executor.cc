@@ -11,9 +11,8 @@
 
 namespace rkv {
 
-size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey,
-                            const uint8_t* msg, size_t len, uint8_t* out, size_t cap,
-                            bool* malformed) {
+size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, const uint8_t* msg,
+                            size_t len, uint8_t* out, size_t cap, bool* malformed) {
   *malformed = false;
   wire::Request req{};
   Status s = wire::DecodeRequest(msg, len, &req);

@@ -40,8 +40,8 @@ class RpcExecutor {
   // `qp` and `granted_rkey` (the rkey OPEN gave this connection) are needed for PARAMS only
   // (the write pool passes nullptr and 0 for PUT and DELETE); `qp_num` names the connection in
   // logs.
-  size_t Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, const uint8_t* msg,
-                 size_t len, uint8_t* out, size_t cap, bool* malformed);
+  size_t Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, const uint8_t* msg, size_t len,
+                 uint8_t* out, size_t cap, bool* malformed);
   // SNAPSHOT asks this handler (kvserver --data_dir); without one it answers INVALID_ARGUMENT.
   // Set before the workers start.
   void SetSnapshotHandler(std::function<std::string()> handler) { snapshot_ = std::move(handler); }

@@ -30,6 +30,7 @@
 #include "server/write_log.h"
 #include "tests/colliding_keys.h"
 #include "tests/local_reader.h"
+#include "tests/sized_gen.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define RKV_CLEARING_TSAN 1
@@ -329,11 +330,7 @@ TEST(Clearing, PutRefusedByTheLogLeavesNothing) {
 // cut short equals the start of the whole one).
 uint32_t GenSize(int id, uint64_t seq) {
   static constexpr uint32_t kSizes[] = {64, 64, 200, 1000, 1000, 30000};
-  uint64_t h = (uint64_t(id) + 1) * 0xD6E8FEB86659FD93ull ^ seq * 0x9E3779B97F4A7C15ull;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return kSizes[h % (sizeof kSizes / sizeof kSizes[0])];
+  return rkv::testing::SizeFor(id, seq, kSizes);
 }
 std::string Gen(int id, uint64_t seq) {
   const size_t len = GenSize(id, seq);

@@ -25,6 +25,7 @@
 #include "server/table.h"
 #include "tests/colliding_keys.h"
 #include "tests/local_reader.h"
+#include "tests/sized_gen.h"
 
 namespace rkv {
 namespace {
@@ -35,11 +36,7 @@ namespace {
 // truncated value.
 size_t GenSize(int id, uint64_t seq) {
   static constexpr size_t kSizes[] = {1, 20, 60, 80, 100, 150, 700, 3000, 12000, 40000, 65536};
-  uint64_t h = (uint64_t(id) + 1) * 0xD6E8FEB86659FD93ull ^ seq * 0x9E3779B97F4A7C15ull;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ull;
-  h ^= h >> 32;
-  return kSizes[h % (sizeof kSizes / sizeof kSizes[0])];
+  return rkv::testing::SizeFor(id, seq, kSizes);
 }
 
 // Value `seq` of key `id` (GenSize(id, seq) bytes): self-identifying when long enough,

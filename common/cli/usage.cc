@@ -19,17 +19,16 @@
 namespace rkv::cli {
 namespace {
 
-constexpr size_t kWidth = 79;     // columns of the help text
+constexpr size_t kWidth = 79;       // columns of the help text
 constexpr size_t kHelpIndent = 26;  // where a flag's help text starts (GNU style: help2man
-                                     // reads an option and its text as one entry)
+                                    // reads an option and its text as one entry)
 
 // glog's and gflags' own flags: --helpfull lists them. Matched by the base name of the file that
 // defines the flag (the directory differs by build: absolute, or ./src with -ffile-prefix-map).
 bool IsLibraryFlag(const gflags::CommandLineFlagInfo& f) {
-  static const char* const kLibraryFiles[] = {"logging.cc",        "utilities.cc",
-                                              "vlog_is_on.cc",     "gflags.cc",
-                                              "gflags_reporting.cc", "gflags_completions.cc",
-                                              "symbolize.cc",      "signalhandler.cc"};
+  static const char* const kLibraryFiles[] = {
+      "logging.cc",          "utilities.cc",          "vlog_is_on.cc", "gflags.cc",
+      "gflags_reporting.cc", "gflags_completions.cc", "symbolize.cc",  "signalhandler.cc"};
   const size_t slash = f.filename.rfind('/');
   const std::string base = slash == std::string::npos ? f.filename : f.filename.substr(slash + 1);
   for (const char* lib : kLibraryFiles)
@@ -144,8 +143,7 @@ std::string HelpText(const Usage& u) {
         "also list the logging flags of glog (--logtostderr, --v, --log_dir, ...) and gflags' "
         "own (--flagfile, --fromenv, ...)",
         &out);
-  Entry("--version", "show the rkv version and the protocol and format versions, and exit",
-        &out);
+  Entry("--version", "show the rkv version and the protocol and format versions, and exit", &out);
   if (u.epilogue[0] != '\0') {
     out += "\n";
     std::istringstream epi(u.epilogue);
@@ -156,9 +154,9 @@ std::string HelpText(const Usage& u) {
 
 std::string VersionText(const Usage& u) {
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "%s (rkv) %s\nwire protocol version %u\ntable format version %u\n", u.name,
-                RKV_VERSION, unsigned{wire::kProtocolVersion}, unsigned{layout::kTableFormatVersion});
+  std::snprintf(buf, sizeof buf, "%s (rkv) %s\nwire protocol version %u\ntable format version %u\n",
+                u.name, RKV_VERSION, unsigned{wire::kProtocolVersion},
+                unsigned{layout::kTableFormatVersion});
   std::string out = buf;
   out += u.more_versions;
   out +=
@@ -177,10 +175,10 @@ bool HandleHelpOrVersion(int argc, char** argv, const Usage& u, int* exit_code) 
   } else {
     return false;
   }
-  *exit_code = std::fwrite(text.data(), 1, text.size(), stdout) == text.size() &&
-                       std::fflush(stdout) == 0
-                   ? 0
-                   : 2;
+  *exit_code =
+      std::fwrite(text.data(), 1, text.size(), stdout) == text.size() && std::fflush(stdout) == 0
+          ? 0
+          : 2;
   return true;
 }
 

@@ -31,7 +31,7 @@ struct Usage {
   const char* synopsis;     // one or more lines, each a full command line ("kvserver --listen=...")
   const char* description;  // paragraphs, '\n' separated, each at most ~78 columns a line
   std::vector<FlagGroup> groups;
-  const char* epilogue;  // closing paragraphs (exit status, see also); may be ""
+  const char* epilogue;       // closing paragraphs (exit status, see also); may be ""
   std::string more_versions;  // more "NAME format N" lines for --version (kvserver: its log)
 };
 

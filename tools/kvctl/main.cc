@@ -201,7 +201,8 @@ int main(int argc, char** argv) {
   CommandLine line = SplitCommandLine(argc, argv);
   int flag_argc = int(line.flags.size());
   char** flag_argv = line.flags.data();
-  if (int rc = 0; rkv::cli::HandleHelpOrVersion(flag_argc, flag_argv, rkv::kvctl::KvctlUsage(), &rc))
+  if (int rc = 0;
+      rkv::cli::HandleHelpOrVersion(flag_argc, flag_argv, rkv::kvctl::KvctlUsage(), &rc))
     return rc;
   if (std::string bad = rkv::cli::PrecheckFlags(flag_argc, flag_argv); !bad.empty()) {
     std::cerr << "kvctl: " << bad << "\n";

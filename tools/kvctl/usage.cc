@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tools/kvctl/usage.h"
 
-
 #include "common/verbs/conn_flags.h"
 
 namespace rkv::kvctl {
