@@ -28,6 +28,7 @@ ClientImpl::ClientImpl(std::string host, uint16_t port, Options options)
     : host_(std::move(host)),
       port_(port),
       options_(std::move(options)),
+      cache_(static_cast<size_t>(std::max(0, options_.location_cache_entries))),
       jitter_(static_cast<uint32_t>(SteadyClock::now().time_since_epoch().count() ^
                                     reinterpret_cast<uintptr_t>(this))) {}
 
@@ -44,6 +45,8 @@ Status ClientImpl::ValidateOptions(const Options& o) {
                    std::to_string(o.reconnect_initial_backoff_ms) + ")");
   if (o.reconnect_timeout_ms < 0)
     return bad("reconnect_timeout_ms", o.reconnect_timeout_ms, "must be >= 0");
+  if (o.location_cache_entries < 0 || o.location_cache_entries > (1 << 22))
+    return bad("location_cache_entries", o.location_cache_entries, "must be in [0, 4194304]");
   return Status::Ok();
 }
 
@@ -121,13 +124,22 @@ Status ClientImpl::Put(std::string_view key, std::string_view value) {
     return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) +
                                        " bytes exceeds the server's limit of " +
                                        std::to_string(conn_->hello().max_value_size));
-  return RpcStatus(wire::Op::kPut, key, value, nullptr);
+  const layout::KeyHash kh = KeyHashOf(key);
+  cache_.Erase(kh.hash);  // whatever happens, the old location is stale
+  std::string where;
+  s = RpcStatus(wire::Op::kPut, key, value, &where);
+  layout::EntryLocation loc;
+  if (s.ok() && layout::DecodeEntryLocation(where, conn_->hello().region_size,
+                                            Connection::kBlockAreaSize, &loc))
+    cache_.Insert(kh.hash, loc);  // a server that sends none (or garbage) just fills no entry
+  return s;
 }
 
 Status ClientImpl::Delete(std::string_view key) {
   Status s = Usable();
   if (s.ok()) s = CheckKey(key);
   if (!s.ok()) return s;
+  cache_.Erase(KeyHashOf(key).hash);
   return RpcStatus(wire::Op::kDelete, key, {}, nullptr);
 }
 
@@ -139,6 +151,7 @@ Status ClientImpl::RequestSnapshot(std::string* message) {
 Status ClientImpl::Reopen(const Options& options, bool* restarted) {
   const uint64_t old_instance = info_.instance_id;
   conn_.reset();
+  cache_.Clear();  // maybe another server instance: another table
   Status s = Open(options);
   if (!s.ok()) return s;  // info_ keeps the last connected instance's id
   ++counters_.reconnects;

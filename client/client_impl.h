@@ -9,6 +9,8 @@
 #include <string>
 
 #include "client/connection.h"
+#include "client/location_cache.h"
+#include "common/table/cached_lookup.h"
 #include "common/table/lookup.h"
 #include "rkv/client.h"
 
@@ -57,14 +59,24 @@ class ClientImpl {
   Status ReconnectWithin(const std::string& context, bool* restarted);
   std::string Where() const { return host_ + ":" + std::to_string(port_); }
   Status Usable() const;
+  layout::KeyHash KeyHashOf(std::string_view key) const {
+    const wire::OpenReply& h = conn_->hello();
+    return layout::HashKey(key, h.hash_seed, h.num_buckets);
+  }
   Status CheckKey(std::string_view key) const;
-  // Finishes a GET whose candidate buckets have been probed: reads its targets if any.
-  Step Resolve(const layout::Probe& probe, std::string_view key, std::string* value,
-               Status* result);
+  // Finishes a GET whose candidate buckets (the pair at region offset `pair`) have been probed:
+  // reads its targets if any, and caches where the key was found.
+  Step Resolve(const layout::Probe& probe, uint64_t pair, std::string_view key,
+               const layout::KeyHash& kh, std::string* value, Status* result);
+  // A GET through the cached location of the key (cached_read.cc): kDone with the value, or
+  // kRetry to fall back to the bucket pair (no entry, or it did not verify: erased).
+  Step ReadCached(std::string_view key, const layout::KeyHash& kh, std::string* value,
+                  Status* result);
   // Reads every target of the probe (one round trip for as many as the buffer areas hold) and
   // decides: found, absent, or kRetry when a slot or target that may hold the key was changing.
+  // *found: the index of the target that held the key.
   Step ReadTargets(const layout::Probe& probe, std::string_view key, std::string* value,
-                   Status* result);
+                   Status* result, int* found);
   Status RoundTrip(const Connection::ReadOp* ops, int n);
   Status RpcStatus(wire::Op op, std::string_view key, std::string_view value, std::string* payload);
 
@@ -73,6 +85,7 @@ class ClientImpl {
   const Options options_;
   std::unique_ptr<Connection> conn_;
   ClientCounters counters_;
+  LocationCache cache_;
   ServerInfo info_;
   std::minstd_rand jitter_;  // backoff jitter (not seeded from random_device: it may throw)
 };

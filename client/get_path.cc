@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GET path: one-sided READs only. No allocation (values are assigned into the caller's
 // string), no locks, no system calls beyond posting and polling.
-// Round trips: 1 for an inline entry or an absent key (both candidate buckets, which are
-// adjacent, are read by one 2 KiB READ); 2 for a value in the heap or an entry in the overflow
-// area (an overflow ref points straight at an overflow slot or at a heap block). Every target the
-// buckets name is read in that second round trip (as many as the buffer areas hold), so crafted
-// hash collisions cost READs, never a wrong answer (common/table/lookup.h).
+// First the key's cached location, if the client has met the key (cached_read.cc): one round
+// trip of 128 B (an inline entry) or 128 B plus the value's block. Otherwise, or if that does
+// not verify, the bucket pair: 1 round trip for an inline entry or an absent key (both candidate
+// buckets, which are adjacent, are read by one 2 KiB READ); 2 for a value in the heap or an
+// entry in the overflow area (an overflow ref points straight at an overflow slot or at a heap
+// block). Every target the buckets name is read in that second round trip (as many as the
+// buffer areas hold), so crafted hash collisions cost READs, never a wrong answer
+// (common/table/lookup.h).
 #include "client/client_impl.h"
 #include "client/read_plan.h"
 
@@ -18,12 +21,13 @@ Status ClientImpl::RoundTrip(const Connection::ReadOp* ops, int n) {
   Status s = conn_->PostReads(ops, n);
   if (s.ok()) s = conn_->WaitReads(n);
   counters_.reads_posted += n;
+  for (int i = 0; i < n; ++i) counters_.bytes_read += ops[i].length;
   ++counters_.round_trips;
   return s;
 }
 
 ClientImpl::Step ClientImpl::ReadTargets(const Probe& probe, std::string_view key,
-                                         std::string* value, Status* result) {
+                                         std::string* value, Status* result, int* found) {
   bool changed = probe.torn;
   ReadPlan plan(conn_->hello().region_size);
   int next = 0;
@@ -47,6 +51,7 @@ ClientImpl::Step ClientImpl::ReadTargets(const Probe& probe, std::string_view ke
         case layout::TargetOutcome::kFound:
           v.AssignTo(value);
           *result = Status::Ok();
+          *found = first + i;
           return Step::kDone;
         case layout::TargetOutcome::kChanged:
           changed = true;
@@ -61,20 +66,31 @@ ClientImpl::Step ClientImpl::ReadTargets(const Probe& probe, std::string_view ke
   return Step::kDone;
 }
 
-ClientImpl::Step ClientImpl::Resolve(const Probe& probe, std::string_view key, std::string* value,
+ClientImpl::Step ClientImpl::Resolve(const Probe& probe, uint64_t pair, std::string_view key,
+                                     const layout::KeyHash& kh, std::string* value,
                                      Status* result) {
   switch (probe.outcome) {
     case Probe::kFound:
       value->assign(probe.value);
       *result = Status::Ok();
+      cache_.Insert(kh.hash, layout::LocationOfFound(probe, -1, pair));
       return Step::kDone;
     case Probe::kAbsent:
       *result = Status(Code::kNotFound, "");
       return Step::kDone;
     case Probe::kTorn:
       return Step::kRetry;
-    case Probe::kFollow:
-      return ReadTargets(probe, key, value, result);
+    case Probe::kFollow: {
+      int found = -1;
+      Step step = ReadTargets(probe, key, value, result, &found);
+      if (found >= 0) {
+        layout::EntryLocation loc = layout::LocationOfFound(probe, found, pair);
+        if (layout::EntryLocationFits(loc, conn_->hello().region_size,
+                                      Connection::kBlockAreaSize))
+          cache_.Insert(kh.hash, loc);
+      }
+      return step;
+    }
   }
   return Step::kRetry;
 }
@@ -91,15 +107,16 @@ Status ClientImpl::ReadKey(std::string_view key, std::string* value) {
   Status s;
   const wire::OpenReply& h = conn_->hello();
   const layout::KeyHash kh = layout::HashKey(key, h.hash_seed, h.num_buckets);
+  if (ReadCached(key, kh, value, &s) == Step::kDone) return s;
   const uint8_t* b = conn_->buf() + Connection::kBucketArea;
   // Both candidates (home bucket and the next) in one READ.
-  const Connection::ReadOp op{Connection::kBucketArea, uint64_t(kh.bucket[0]) * h.bucket_size,
-                              2 * kBucketSize};
+  const uint64_t pair = uint64_t(kh.bucket[0]) * h.bucket_size;
+  const Connection::ReadOp op{Connection::kBucketArea, pair, 2 * kBucketSize};
   for (int attempt = 0; attempt <= options_.max_get_retries; ++attempt) {
     s = RoundTrip(&op, 1);
     if (!s.ok()) return s;
     Probe p = layout::ProbeBuckets(b, b + kBucketSize, key, kh, h.hash_seed);
-    if (Resolve(p, key, value, &s) == Step::kDone) return s;
+    if (Resolve(p, pair, key, kh, value, &s) == Step::kDone) return s;
     ++counters_.checksum_retries;
   }
   return Status(Code::kRetriesExhausted, "GET saw a torn or changing entry on " +

@@ -7,6 +7,7 @@
 
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
+#include "common/table/entry_location.h"
 #include "common/wire.h"
 
 namespace rkv {
@@ -36,7 +37,13 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     s = Status(Code::kBadRequest, "the connection is already open");
   } else if (req.op == wire::Op::kPut) {
     counters_->rpc_put.fetch_add(1, std::memory_order_relaxed);
-    s = table_->Put(req.key, req.value);
+    layout::EntryLocation where;
+    s = table_->Put(req.key, req.value, &where);
+    if (s.ok() && where.kind != layout::EntryLocation::kNone) {
+      uint8_t rec[layout::kEntryLocationWireSize];  // the client's location cache's hint
+      layout::EncodeEntryLocation(where, rec);
+      payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
+    }
   } else if (req.op == wire::Op::kDelete) {
     counters_->rpc_delete.fetch_add(1, std::memory_order_relaxed);
     s = table_->Delete(req.key);

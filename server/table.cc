@@ -343,7 +343,23 @@ void Table::CollectBucket(uint32_t b, std::vector<std::pair<std::string, std::st
   }
 }
 
-Status Table::Put(std::string_view key, std::string_view value) {
+layout::EntryLocation Table::LocationOf(const Location& loc) const {
+  using layout::EntryLocation;
+  if (!loc.found) return {};
+  if (!loc.ref) {
+    const uint64_t slot = static_cast<uint64_t>(loc.slot - base_);
+    if (loc.view.kind == kInline) return EntryLocation{slot, 0, 0, EntryLocation::kSlotInline};
+    return EntryLocation{slot, loc.view.block_offset,
+                         BlockBytes(loc.view.key_size, loc.view.value_size),
+                         EntryLocation::kSlotIndirect};
+  }
+  const uint64_t header = static_cast<uint64_t>(loc.ref - base_) / kBucketSize * kBucketSize;
+  return EntryLocation{header, loc.ref_value.offset, loc.ref_value.length,
+                       loc.ref_value.type == Ref::kSlot ? EntryLocation::kOverflowSlot
+                                                        : EntryLocation::kRefBlock};
+}
+
+Status Table::Put(std::string_view key, std::string_view value, layout::EntryLocation* where) {
   if (key.empty()) return Status(Code::kInvalidArgument, "empty key");
   if (key.size() > wire::kMaxKeySize)
     return Status(Code::kTooLarge, "key of " + std::to_string(key.size()) + " bytes exceeds " +
@@ -369,6 +385,7 @@ Status Table::Put(std::string_view key, std::string_view value) {
     {
       StripeLock lock(&stripes_[kh.bucket[0] % kStripes], &stripes_[kh.bucket[1] % kStripes]);
       s = PutLocked(key, value, kh, &room);
+      if (s.ok() && where != nullptr) *where = LocationOf(Locate(key, kh));
     }
     if (room.block != kNoBlock) {  // made for an attempt that did not need it: never written
       heap_.Free(room.block, room.block_bytes);

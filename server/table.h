@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "common/mutex.h"
+#include "common/table/entry_location.h"
 #include "common/table/layout.h"
 #include "common/table/lookup.h"
 #include "rkv/status.h"
@@ -48,7 +49,10 @@ class Table {
   Table& operator=(const Table&) = delete;
 
   // OK, TOO_LARGE (key > 1 KiB or value > 64 KiB), TABLE_FULL, INVALID_ARGUMENT (empty key).
-  Status Put(std::string_view key, std::string_view value);
+  // On OK, `where` (if not null) is where the entry was published, as the PUT reply reports it
+  // (a hint for the client's location cache, exact when the write took effect).
+  Status Put(std::string_view key, std::string_view value,
+             layout::EntryLocation* where = nullptr);
   // OK or NOT_FOUND.
   Status Delete(std::string_view key);
   // Local read through the same lookup rules as the client (for tests and tools).
@@ -86,6 +90,8 @@ class Table {
     layout::FoundValue value;  // the value as stored
   };
   Location Locate(std::string_view key, const layout::KeyHash& kh) const;
+  // The cacheable location of a found entry (entry_location.h).
+  layout::EntryLocation LocationOf(const Location& loc) const;
   // A Put's dealings with the heap across its attempts: `need` is set when the heap must clean
   // first (then the attempt changed nothing); `block` is a block the cleaning allocated for
   // this Put (block_bytes long), used by the next attempt instead of a new allocation.

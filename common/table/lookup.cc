@@ -6,8 +6,8 @@ namespace rkv::layout {
 namespace {
 // Scans `count` entry slots: the inline entry of the key (returns true), or adds the heap block
 // of every indirect slot with the key's hash and size to p's targets.
-bool ScanSlots(const uint8_t* slots, int count, std::string_view key, const KeyHash& kh,
-               uint64_t seed, Probe* p) {
+bool ScanSlots(const uint8_t* slots, int count, int first_source, std::string_view key,
+               const KeyHash& kh, uint64_t seed, Probe* p) {
   for (int i = 0; i < count; ++i) {
     const uint8_t* slot = slots + size_t(i) * kSlotSize;
     uint16_t key_size;
@@ -25,6 +25,7 @@ bool ScanSlots(const uint8_t* slots, int count, std::string_view key, const KeyH
     if (v.kind == kInline && v.key == key) {
       p->outcome = Probe::kFound;
       p->value = v.value;
+      p->found_at = first_source + i;
       return true;
     }
     if (v.kind == kIndirect && v.key_hash == kh.hash && v.key_size == key.size()) {
@@ -35,6 +36,7 @@ bool ScanSlots(const uint8_t* slots, int count, std::string_view key, const KeyH
       t.version = v.version;
       t.key_size = v.key_size;
       t.value_size = v.value_size;
+      t.source = static_cast<int8_t>(first_source + i);
     }
   }
   return false;
@@ -45,9 +47,12 @@ Probe ProbeBuckets(const uint8_t* bucket0, const uint8_t* bucket1, std::string_v
                    const KeyHash& kh, uint64_t seed) {
   Probe p;
   const uint8_t* buckets[2] = {bucket0, bucket1};
-  for (const uint8_t* b : buckets)
-    if (ScanSlots(b + kSlotSize, kSlotsPerBucket - 1, key, kh, seed, &p)) return p;
-  for (const uint8_t* b : buckets) {
+  constexpr int kEntrySlots = kSlotsPerBucket - 1;
+  for (int i = 0; i < 2; ++i)
+    if (ScanSlots(buckets[i] + kSlotSize, kEntrySlots, i * kEntrySlots, key, kh, seed, &p))
+      return p;
+  for (int i = 0; i < 2; ++i) {
+    const uint8_t* b = buckets[i];
     for (uint32_t r = 0; r < kRefsPerBucket; ++r) {
       Ref ref = DecodeRef(b + kRefSize * r);
       if (ref.type == Ref::kUnused || ref.tag != kh.tag) continue;
@@ -56,6 +61,7 @@ Probe ProbeBuckets(const uint8_t* bucket0, const uint8_t* bucket1, std::string_v
       t.offset = ref.offset;
       t.length = ref.length;
       t.version = ref.version;
+      t.source = static_cast<int8_t>(i);
     }
   }
   if (p.target_count > 0) {

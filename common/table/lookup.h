@@ -40,6 +40,10 @@ struct Target {
   uint64_t offset;
   uint64_t version;
   uint32_t key_size, value_size;  // kSlotBlock only
+  // Where the bucket pair names it (for the client's location cache): kSlotBlock, the entry slot
+  // bucket * (kSlotsPerBucket - 1) + slot - 1; refs, the bucket (0 or 1) whose header holds the
+  // ref; -1 when not named by a bucket pair.
+  int8_t source;
 };
 
 struct Probe {
@@ -50,6 +54,8 @@ struct Probe {
     kTorn,    // an inconsistent slot might hold the key and nothing else can: re-read
   } outcome = kAbsent;
   std::string_view value;
+  // kFound: the entry slot that held it, numbered as Target::source.
+  int found_at = -1;
   // A slot that might hold the key failed its checksum: if no target holds the key, re-read.
   bool torn = false;
   int target_count = 0;

@@ -84,6 +84,13 @@ struct Options {
   // prove it back or does not require it. Empty: only a server without authentication can be
   // used; one that requires it gives UNAUTHENTICATED "server requires authentication".
   std::string auth_token;
+  // Entries of the location cache: key hash -> where the key's entry was last seen, so that a
+  // GET of a key this client has read or written reads its slot (128 B, plus the value's heap
+  // block) instead of its 2 KiB bucket pair. Every hit is verified (a stale location costs a
+  // fallback read, never a wrong answer; docs/design.md, "The location cache"). 32 bytes per
+  // entry, allocated at Connect (65536: 2 MiB); rounded up to a power of two; 0 turns the cache
+  // off. At most 4194304 (Connect returns kInvalidArgument naming the option).
+  int location_cache_entries = 65536;
 };
 
 // Counters kept by the client; cumulative since Connect.
@@ -95,6 +102,9 @@ struct ClientCounters {
   uint64_t rpcs = 0;              // PUT/DELETE/STATS requests sent
   uint64_t reconnects = 0;        // successful reconnects: automatic, or by Reconnect()
   uint64_t server_restarts = 0;   // reconnects that found a new server instance id
+  uint64_t bytes_read = 0;        // bytes requested by the READs posted (GET and MultiGet)
+  uint64_t cache_hits = 0;        // Gets answered through a cached location
+  uint64_t cache_misses = 0;      // Gets that read the bucket pair (no entry, or it was stale)
 };
 // (A Get or MultiGet retried after an automatic reconnect counts its keys in `gets` again.)
 
