@@ -79,6 +79,12 @@ DEFINE_bool(verify, false,
             "check every value read: every value kvbench writes (load or run, with or without "
             "--verify) is self-checking (key-bound XXH3 checksum), so this works after any "
             "kvbench load; a value written by anything else is reported as not written by kvbench");
+DEFINE_int64(location_cache, 65536,
+             "entries of each connection's location cache (rkv::Options::location_cache_entries; "
+             "0 turns it off)");
+DEFINE_bool(warm_cache, false,
+            "run phase: before measuring, each connection GETs every loaded record once (as a "
+            "client that loaded the keys itself would have met them); not counted in the report");
 DEFINE_bool(reconnect, true,
             "reconnect automatically (bounded backoff) when a connection is lost, so the run "
             "survives a server restart; failed operations are counted as errors either way");
@@ -167,6 +173,9 @@ class Runner {
       r->reads_posted += cl->counters().reads_posted;
       r->round_trips += cl->counters().round_trips;
       r->checksum_retries += cl->counters().checksum_retries;
+      r->bytes_read += cl->counters().bytes_read;
+      r->cache_hits += cl->counters().cache_hits;
+      r->cache_misses += cl->counters().cache_misses;
       r->reconnects += cl->counters().reconnects;
       r->server_restarts += cl->counters().server_restarts;
     }
@@ -404,6 +413,10 @@ int main(int argc, char** argv) {
       return Fail(s.message());
   }
   options.auto_reconnect = cfg.reconnect;
+  if (FLAGS_location_cache < 0 || FLAGS_location_cache > (1 << 22))
+    return Fail("--location_cache=" + std::to_string(FLAGS_location_cache) +
+                ": must be in [0, 4194304]");
+  options.location_cache_entries = int(FLAGS_location_cache);
   std::vector<std::unique_ptr<rkv::Client>> clients(size_t(cfg.threads) * cfg.connections);
   for (auto& c : clients) {
     rkv::Status s = rkv::Client::Connect(FLAGS_server, options, &c);
@@ -444,9 +457,31 @@ int main(int argc, char** argv) {
   }
   std::fflush(stdout);
 
+  rkv::ClientCounters warm;  // what --warm_cache cost, taken out of the report
+  if (FLAGS_warm_cache && !cfg.load) {
+    std::string out;
+    for (auto& c : clients) {
+      for (uint64_t i = 0; i < cfg.records; ++i) (void)c->Get(b::KeyName(i, cfg.key_size), &out);
+      warm.gets += c->counters().gets;
+      warm.reads_posted += c->counters().reads_posted;
+      warm.round_trips += c->counters().round_trips;
+      warm.checksum_retries += c->counters().checksum_retries;
+      warm.bytes_read += c->counters().bytes_read;
+      warm.cache_hits += c->counters().cache_hits;
+      warm.cache_misses += c->counters().cache_misses;
+    }
+    std::printf("# warm_cache: %lu GETs before the run\n", (unsigned long)warm.gets);
+  }
   Runner runner(cfg, &clients);
   runner.Run();
   runner.Fill(&report);
+  report.gets -= warm.gets;
+  report.reads_posted -= warm.reads_posted;
+  report.round_trips -= warm.round_trips;
+  report.checksum_retries -= warm.checksum_retries;
+  report.bytes_read -= warm.bytes_read;
+  report.cache_hits -= warm.cache_hits;
+  report.cache_misses -= warm.cache_misses;
   b::PrintSummary(report, stdout);
   if (json) {
     b::WriteJson(report, json);

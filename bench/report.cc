@@ -46,6 +46,11 @@ void PrintSummary(const Report& r, FILE* out) {
     std::fprintf(out, "[RKV], READsPerGet, %.3f\n", double(r.reads_posted) / double(r.gets));
     std::fprintf(out, "[RKV], RoundTripsPerGet, %.3f\n", double(r.round_trips) / double(r.gets));
     std::fprintf(out, "[RKV], ChecksumRetries, %lu\n", UL(r.checksum_retries));
+    std::fprintf(out, "[RKV], BytesReadPerGet, %.1f\n", double(r.bytes_read) / double(r.gets));
+    const uint64_t looked = r.cache_hits + r.cache_misses;
+    std::fprintf(out, "[RKV], CacheHitRate, %.4f\n",
+                 looked ? double(r.cache_hits) / double(looked) : 0.0);
+    std::fprintf(out, "[RKV], CacheMisses, %lu\n", UL(r.cache_misses));
   }
   if (r.verify) {
     std::fprintf(out, "[VERIFY], Failures, %lu\n", UL(r.verify_failures));
@@ -66,6 +71,7 @@ void WriteJson(const Report& r, FILE* f) {
                "\"qp_num\": %u,\n "
                "\"runtime_ms\": %.0f, \"operations\": %lu, \"throughput_ops\": %.1f,\n "
                "\"reads_per_get\": %.4f, \"rounds_per_get\": %.4f, \"checksum_retries\": %lu, "
+               "\"bytes_read_per_get\": %.1f, \"cache_hits\": %lu, \"cache_misses\": %lu, "
                "\"verify\": %s, \"verify_failures\": %lu, \"verify_foreign\": %lu,\n "
                "\"reconnect\": %s, "
                "\"reconnects\": %lu, \"server_restarts\": %lu,\n \"ops\": {",
@@ -73,7 +79,7 @@ void WriteJson(const Report& r, FILE* f) {
                r.connections, r.depth, r.server.c_str(), r.device.c_str(), r.port, r.gid_index,
                r.path_mtu, r.qp_num, r.runtime_ms, UL(r.operations), r.throughput(),
                double(r.reads_posted) / gets, double(r.round_trips) / gets, UL(r.checksum_retries),
-               r.verify ? "true" : "false", UL(r.verify_failures), UL(r.verify_foreign),
+               double(r.bytes_read) / gets, UL(r.cache_hits), UL(r.cache_misses), r.verify ? "true" : "false", UL(r.verify_failures), UL(r.verify_foreign),
                r.reconnect ? "true" : "false", UL(r.reconnects), UL(r.server_restarts));
   bool first = true;
   for (int k = 0; k < kNumOps; ++k) {

@@ -207,6 +207,9 @@ class PyClient {
     d["rpcs"] = c.rpcs;
     d["reconnects"] = c.reconnects;
     d["server_restarts"] = c.server_restarts;
+    d["bytes_read"] = c.bytes_read;
+    d["cache_hits"] = c.cache_hits;
+    d["cache_misses"] = c.cache_misses;
     return d;
   }
 

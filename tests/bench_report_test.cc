@@ -67,6 +67,9 @@ TEST(BenchReport, YcsbSummaryLines) {
             "[RKV], READsPerGet, 2.000\n"
             "[RKV], RoundTripsPerGet, 1.000\n"
             "[RKV], ChecksumRetries, 0\n"
+            "[RKV], BytesReadPerGet, 0.0\n"
+            "[RKV], CacheHitRate, 0.0000\n"
+            "[RKV], CacheMisses, 0\n"
             "[VERIFY], Failures, 0\n"
             "[VERIFY], NotWrittenByKvbench, 0\n");
 }
@@ -85,7 +88,7 @@ TEST(BenchReport, ErrorsByCodeAndReconnectLines) {
                    "[RKV], READsPerGet"),
             std::string::npos)
       << s;
-  EXPECT_NE(s.find("[RKV], ChecksumRetries, 0\n"
+  EXPECT_NE(s.find("[RKV], CacheMisses, 0\n"
                    "[RECONNECT], Reconnects, 4\n"
                    "[RECONNECT], ServerRestarts, 2\n"),
             std::string::npos)

@@ -142,7 +142,8 @@ def test_stats(client):
 def test_counters(client):
     before = client.counters
     assert set(before) == {"gets", "reads_posted", "round_trips", "checksum_retries", "rpcs",
-                           "reconnects", "server_restarts"}
+                           "reconnects", "server_restarts", "bytes_read", "cache_hits",
+                           "cache_misses"}
     key = unique("c")
     client.put(key, b"1")
     client.get(key)
@@ -151,6 +152,9 @@ def test_counters(client):
     assert after["gets"] == before["gets"] + 3
     assert after["rpcs"] >= before["rpcs"] + 1
     assert after["reads_posted"] > before["reads_posted"]
+    assert after["bytes_read"] > before["bytes_read"]
+    # The put's reply told the client where the key lives: the get read its slot (a hit).
+    assert after["cache_hits"] >= before["cache_hits"] + 1
 
 
 def test_server_info(client, addr):
