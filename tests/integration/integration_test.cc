@@ -38,11 +38,18 @@ std::string Env(const char* name) {
   return v ? v : "";
 }
 
-std::unique_ptr<Client> MustConnect(const std::string& addr) {
+std::unique_ptr<Client> MustConnect(const std::string& addr, const Options& o = Options()) {
   std::unique_ptr<Client> c;
-  Status s = Client::Connect(addr, Options(), &c);
+  Status s = Client::Connect(addr, o, &c);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return c;
+}
+// A client without the location cache: its GETs always read the bucket pair (for the tests
+// that count that path's READs and round trips).
+Options NoCache() {
+  Options o;
+  o.location_cache_entries = 0;
+  return o;
 }
 
 std::map<std::string, double> StatsOf(Client* c) {
@@ -116,7 +123,7 @@ TEST_F(Integration, BinaryKeysEmptyAndMaximumValues) {
 }
 
 TEST_F(Integration, RoundTripTargets) {
-  auto c = MustConnect(addr_);
+  auto c = MustConnect(addr_, NoCache());
   std::string key = "user1234567890123456789";  // 23 bytes
   ASSERT_TRUE(c->Put(key, std::string(64, 'v')).ok());
   ASSERT_TRUE(c->Put("large", std::string(8000, 'L')).ok());
@@ -139,7 +146,7 @@ TEST_F(Integration, RoundTripTargets) {
 }
 
 TEST_F(Integration, MultiGetPostsBatches) {
-  auto c = MustConnect(addr_);
+  auto c = MustConnect(addr_, NoCache());
   std::vector<std::string> keys;
   for (int i = 0; i < 40; ++i) {
     keys.push_back("mg" + std::to_string(i));
@@ -194,7 +201,7 @@ TEST_F(Integration, GetOnlyPhaseLeavesServerRpcCountersUnchanged) {
 TEST_F(Integration, FillPastNinetyPercentThenTableFullAndRoundTrips) {
   std::string small = Env("RKV_SMALL_SERVER");
   if (small.empty()) GTEST_SKIP() << "RKV_SMALL_SERVER not set";
-  auto c = MustConnect(small);
+  auto c = MustConnect(small, NoCache());  // the bucket path's round trips are measured
   uint64_t n = 0;
   Status s;
   for (;; ++n) {
@@ -293,6 +300,73 @@ TEST_F(Integration, FillPastNinetyPercentThenTableFullAndRoundTrips) {
             << "\n";
   EXPECT_EQ(bad.load(), 0u);
   EXPECT_GE(verified.load(), kVerified);
+}
+
+// The location cache (client/location_cache.h): a GET of a key the client has written or read
+// reads its slot (plus the block of a heap value) in one round trip; a location made stale by
+// another client (delete, rewrite in place, inline <-> heap, delete and re-insert, a new block)
+// never yields the old value.
+TEST_F(Integration, CachedGetsReadTheSlotNotTheBuckets) {
+  auto c = MustConnect(addr_);
+  auto w = MustConnect(addr_);
+  constexpr int kKeys = 200;
+  auto key = [](int i) {
+    std::string k = "lc-" + std::to_string(i);
+    return k + std::string(24 - k.size(), 'k');  // 24-byte keys, 64-byte values
+  };
+  for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(c->Put(key(i), std::string(64, 'a' + i % 26)).ok());
+  std::string v;
+  ClientCounters before = c->counters();
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(c->Get(key(i), &v).ok());
+    ASSERT_EQ(v, std::string(64, 'a' + i % 26));
+  }
+  ClientCounters after = c->counters();
+  EXPECT_EQ(after.cache_hits - before.cache_hits, uint64_t(kKeys)) << "PUT replies fill it";
+  EXPECT_EQ(after.cache_misses - before.cache_misses, 0u);
+  EXPECT_EQ(after.round_trips - before.round_trips, uint64_t(kKeys));
+  EXPECT_EQ(after.bytes_read - before.bytes_read, uint64_t(kKeys) * layout::kSlotSize);
+  std::cout << "[ measure ] cached small GET: "
+            << double(after.bytes_read - before.bytes_read) / kKeys << " bytes READ per GET\n";
+  // A heap value: its slot and block in one round trip.
+  ASSERT_TRUE(c->Put("lc-big", std::string(8000, 'B')).ok());
+  before = c->counters();
+  ASSERT_TRUE(c->Get("lc-big", &v).ok());
+  EXPECT_EQ(v, std::string(8000, 'B'));
+  EXPECT_EQ(c->counters().round_trips - before.round_trips, 1u);
+  EXPECT_EQ(c->counters().reads_posted - before.reads_posted, 2u);
+
+  // Another client makes c's locations stale, every way it can.
+  ASSERT_TRUE(w->Delete(key(0)).ok());
+  EXPECT_TRUE(c->Get(key(0), &v).IsNotFound());
+  ASSERT_TRUE(w->Put(key(1), std::string(64, 'N')).ok());  // rewritten in place
+  ASSERT_TRUE(c->Get(key(1), &v).ok());
+  EXPECT_EQ(v, std::string(64, 'N'));
+  ASSERT_TRUE(w->Put(key(2), std::string(700, 'H')).ok());  // inline -> heap block
+  ASSERT_TRUE(c->Get(key(2), &v).ok());
+  EXPECT_EQ(v, std::string(700, 'H'));
+  ASSERT_TRUE(w->Put(key(2), "back").ok());  // heap -> inline
+  ASSERT_TRUE(c->Get(key(2), &v).ok());
+  EXPECT_EQ(v, "back");
+  ASSERT_TRUE(w->Delete(key(3)).ok());  // deleted, its slot taken by another key, re-inserted
+  ASSERT_TRUE(w->Put("lc-filler", "f").ok());
+  ASSERT_TRUE(w->Put(key(3), "again").ok());
+  ASSERT_TRUE(c->Get(key(3), &v).ok());
+  EXPECT_EQ(v, "again");
+  ASSERT_TRUE(w->Put("lc-big", std::string(9000, 'C')).ok());  // a new block
+  ASSERT_TRUE(c->Get("lc-big", &v).ok());
+  EXPECT_EQ(v, std::string(9000, 'C'));
+
+  // A client that never wrote the keys meets them on its first GET (the bucket pair) and reads
+  // only the slot from then on.
+  auto r = MustConnect(addr_);
+  for (int i = 4; i < kKeys; ++i) ASSERT_TRUE(r->Get(key(i), &v).ok());
+  before = r->counters();
+  for (int i = 4; i < kKeys; ++i) ASSERT_TRUE(r->Get(key(i), &v).ok());
+  after = r->counters();
+  EXPECT_EQ(after.cache_hits - before.cache_hits, uint64_t(kKeys - 4));
+  EXPECT_EQ(after.bytes_read - before.bytes_read, uint64_t(kKeys - 4) * layout::kSlotSize);
+  for (int i = 0; i < kKeys; ++i) (void)c->Delete(key(i));
 }
 
 // The token of a value made by MakeValue ("writer.version", unique per key) for the history;
