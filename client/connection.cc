@@ -72,8 +72,34 @@ ibv_qp_init_attr Connection::QpInitAttr() {
   qpa.cap.max_recv_wr = 4;
   qpa.cap.max_send_sge = 1;
   qpa.cap.max_recv_sge = 1;
-  qpa.sq_sig_all = 1;
+  // Requests up to this size go inline (a PUT of a small value: no DMA read of the buffer);
+  // CreateQp falls back to none if the device refuses.
+  qpa.cap.max_inline_data = kWantInline;
+  // Only what is waited for is signalled: each SEND, and the last READ of each chain (an RC send
+  // queue completes in order, so the last READ's completion means the chain is done, and an
+  // error in any of them flushes it with an error).
+  qpa.sq_sig_all = 0;
   return qpa;
+}
+
+Status Connection::CreateQp(rdma_cm_id* id, ibv_qp** qp) {
+  for (uint32_t want : {kWantInline, 0u}) {
+    ibv_qp_init_attr qpa = QpInitAttr();
+    qpa.cap.max_inline_data = want;
+    if (id != nullptr) {
+      if (rdma_create_qp(id, pd_.get(), &qpa) == 0) {
+        *qp = id->qp;
+        max_inline_ = std::min(qpa.cap.max_inline_data, want);
+        return Status::Ok();
+      }
+    } else if ((*qp = ibv_create_qp(pd_.get(), &qpa)) != nullptr) {
+      max_inline_ = std::min(qpa.cap.max_inline_data, want);
+      return Status::Ok();
+    }
+    if (errno != EINVAL || want == 0)
+      return ErrnoStatus(id != nullptr ? "rdma_create_qp" : "ibv_create_qp", errno);
+  }
+  return Status(Code::kIoError, "unreachable");
 }
 
 Status Connection::OpenCm(const std::string& host, uint16_t port) {
@@ -96,8 +122,9 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
 
   s = CreateResources(id->verbs);
   if (!s.ok()) return s;
-  ibv_qp_init_attr qpa = QpInitAttr();
-  if (rdma_create_qp(id, pd_.get(), &qpa) != 0) return ErrnoStatus("rdma_create_qp", errno);
+  ibv_qp* created = nullptr;
+  s = CreateQp(id, &created);
+  if (!s.ok()) return s;
   qp_ = QpOwner(id, cq_.get());
 
   ibv_device_attr dev{};
@@ -138,9 +165,9 @@ Status Connection::OpenManual(const std::string& host, uint16_t port) {
   if (!s.ok()) return s;
   s = CreateResources(ctx_.get());
   if (!s.ok()) return s;
-  ibv_qp_init_attr qpa = QpInitAttr();
-  ibv_qp* qp = ibv_create_qp(pd_.get(), &qpa);
-  if (qp == nullptr) return ErrnoStatus("ibv_create_qp", errno);
+  ibv_qp* qp = nullptr;
+  s = CreateQp(nullptr, &qp);
+  if (!s.ok()) return s;
   qp_ = QpOwner(qp, cq_.get());
   ConnParams self;
   s = FillLocalParams(ctx_.get(), qs, &self);
@@ -296,9 +323,11 @@ Status Connection::PostReads(const ReadOp* ops, int n) {
     wr[k].wr.rdma.rkey = hello_.rkey;
     wr[k].next = k + 1 < n ? &wr[k + 1] : nullptr;
   }
+  wr[n - 1].send_flags = IBV_SEND_SIGNALED;  // the chain's one completion (QpInitAttr)
   ibv_send_wr* bad = nullptr;
   int rc = ibv_post_send(qp_.qp(), wr, &bad);
   if (rc != 0) return Broken(ErrnoStatus("ibv_post_send(RDMA_READ)", rc));
+  ++chains_posted_;
   return Status::Ok();
 }
 
@@ -353,7 +382,11 @@ bool Connection::PeerDisconnected() {
   return gone;
 }
 
-Status Connection::WaitReads(int n) { return Poll(n, false, false, options_.rpc_timeout_ms); }
+Status Connection::WaitReads() {
+  const int chains = chains_posted_;
+  chains_posted_ = 0;
+  return Poll(chains, false, false, options_.rpc_timeout_ms);
+}
 
 Status Connection::Rpc(wire::Op op, std::string_view key, std::string_view value,
                        Code* server_status, std::string* payload) {
@@ -388,6 +421,8 @@ Status Connection::Exchange(size_t len, uint64_t rid, Code* server_status, std::
   swr.sg_list = &ssge;
   swr.num_sge = 1;
   swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  if (len <= max_inline_) swr.send_flags |= IBV_SEND_INLINE;
   rc = ibv_post_send(qp_.qp(), &swr, &sbad);
   if (rc != 0) return Broken(ErrnoStatus("ibv_post_send(SEND)", rc));
   // The reply length is not in the completion we keep; decode from the header.

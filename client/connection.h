@@ -53,10 +53,11 @@ class Connection {
                      std::unique_ptr<Connection>* out);
   ~Connection();
 
-  // Posts n READs as one chain (one doorbell). Does not wait.
+  // Posts n READs as one chain (one doorbell; only the last is signalled). Does not wait.
   Status PostReads(const ReadOp* ops, int n);
-  // Waits for n READ completions. Any error completion breaks the connection.
-  Status WaitReads(int n);
+  // Waits for every chain posted since the last wait. Any error completion breaks the
+  // connection.
+  Status WaitReads();
   // Sends a request and waits for its reply (payload copied to *payload if non-null).
   Status Rpc(wire::Op op, std::string_view key, std::string_view value, Code* server_status,
              std::string* payload);
@@ -78,6 +79,12 @@ class Connection {
   // PD, CQ and MR on ctx; the QP's creation attributes.
   Status CreateResources(ibv_context* ctx);
   ibv_qp_init_attr QpInitAttr();
+  // Creates the QP (on `id` in rdma_cm mode, else with ibv_create_qp), inline sends if the
+  // device allows them; sets max_inline_.
+  Status CreateQp(rdma_cm_id* id, ibv_qp** qp);
+  static constexpr uint32_t kWantInline = 256;
+  uint32_t max_inline_ = 0;  // requests up to this many bytes are sent inline
+  int chains_posted_ = 0;    // READ chains posted and not yet waited for
   // Sends OPEN (with the mac when options_.auth_token is set) and checks the server's proof;
   // fills hello_. UNAUTHENTICATED if either side fails to prove the token.
   Status SendOpen();

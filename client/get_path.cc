@@ -19,7 +19,7 @@ using layout::Probe;
 
 Status ClientImpl::RoundTrip(const Connection::ReadOp* ops, int n) {
   Status s = conn_->PostReads(ops, n);
-  if (s.ok()) s = conn_->WaitReads(n);
+  if (s.ok()) s = conn_->WaitReads();
   counters_.reads_posted += n;
   for (int i = 0; i < n; ++i) counters_.bytes_read += ops[i].length;
   ++counters_.round_trips;

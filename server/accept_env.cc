@@ -32,6 +32,7 @@ ibv_qp_init_attr AcceptEnv::QpAttr(int w) const {
   }
   qa.cap.max_send_wr = uint32_t(Worker::SendQueueDepth(*opt));
   qa.cap.max_send_sge = 1;
+  qa.cap.max_inline_data = max_inline;
   qa.sq_sig_all = 0;
   return qa;
 }

@@ -32,6 +32,7 @@ struct AcceptEnv {
   // Window mode: the shared SRQ every client QP receives from. Null in registration mode: each
   // client QP is in a PD of its own with a receive queue of its own (server/private_domain.h).
   SrqPool* srq = nullptr;
+  uint32_t max_inline = 0;  // every client QP's cap.max_inline_data (WorkerEnv::max_inline)
   // Registration mode: the server's reply buffers (Worker::SendSlots per slot), of which each
   // connection's PD registers its slot's share.
   uint8_t* send_base = nullptr;

@@ -24,6 +24,10 @@ DEFINE_string(memory, "256M", "size of the registered table region (e.g. 256M, 1
 DEFINE_uint32(buckets, 0, "number of index buckets (0: derived from --memory)");
 DEFINE_double(index_fraction, 0.25, "share of --memory used by the index when --buckets=0");
 DEFINE_int32(workers, 2, "worker threads executing PUT/DELETE");
+DEFINE_int32(poll_spin_us, -1,
+             "microseconds a worker keeps polling its completion queue after its last completion "
+             "before it sleeps (0: sleep at once; -1: 50 when the process may use at least "
+             "workers + 2 CPUs, else 0); a spinning worker uses a whole CPU while busy");
 DEFINE_int32(max_connections, 1024, "maximum concurrent client connections");
 DEFINE_int32(srq_depth, 256,
              "receive buffers in the shared receive queue (plus half as many in reserve)");
@@ -116,7 +120,7 @@ rkv::cli::Usage KvserverUsage() {
         {"listen", "max_connections", "max_pending", "max_conns_per_source",
          "max_pending_per_source", "max_connects_per_source_per_s", "connect_burst_per_source",
          "accept_timeout", "peer_timeout", "credits", "srq_depth"}},
-       {"Table and workers", {"memory", "buckets", "index_fraction", "workers"}},
+       {"Table and workers", {"memory", "buckets", "index_fraction", "workers", "poll_spin_us"}},
        {"Security", {"auth_token_file", "allow_unauthenticated", "client_rkeys"}},
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
@@ -157,6 +161,8 @@ int main(int argc, char** argv) {
   if (!s.ok()) return Fail("--memory: " + s.message());
   if (o.memory < (1 << 20)) return Fail("--memory must be at least 1M");
   if (FLAGS_workers < 1 || FLAGS_workers > 64) return Fail("--workers must be 1..64");
+  if (FLAGS_poll_spin_us < -1 || FLAGS_poll_spin_us > 1000000)
+    return Fail("--poll_spin_us must be -1 (auto) or 0..1000000");
   if (FLAGS_max_connections < 1 || FLAGS_max_connections > 65536)
     return Fail("--max_connections must be 1..65536");
   if (FLAGS_srq_depth < 4 || FLAGS_srq_depth > 16384) return Fail("--srq_depth must be 4..16384");
@@ -188,6 +194,7 @@ int main(int argc, char** argv) {
   o.buckets = FLAGS_buckets;
   o.index_fraction = FLAGS_index_fraction;
   o.workers = FLAGS_workers;
+  o.poll_spin_us = FLAGS_poll_spin_us;
   o.max_connections = FLAGS_max_connections;
   o.srq_depth = FLAGS_srq_depth;
   o.data_dir = FLAGS_data_dir;

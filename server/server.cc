@@ -2,6 +2,7 @@
 #include "server/server.h"
 
 #include <glog/logging.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <cerrno>
@@ -19,7 +20,20 @@ namespace rkv {
 
 void Server::Unmap::operator()(uint8_t* p) const { munmap(p, len); }
 
-Server::Server(ServerOptions options) : opt_(std::move(options)) {}
+namespace {
+// --poll_spin_us=-1: spin only where the workers can have CPUs of their own (the acceptor, the
+// write pool and the client side of a local benchmark need the rest). The CPUs this process may
+// run on (sched_getaffinity: taskset and cpusets count; a CFS quota does not).
+ServerOptions ResolveSpin(ServerOptions o) {
+  if (o.poll_spin_us >= 0) return o;
+  cpu_set_t set;
+  int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+  o.poll_spin_us = cpus >= o.workers + 2 ? 50 : 0;
+  return o;
+}
+}  // namespace
+
+Server::Server(ServerOptions options) : opt_(ResolveSpin(std::move(options))) {}
 
 Server::~Server() {
   StopThreads();
@@ -209,6 +223,8 @@ Status Server::Start() {
   wenv.counters = &counters_;
   wenv.send_base = send_buf_.data();
   wenv.send_lkey = send_mr_ ? send_mr_->lkey : 0;
+  // Small replies (PUT/DELETE answers, errors) go inline: 256 bytes or what the device allows.
+  wenv.max_inline = ProbeMaxInline(ctx_, pd_.get(), 256);
   wenv.stop = &stop_;
   wenv.auth_token = opt_.auth_token;
   wenv.open_reply = MakeOpenReply();
@@ -239,6 +255,7 @@ Status Server::Start() {
   aenv.opt = &opt_;
   aenv.ctx = ctx_;
   aenv.pd = pd_.get();
+  aenv.max_inline = wenv.max_inline;
   aenv.srq = srq_.get();
   aenv.send_base = send_buf_.data();
   for (auto& w : workers_) aenv.workers.push_back(w.get());
@@ -285,7 +302,9 @@ Status Server::Start() {
                          : "a registration per client (ibv_reg_mr_iova, iova 0, remote READ)");
   LOG(INFO) << "region size " << opt_.memory << " buckets " << geo.num_buckets << " overflow_slots "
             << geo.overflow_slots << " entry_capacity " << geo.entry_capacity() << " heap "
-            << (opt_.memory - geo.heap_offset) << " bytes, workers " << opt_.workers;
+            << (opt_.memory - geo.heap_offset) << " bytes, workers " << opt_.workers
+            << " (poll spin " << opt_.poll_spin_us << " us), replies inline up to "
+            << wenv.max_inline << " bytes";
   LOG(INFO) << "limits: max_connections " << opt_.max_connections << ", max_pending "
             << opt_.max_pending << ", request credits " << opt_.credits << ", peer_timeout "
             << opt_.peer_timeout_ms << " ms, accept_timeout " << opt_.accept_timeout_ms << " ms, "

@@ -20,6 +20,10 @@ struct ServerOptions {
   uint32_t buckets = 0;  // 0: derived from memory and index_fraction
   double index_fraction = 0.25;
   int workers = 2;
+  // Microseconds a worker keeps polling its CQ after its last completion before it sleeps on the
+  // completion channel (docs/kvserver.md, "Polling"). 0: never spin (sleep at once). The Server
+  // resolves -1 (auto) to 50 when the process may run on at least workers + 2 CPUs, else 0.
+  int poll_spin_us = -1;
   int max_connections = 1024;
   // Connections in setup at once (rdma_cm accepted but not established, manual handshakes in
   // progress); more are refused.

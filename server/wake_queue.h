@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -42,12 +43,20 @@ class WakeQueue {
       MutexLock l(&mu_);
       items_.push_back(std::move(item));
     }
+    pending_.store(true, std::memory_order_release);
     uint64_t one = 1;
     ssize_t n = write(fd_, &one, sizeof one);  // only fails if the counter would overflow
     (void)n;
   }
 
+  // True if something may have been pushed since the last TakeAll: a load, no system call (a
+  // spinning consumer checks this instead of polling the eventfd).
+  bool MaybeNonEmpty() const { return pending_.load(std::memory_order_acquire); }
+
   std::vector<T> TakeAll() {
+    // Cleared before the take (an RMW with acquire: the take cannot move above it), so a Push
+    // whose item this take misses sets it again.
+    pending_.exchange(false, std::memory_order_acq_rel);
     uint64_t v;
     ssize_t n = read(fd_, &v, sizeof v);  // EAGAIN when nothing was pushed: fine
     (void)n;
@@ -62,6 +71,7 @@ class WakeQueue {
   const int err_;
   Mutex mu_;
   std::vector<T> items_ GUARDED_BY(mu_);
+  std::atomic<bool> pending_{false};
 };
 
 }  // namespace rkv

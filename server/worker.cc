@@ -58,14 +58,24 @@ void Worker::Join() {
 void Worker::Loop() {
   ibv_wc wc[32];
   bool busy = false;
+  // Spinning (--poll_spin_us): for spin_ after the last completion the loop polls the CQ and
+  // the command queue's flag without a system call; then it re-arms nothing new (the CQ stays
+  // armed) and sleeps in poll() on the channel and the eventfd, as with spinning off.
+  const auto spin = std::chrono::microseconds(std::max(0, env_.opt->poll_spin_us));
+  Clock::time_point last_work{};
   while (!env_.stop->load()) {
+    const bool spinning = spin.count() > 0 && Clock::now() - last_work < spin;
+    int r = 0;
     pollfd pfd[2] = {{channel_->fd, POLLIN, 0}, {queue_.fd(), POLLIN, 0}};
-    int r = poll(pfd, 2, busy ? 0 : int(kTickPeriod.count()));
-    if (r < 0 && errno != EINTR) {
-      PLOG_EVERY_N(ERROR, 100) << "poll(worker " << index_ << ")";
-      continue;
+    if (!spinning) {
+      r = poll(pfd, 2, busy ? 0 : int(kTickPeriod.count()));
+      if (r < 0 && errno != EINTR) {
+        PLOG_EVERY_N(ERROR, 100) << "poll(worker " << index_ << ")";
+        continue;
+      }
+      if (!busy) env_.counters->worker_sleeps.fetch_add(1, std::memory_order_relaxed);
     }
-    DrainCommands();
+    if (!spinning || queue_.MaybeNonEmpty()) DrainCommands();
     if (r > 0 && (pfd[0].revents & POLLIN)) {
       ibv_cq* cq = nullptr;
       void* ctx = nullptr;
@@ -80,17 +90,20 @@ void Worker::Loop() {
     // kMaxBatches batches per round, so that commands, keepalives and Stop() are served even
     // while clients keep the CQ busy (what is left wakes poll() again at once: the CQ was
     // re-armed before polling).
-    int n = 0;
+    int n = 0, handled = 0;
     for (int batch = 0; batch < kMaxBatches; ++batch) {
       n = ibv_poll_cq(cq_.get(), 32, wc);
       if (n <= 0) break;
+      handled += n;
       for (int i = 0; i < n; ++i) HandleCompletion(wc[i]);
     }
     if (n < 0) {
       LOG_EVERY_N(ERROR, 100) << "ibv_poll_cq(worker " << index_ << ") failed";
     }
     busy = n == 32;  // more may be waiting: come back without sleeping
-    if (Clock::now() - last_tick_ >= kTickPeriod) Tick();
+    const Clock::time_point now = Clock::now();
+    if (handled > 0) last_work = now;
+    if (now - last_tick_ >= kTickPeriod) Tick();
   }
 }
 
@@ -230,6 +243,7 @@ bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
   wr.send_flags = IBV_SEND_SIGNALED;
   if (kind == kReply) {
     wr.opcode = IBV_WR_SEND;
+    if (len <= env_.max_inline) wr.send_flags |= IBV_SEND_INLINE;
   } else {
     // Zero-length RDMA WRITE: needs no memory at the peer (its rkey is not checked), only an
     // answer from its HCA.

@@ -64,6 +64,9 @@ struct WorkerEnv {
   ServerCounters* counters = nullptr;
   uint8_t* send_base = nullptr;  // registered: max_connections * SendSlots() * kSendSlotSize
   uint32_t send_lkey = 0;        // window mode; a PrivateDomain registers its connection's share
+  // Replies of at most this many bytes are sent inline (IBV_SEND_INLINE: the HCA copies them from
+  // the work request, no DMA read of the send buffer); every QP is created with this capacity.
+  uint32_t max_inline = 0;
   const std::atomic<bool>* stop = nullptr;
   // The shared token (docs/security.md); empty: authentication is off.
   std::string auth_token;

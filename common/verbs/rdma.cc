@@ -4,9 +4,11 @@
 #include <netdb.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string_view>
 
 #include "common/printable.h"
@@ -135,5 +137,27 @@ const char* MtuName(ibv_mtu mtu) {
   return "?";
 }
 uint32_t MtuBytes(ibv_mtu mtu) { return 128u << static_cast<int>(mtu); }
+
+uint32_t ProbeMaxInline(ibv_context* ctx, ibv_pd* pd, uint32_t want) {
+  std::unique_ptr<ibv_cq, CqDeleter> cq(ibv_create_cq(ctx, 2, nullptr, nullptr, 0));
+  if (!cq) return 0;
+  for (uint32_t size = want; size >= 16; size /= 2) {
+    ibv_qp_init_attr qa{};
+    qa.send_cq = cq.get();
+    qa.recv_cq = cq.get();
+    qa.qp_type = IBV_QPT_RC;
+    qa.cap.max_send_wr = 1;
+    qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_sge = 1;
+    qa.cap.max_recv_sge = 1;
+    qa.cap.max_inline_data = size;
+    ibv_qp* qp = ibv_create_qp(pd, &qa);
+    if (qp == nullptr) continue;
+    const uint32_t got = std::min(qa.cap.max_inline_data, size);  // the device may round up
+    (void)ibv_destroy_qp(qp);
+    return got;
+  }
+  return 0;
+}
 
 }  // namespace rkv
