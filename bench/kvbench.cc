@@ -67,8 +67,9 @@ DEFINE_double(duration, 0, "run phase: seconds to run (overrides --operations wh
 DEFINE_int64(threads, 1, "client threads");
 DEFINE_int64(connections, 1, "client connections per thread (used in turn)");
 DEFINE_int64(depth, 1,
-             "operations issued together per connection: their GETs go out as one batch of "
-             "READs (MultiGet), then the writes in order");
+             "operations in flight per connection: > 1 issues them as one pipelined batch "
+             "(rkv::Client::Execute: GET READs posted together, PUT/DELETE pipelined up to the "
+             "server's request credits; read-modify-writes write after their reads)");
 DEFINE_string(key_size, "0", "key bytes, N or MIN-MAX (0: YCSB's user<hash> names)");
 DEFINE_string(value_size, "64", "value bytes, N or MIN-MAX (uniform per operation)");
 DEFINE_double(target, 0,
@@ -242,9 +243,6 @@ class Runner {
     uint64_t issued = 0;
     size_t turn = 0;
     std::vector<Op> batch(c_.depth);
-    std::vector<std::string_view> keys;
-    std::vector<std::string> values;
-    std::vector<rkv::Status> statuses;
     std::string value, out;
     for (;;) {
       int n = 0;
@@ -270,45 +268,80 @@ class Runner {
         for (int k = 0; k < n; ++k) batch[k].due = now;
       }
       rkv::Client* c = (*clients_)[size_t(t) * c_.connections + turn++ % c_.connections].get();
-      // Reads first, all together (one batch of READs when there are several)...
-      keys.clear();
-      for (int k = 0; k < n; ++k)
-        if (batch[k].type == b::kRead || batch[k].type == b::kRmw) keys.push_back(batch[k].key);
-      if (keys.size() == 1) {
-        for (int k = 0; k < n; ++k)
-          if (batch[k].type == b::kRead || batch[k].type == b::kRmw) {
-            batch[k].status = c->Get(batch[k].key, &out);
-            CheckRead(st, batch[k], out);
-          }
-      } else if (keys.size() > 1) {
-        rkv::Status s = c->MultiGet(keys, &values, &statuses);
-        for (int k = 0, r = 0; k < n; ++k)
-          if (batch[k].type == b::kRead || batch[k].type == b::kRmw) {
-            batch[k].status = s.ok() ? statuses[r] : s;
-            CheckRead(st, batch[k], values[r]);
-            ++r;
-          }
+      if (n > 1) {
+        RunBatch(st, c, batch.data(), n, rng);
+        continue;
+      }
+      Op& op = batch[0];
+      if (op.type == b::kRead || op.type == b::kRmw) {
+        op.status = c->Get(op.key, &out);
+        CheckRead(st, op, out);
       }
       auto reads_done = Clock::now();
-      // ... then the writes in order.
-      for (int k = 0; k < n; ++k) {
-        Op& op = batch[k];
-        if (op.type == b::kRead) {
-          Record(st, op, reads_done);
-          continue;
-        }
-        if (op.type == b::kRmw && !(op.status.ok() || op.status.IsNotFound())) {
-          Record(st, op, reads_done);
-          continue;
-        }
-        if (op.type == b::kDelete) {
-          op.status = c->Delete(op.key);
-        } else {
-          MakeValue(op, rng, &value);
-          op.status = c->Put(op.key, value);
-        }
-        Record(st, op, Clock::now());
+      if (op.type == b::kRead ||
+          (op.type == b::kRmw && !(op.status.ok() || op.status.IsNotFound()))) {
+        Record(st, op, reads_done);
+        continue;
       }
+      if (op.type == b::kDelete) {
+        op.status = c->Delete(op.key);
+      } else {
+        MakeValue(op, rng, &value);
+        op.status = c->Put(op.key, value);
+      }
+      Record(st, op, Clock::now());
+    }
+  }
+
+  // --depth > 1: the batch as one pipelined Client::Execute (GETs and writes in flight together),
+  // then the writes of its read-modify-writes (each needs its read first) as a second one.
+  void RunBatch(ThreadStats& st, rkv::Client* c, Op* batch, int n, std::mt19937_64& rng) {
+    std::vector<rkv::BatchOp> ops;
+    std::vector<int> of;  // batch index of each op
+    std::vector<std::string> got(static_cast<size_t>(n)), written(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      Op& op = batch[k];
+      rkv::BatchOp bo;
+      bo.key = op.key;
+      if (op.type == b::kRead || op.type == b::kRmw) {
+        bo.type = rkv::BatchOp::Type::kGet;
+        bo.result = &got[size_t(k)];
+      } else if (op.type == b::kDelete) {
+        bo.type = rkv::BatchOp::Type::kDelete;
+      } else {
+        bo.type = rkv::BatchOp::Type::kPut;
+        MakeValue(op, rng, &written[size_t(k)]);
+        bo.value = written[size_t(k)];
+      }
+      ops.push_back(bo);
+      of.push_back(k);
+    }
+    (void)c->Execute(&ops);  // every operation's status says what happened to it
+    auto done = Clock::now();
+    std::vector<rkv::BatchOp> rmw;
+    std::vector<int> rmw_of;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Op& op = batch[of[i]];
+      op.status = ops[i].status;
+      if (op.type == b::kRead || op.type == b::kRmw) CheckRead(st, op, got[size_t(of[i])]);
+      if (op.type == b::kRmw && (op.status.ok() || op.status.IsNotFound())) {
+        rkv::BatchOp bo;
+        bo.type = rkv::BatchOp::Type::kPut;
+        bo.key = op.key;
+        MakeValue(op, rng, &written[size_t(of[i])]);
+        bo.value = written[size_t(of[i])];
+        rmw.push_back(bo);
+        rmw_of.push_back(of[i]);
+        continue;
+      }
+      Record(st, op, done);
+    }
+    if (rmw.empty()) return;
+    (void)c->Execute(&rmw);
+    done = Clock::now();
+    for (size_t i = 0; i < rmw.size(); ++i) {
+      batch[rmw_of[i]].status = rmw[i].status;
+      Record(st, batch[rmw_of[i]], done);
     }
   }
 

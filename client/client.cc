@@ -281,6 +281,15 @@ Status Client::Delete(std::string_view key) {
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   return impl_->LostWrite("DELETE", impl_->counters().rpcs != rpcs, s);
 }
+Status Client::Execute(BatchOp* ops, size_t n) {
+  Status s = impl_->Execute(ops, n);
+  if (s.ok() || !impl_->ShouldReconnect()) return s;
+  bool restarted = false;
+  // Not retried: each operation's status says what happened to it. Reconnecting now lets the
+  // next call go on; if that fails too, the next call reports it.
+  (void)impl_->ReconnectWithBackoff(s, &restarted);
+  return s;
+}
 Status Client::Stats(std::string* text) {
   Status s = impl_->Stats(text);
   if (s.ok() || !impl_->ShouldReconnect()) return s;

@@ -27,6 +27,7 @@ class ClientImpl {
                   std::vector<Status>* statuses);  // multi_get.cc
   Status Put(std::string_view key, std::string_view value);
   Status Delete(std::string_view key);
+  Status Execute(BatchOp* ops, size_t n);  // batch.cc
   Status Stats(std::string* text);
   Status RequestSnapshot(std::string* message);
   Status Reconnect();

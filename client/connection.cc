@@ -16,7 +16,8 @@
 
 namespace rkv {
 namespace {
-enum WrId : uint64_t { kRead = 1, kSend = 2, kRecv = 3 };
+// Work request ids: the kind in the low byte (a pipelined receive: its slot above it).
+enum WrId : uint64_t { kRead = 1, kSend = 2, kRecv = 3, kPipeSend = 4, kPipeRecv = 5 };
 constexpr int kKeepaliveAccess = IBV_ACCESS_REMOTE_WRITE;
 
 uint64_t NowNs() {
@@ -49,6 +50,7 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
   if (!s.ok()) return s;
   s = c->FinishOpen(host, port);
   if (!s.ok()) return s;
+  c->window_.SetDepth(int(std::min<uint32_t>(c->hello_.credits, kMaxPipeline)));
   *out = std::move(c);
   return Status::Ok();
 }
@@ -69,7 +71,7 @@ ibv_qp_init_attr Connection::QpInitAttr() {
   qpa.recv_cq = cq_.get();
   qpa.qp_type = IBV_QPT_RC;
   qpa.cap.max_send_wr = 128;
-  qpa.cap.max_recv_wr = 4;
+  qpa.cap.max_recv_wr = kMaxPipeline + 4;
   qpa.cap.max_send_sge = 1;
   qpa.cap.max_recv_sge = 1;
   // Requests up to this size go inline (a PUT of a small value: no DMA read of the buffer);
@@ -264,6 +266,7 @@ Status Connection::FinishOpen(const std::string& host, uint16_t port) {
   i.hash_seed = h.hash_seed;
   i.max_key_size = h.max_key_size;
   i.max_value_size = h.max_value_size;
+  i.request_credits = h.credits;
   i.protocol_version = h.version;
   i.exchange = options_.exchange.method;
   ibv_qp* qp = qp_.qp();
@@ -331,28 +334,43 @@ Status Connection::PostReads(const ReadOp* ops, int n) {
   return Status::Ok();
 }
 
-Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms) {
+Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
+                        bool want_pipe) {
   uint64_t deadline = NowNs() + uint64_t(timeout_ms) * 1000000ull;
   ibv_wc wc[32];
   uint32_t spins = 0;
-  while (want_reads > 0 || want_recv || want_send) {
+  const uint64_t pipe_before = pipe_arrived_;
+  auto pipe_waiting = [&] { return want_pipe && pipe_arrived_ == pipe_before; };
+  while (want_reads > 0 || want_recv || want_send || pipe_waiting()) {
     int n = ibv_poll_cq(cq_.get(), 32, wc);
     if (n < 0) return Broken(Status(Code::kIoError, "ibv_poll_cq failed"));
     for (int k = 0; k < n; ++k) {
       if (wc[k].status != IBV_WC_SUCCESS) {
-        const char* what = wc[k].wr_id == kRead   ? "RDMA READ"
-                           : wc[k].wr_id == kSend ? "SEND"
-                                                  : "RECV";
+        const uint64_t kind = wc[k].wr_id & 0xff;
+        const char* what = kind == kRead                         ? "RDMA READ"
+                           : kind == kSend || kind == kPipeSend ? "SEND"
+                                                                : "RECV";
         return Broken(Status(Code::kConnectionLost, std::string(what) + " completed with error: " +
                                                         ibv_wc_status_str(wc[k].status) +
                                                         " (server gone or QP failed)"));
       }
-      if (wc[k].wr_id == kRead)
-        --want_reads;
-      else if (wc[k].wr_id == kRecv)
-        want_recv = false;
-      else if (wc[k].wr_id == kSend)
-        want_send = false;
+      switch (wc[k].wr_id & 0xff) {
+        case kRead:
+          --want_reads;
+          break;
+        case kRecv:
+          want_recv = false;
+          break;
+        case kSend:
+          want_send = false;
+          break;
+        case kPipeSend:
+          window_.SendDone();
+          break;
+        case kPipeRecv:  // receives complete in posting order: this is slot pipe_arrived_ % max
+          pipe_len_[pipe_arrived_++ % kMaxPipeline] = wc[k].byte_len;
+          break;
+      }
     }
     if (n == 0 && (++spins & 1023) == 0) {
       if (NowNs() > deadline)
@@ -360,7 +378,7 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
                                                  " ms; connection considered lost"));
       // Waiting for a reply (never on the GET path): a server that closed or died is noticed
       // at once, not after rpc_timeout_ms.
-      if (want_recv && PeerDisconnected())
+      if ((want_recv || want_pipe) && PeerDisconnected())
         return Broken(Status(Code::kConnectionLost,
                              "server disconnected (rdma_cm DISCONNECTED) while a reply was "
                              "awaited; the request's outcome is unknown"));
@@ -395,6 +413,8 @@ Status Connection::Rpc(wire::Op op, std::string_view key, std::string_view value
   size_t len =
       wire::EncodeRequest(op, rid, key, value, buf_.get() + kSendArea, kRecvArea - kSendArea);
   if (len == 0) return Status(Code::kTooLarge, "request does not fit the send buffer");
+  if (window_.outstanding() > 0)
+    return Status(Code::kInvalidArgument, "pipelined requests are outstanding");
   return Exchange(len, rid, server_status, payload);
 }
 
@@ -402,13 +422,15 @@ Status Connection::SendRaw(const void* data, size_t len, Code* server_status,
                            std::string* payload) {
   if (state_ != State::kConnected) return Status(Code::kConnectionLost, "connection is broken");
   if (len > kRecvArea - kSendArea) return Status(Code::kTooLarge, "raw request too large");
+  if (window_.outstanding() > 0)
+    return Status(Code::kInvalidArgument, "pipelined requests are outstanding");
   std::memcpy(buf_.get() + kSendArea, data, len);
   return Exchange(len, 0, server_status, payload);
 }
 
 Status Connection::Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload) {
   ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kRecvArea),
-               uint32_t(kBufferSize - kRecvArea), mr_->lkey};
+               uint32_t(kRecvAreaSize), mr_->lkey};
   ibv_recv_wr rwr{}, *rbad = nullptr;
   rwr.wr_id = kRecv;
   rwr.sg_list = &rsge;

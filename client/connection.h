@@ -23,6 +23,7 @@
 
 #include "common/exchange/exchange.h"
 #include "common/verbs/rdma.h"
+#include "client/rpc_window.h"
 #include "common/wire.h"
 #include "rkv/client.h"
 
@@ -38,7 +39,14 @@ class Connection {
   static constexpr uint64_t kBlockArea = kOverflowArea + kMaxBatch * 4 * 128;
   static constexpr uint64_t kSendArea = kBlockArea + 72 * 1024;
   static constexpr uint64_t kRecvArea = kSendArea + 72 * 1024;
-  static constexpr uint64_t kBufferSize = kRecvArea + 8 * 1024;
+  static constexpr uint64_t kRecvAreaSize = 8 * 1024;
+  // Pipelined requests (PostRpc): a send ring and one reply buffer per request in flight.
+  static constexpr int kMaxPipeline = 16;
+  static constexpr uint64_t kPipeSendArea = kRecvArea + kRecvAreaSize;
+  static constexpr uint64_t kPipeSendSize = 256 * 1024;  // >= 3 requests of the largest size
+  static constexpr uint64_t kPipeRecvArea = kPipeSendArea + kPipeSendSize;
+  static constexpr uint64_t kPipeRecvSlot = 4096;  // wire::kMaxReplySize
+  static constexpr uint64_t kBufferSize = kPipeRecvArea + kMaxPipeline * kPipeRecvSlot;
   static constexpr uint64_t kOverflowAreaSize = kBlockArea - kOverflowArea;  // 8 KiB
   static constexpr uint64_t kBlockAreaSize = kSendArea - kBlockArea;         // 72 KiB
   static constexpr int kMaxReads = 2 * kMaxBatch * 2;  // READs in one PostReads
@@ -61,6 +69,20 @@ class Connection {
   // Sends a request and waits for its reply (payload copied to *payload if non-null).
   Status Rpc(wire::Op op, std::string_view key, std::string_view value, Code* server_status,
              std::string* payload);
+
+  // Pipelined requests (connection_pipeline.cc): up to pipeline_depth() outstanding at once (the
+  // server's request credits, at most kMaxPipeline). Rpc and SendRaw refuse to run while any is
+  // outstanding (their reply could be taken for a pipelined one).
+  int pipeline_depth() const { return window_.depth(); }
+  int rpcs_outstanding() const { return window_.outstanding(); }
+  // Posts a request (a receive for its reply first, then the SEND) without waiting. *posted is
+  // false, and nothing is done, when the window is full (take a reply first). *rid identifies
+  // the request's reply.
+  Status PostRpc(wire::Op op, std::string_view key, std::string_view value, uint64_t* rid,
+                 bool* posted);
+  // Waits (rpc_timeout_ms) for the next reply to a posted request. Any failure breaks the
+  // connection: the requests still outstanding then have an unknown outcome.
+  Status NextReply(uint64_t* rid, Code* server_status, std::string* payload);
 
   // Test hook: sends `len` raw bytes as a request and waits for a reply (for malformed-input
   // tests). The bytes are not validated.
@@ -85,12 +107,17 @@ class Connection {
   static constexpr uint32_t kWantInline = 256;
   uint32_t max_inline_ = 0;  // requests up to this many bytes are sent inline
   int chains_posted_ = 0;    // READ chains posted and not yet waited for
+  RpcWindow window_{kPipeSendSize, kMaxPipeline};
+  uint64_t pipe_arrived_ = 0;             // pipelined replies received (taken or not)
+  uint32_t pipe_len_[kMaxPipeline] = {};  // byte length of the reply in each receive slot
   // Sends OPEN (with the mac when options_.auth_token is set) and checks the server's proof;
   // fills hello_. UNAUTHENTICATED if either side fails to prove the token.
   Status SendOpen();
   // Opens, then fills info_ from hello_ and the read-back parameters of both QPs.
   Status FinishOpen(const std::string& host, uint16_t port);
-  Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms);
+  // Polls until the wanted completions came (want_pipe: a pipelined reply not yet taken).
+  Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
+              bool want_pipe = false);
   // rdma_cm mode: true if the channel holds a DISCONNECTED (or device removal) event, consumed
   // (one non-blocking poll; never called on the GET path).
   bool PeerDisconnected();

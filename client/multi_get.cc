@@ -5,6 +5,8 @@
 //   round 1: both candidate buckets of every key (one READ per key);
 //   round 2: every target (heap block, overflow slot or block) of every key whose buckets named
 //            any, together, as many keys as fit the buffer's block and overflow areas;
+// A key with a cached location (client/location_cache.h) reads that instead of its buckets, in
+// round 1 with the others, and is decided there when it verifies (cached_read.cc's rule);
 // then whatever is left (an entry torn or changed between the rounds, targets that did not fit)
 // finishes through the single-key attempt loop.
 // Every key's status says what happened to it: OK, NOT_FOUND, an error of its own (bad key,
@@ -35,8 +37,10 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
   for (size_t start = 0; start < keys.size(); start += Connection::kMaxBatch) {
     const size_t n = std::min<size_t>(Connection::kMaxBatch, keys.size() - start);
     layout::KeyHash kh[Connection::kMaxBatch];
-    enum Next : uint8_t { kDone, kSecond, kSingle };
+    enum Next : uint8_t { kDone, kSecond, kSingle, kCached };
     Next next[Connection::kMaxBatch];
+    layout::EntryLocation loc[Connection::kMaxBatch];
+    int first_op[Connection::kMaxBatch] = {};
     plan.Clear();
     for (size_t i = 0; i < n; ++i) {
       Status& st = (*statuses)[start + i];
@@ -48,6 +52,17 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
       }
       ++counters_.gets;
       kh[i] = layout::HashKey(keys[start + i], h.hash_seed, h.num_buckets);
+      if (cache_.Lookup(kh[i].hash, &loc[i])) {
+        const ReadPlan::Mark mark = plan.mark();
+        ReadPlan::Result r = plan.AddCached(loc[i]);
+        if (r == ReadPlan::Result::kAdded) {
+          next[i] = kCached;
+          first_op[i] = mark.n;
+          continue;
+        }
+        plan.Rewind(mark);
+      }
+      ++counters_.cache_misses;
       next[i] = kSecond;
       if (plan.AddBuckets(int(i), uint64_t(kh[i].bucket[0]) * h.bucket_size) !=
           ReadPlan::Result::kAdded)
@@ -58,9 +73,37 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
       if (!s.ok()) return fail_rest(start, s);
     }
 
+    // Keys read through their cached location: decided, or read alone (ReadKey).
+    for (size_t i = 0; i < n; ++i) {
+      if (next[i] != kCached) continue;
+      std::string_view key = keys[start + i];
+      const uint8_t* anchor = conn_->buf() + plan.op(first_op[i]).local_offset;
+      const uint8_t* block =
+          loc[i].has_block() ? conn_->buf() + plan.op(first_op[i] + 1).local_offset : nullptr;
+      layout::FoundValue v;
+      layout::Target follow;
+      layout::EntryLocation now;
+      switch (layout::ProbeCached(loc[i], anchor, block, key, kh[i], h.hash_seed, &v, &follow,
+                                  &now)) {
+        case layout::CachedOutcome::kFound:
+          v.AssignTo(&(*values)[start + i]);
+          (*statuses)[start + i] = Status::Ok();
+          ++counters_.cache_hits;
+          if (now.kind != loc[i].kind) cache_.Insert(kh[i].hash, now);
+          next[i] = kDone;
+          break;
+        case layout::CachedOutcome::kFollow:  // ReadKey reads the slot again and follows it
+          next[i] = kSingle;
+          break;
+        case layout::CachedOutcome::kMiss:  // ReadKey then misses the cache (and counts it)
+          cache_.Erase(kh[i].hash);
+          next[i] = kSingle;
+          break;
+      }
+    }
+
     // Decide from the buckets; plan the second round for keys with targets.
     Probe probe[Connection::kMaxBatch];
-    int first_op[Connection::kMaxBatch] = {};
     plan.Clear();
     for (size_t i = 0; i < n; ++i) {
       if (next[i] != kSecond) continue;
@@ -70,6 +113,8 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
       Probe& p = probe[i];
       p = layout::ProbeBuckets(b, b + kBucketSize, key, kh[i], h.hash_seed);
       if (p.outcome == Probe::kFound) {
+        cache_.Insert(kh[i].hash,
+                      layout::LocationOfFound(p, -1, uint64_t(kh[i].bucket[0]) * h.bucket_size));
         (*values)[start + i].assign(p.value);
         st = Status::Ok();
         next[i] = kDone;
@@ -107,10 +152,15 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
           layout::FoundValue v;
           switch (layout::ProbeTarget(conn_->buf() + plan.op(first_op[i] + t).local_offset,
                                       p.targets[t], keys[start + i], h.hash_seed, &v)) {
-            case layout::TargetOutcome::kFound:
+            case layout::TargetOutcome::kFound: {
               v.AssignTo(&(*values)[start + i]);
               found = true;
+              layout::EntryLocation at =
+                  layout::LocationOfFound(p, t, uint64_t(kh[i].bucket[0]) * h.bucket_size);
+              if (layout::EntryLocationFits(at, h.region_size, Connection::kBlockAreaSize))
+                cache_.Insert(kh[i].hash, at);
               break;
+            }
             case layout::TargetOutcome::kChanged:
               changed = true;
               break;

@@ -21,6 +21,17 @@ ReadPlan::Result ReadPlan::AddTarget(const layout::Target& t) {
   return Add(Connection::kBlockArea, Connection::kBlockAreaSize, &block_used_, t.offset, t.length);
 }
 
+ReadPlan::Result ReadPlan::AddCached(const layout::EntryLocation& loc) {
+  Result r = Add(Connection::kOverflowArea, Connection::kOverflowAreaSize, &overflow_used_,
+                 loc.anchor, layout::kSlotSize);
+  if (r != Result::kAdded || !loc.has_block()) return r;
+  if (loc.block_len <= layout::kSlotSize)
+    return Add(Connection::kOverflowArea, Connection::kOverflowAreaSize, &overflow_used_, loc.block,
+               loc.block_len);
+  return Add(Connection::kBlockArea, Connection::kBlockAreaSize, &block_used_, loc.block,
+             loc.block_len);
+}
+
 ReadPlan::Result ReadPlan::AddBuckets(int index, uint64_t remote) {
   constexpr uint32_t kPair = 2 * layout::kBucketSize;
   if (index < 0 || uint32_t(index) >= Connection::kMaxBatch) return Result::kInvalid;

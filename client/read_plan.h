@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "client/connection.h"
+#include "common/table/entry_location.h"
 #include "common/table/lookup.h"
 
 namespace rkv {
@@ -26,6 +27,9 @@ class ReadPlan {
   };
   // The READ of a lookup target.
   [[nodiscard]] Result AddTarget(const layout::Target& t);
+  // The READs of a cached location (entry_location.h): its anchor, then its target if it has one
+  // (two ops, or one). Not all-or-nothing: use mark()/Rewind().
+  [[nodiscard]] Result AddCached(const layout::EntryLocation& loc);
   // The READ of the two candidate buckets starting at `remote` into bucket pair `index`.
   [[nodiscard]] Result AddBuckets(int index, uint64_t remote);
 

@@ -121,6 +121,7 @@ struct ServerInfo {
   uint32_t max_key_size = 0;
   uint32_t max_value_size = 0;
   uint16_t protocol_version = 0;
+  uint32_t request_credits = 0;  // requests this client may have outstanding (Client::Execute)
   std::string device;
   uint8_t port = 0;
   uint32_t qp_num = 0;
@@ -136,6 +137,16 @@ struct ServerInfo {
 };
 
 class ClientImpl;
+
+// One operation of a pipelined batch (Client::Execute).
+struct BatchOp {
+  enum class Type : uint8_t { kGet, kPut, kDelete };
+  Type type = Type::kGet;
+  std::string_view key;
+  std::string_view value;         // kPut: the value
+  std::string* result = nullptr;  // kGet: receives the value (required; capacity reused)
+  Status status;                  // set by Execute: OK, NOT_FOUND or this operation's error
+};
 
 // `kvctl check`: runs the connection-parameter validator against the server at `address`
 // without connecting a data QP. Manual modes exchange CHECK records (the server validates its
@@ -167,6 +178,19 @@ class Client {
                   std::vector<Status>* statuses);
   Status Put(std::string_view key, std::string_view value);
   Status Delete(std::string_view key);
+  // Executes ops[0..n) with many operations in flight on this connection: the PUTs and DELETEs
+  // are pipelined up to the server's request credits (ServerInfo::request_credits; each reply is
+  // taken as it comes and the next request posted), and meanwhile every GET's READs are posted
+  // together as MultiGet posts them. Writes are applied in the order given; a GET of a key that
+  // the same batch writes may return the value from before or after that write (they run
+  // concurrently). ops[i].status is set for every operation. The returned Status is not OK only
+  // when the connection failed; then each operation says what happened to it: a PUT or DELETE
+  // that was sent and not answered has kConnectionLost "outcome unknown" (it may or may not have
+  // been applied), one not yet sent kConnectionLost "not sent", a GET not yet decided the
+  // failure. Nothing is retried; with auto_reconnect the connection is re-established before
+  // the call returns (the next call can go on).
+  Status Execute(BatchOp* ops, size_t n);
+  Status Execute(std::vector<BatchOp>* ops) { return Execute(ops->data(), ops->size()); }
   // Server counters as "name value" lines.
   Status Stats(std::string* text);
   // Asks a durable server (kvserver --data_dir) to take a snapshot in the background; returns at

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// Connection's pipelined requests (Client::Execute): many PUT/DELETE requests in flight on the
+// one QP, up to the server's request credits. The bookkeeping (send ring, receive slots) is
+// RpcWindow's; this file posts and decodes. No allocation beyond the caller's payload string.
+#include <algorithm>
+#include <cstring>
+
+#include "client/connection.h"
+
+namespace rkv {
+
+namespace {
+constexpr uint64_t kPipeSend = 4, kPipeRecv = 5;  // connection.cc's WrId
+}  // namespace
+
+Status Connection::PostRpc(wire::Op op, std::string_view key, std::string_view value,
+                           uint64_t* rid, bool* posted) {
+  *posted = false;
+  if (state_ != State::kConnected) return Status(Code::kConnectionLost, "connection is broken");
+  const size_t len = sizeof(wire::RequestHeader) + key.size() + value.size();
+  if (len > wire::kMaxRequestSize) return Status(Code::kTooLarge, "request too large");
+  const uint64_t id = next_request_id_;
+  RpcWindow::Slot slot;
+  if (!window_.Reserve(uint32_t(len), id, &slot)) return Status::Ok();
+  ++next_request_id_;
+  uint8_t* at = buf_.get() + kPipeSendArea + slot.ring_offset;
+  if (wire::EncodeRequest(op, id, key, value, at, kPipeSendSize - slot.ring_offset) != len)
+    return Broken(Status(Code::kIoError, "pipelined request encoding disagrees on its size"));
+  ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kPipeRecvArea +
+                                          uint64_t(slot.recv_slot) * kPipeRecvSlot),
+               uint32_t(kPipeRecvSlot), mr_->lkey};
+  ibv_recv_wr rwr{}, *rbad = nullptr;
+  rwr.wr_id = kPipeRecv | (uint64_t(slot.recv_slot) << 8);
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  if (int rc = ibv_post_recv(qp_.qp(), &rwr, &rbad); rc != 0)
+    return Broken(ErrnoStatus("ibv_post_recv", rc));
+  ibv_sge ssge{reinterpret_cast<uint64_t>(at), uint32_t(len), mr_->lkey};
+  ibv_send_wr swr{}, *sbad = nullptr;
+  swr.wr_id = kPipeSend;
+  swr.sg_list = &ssge;
+  swr.num_sge = 1;
+  swr.opcode = IBV_WR_SEND;
+  swr.send_flags = IBV_SEND_SIGNALED;
+  if (len <= max_inline_) swr.send_flags |= IBV_SEND_INLINE;
+  if (int rc = ibv_post_send(qp_.qp(), &swr, &sbad); rc != 0)
+    return Broken(ErrnoStatus("ibv_post_send(SEND)", rc));
+  *rid = id;
+  *posted = true;
+  return Status::Ok();
+}
+
+Status Connection::NextReply(uint64_t* rid, Code* server_status, std::string* payload) {
+  if (state_ != State::kConnected) return Status(Code::kConnectionLost, "connection is broken");
+  if (window_.outstanding() == 0)
+    return Status(Code::kInvalidArgument, "no pipelined request is outstanding");
+  const int slot = window_.NextRecvSlot();
+  if (pipe_arrived_ <= uint64_t(window_.replies_taken())) {
+    Status s = Poll(0, false, false, options_.rpc_timeout_ms, /*want_pipe=*/true);
+    if (!s.ok()) return s;
+  }
+  const uint8_t* bytes = buf_.get() + kPipeRecvArea + uint64_t(slot) * kPipeRecvSlot;
+  wire::Reply reply;
+  Status s = wire::DecodeReply(bytes, std::min<uint64_t>(pipe_len_[slot], kPipeRecvSlot), &reply);
+  if (!s.ok()) return Broken(s);
+  if (!window_.ReplyTaken(reply.request_id))
+    return Broken(Status(Code::kProtocolError, "reply for request " +
+                                                   std::to_string(reply.request_id) +
+                                                   ", which is not outstanding"));
+  *rid = reply.request_id;
+  *server_status = reply.status;
+  if (payload) payload->assign(reply.payload);
+  return Status::Ok();
+}
+
+}  // namespace rkv
