@@ -116,7 +116,9 @@ TEST_F(Batch, LargerThanTheCreditsInOrderAndNoCreditDrops) {
   const ClientCounters before = c_->counters();
   ASSERT_TRUE(c_->Execute(&ops).ok());
   for (const BatchOp& op : ops) {
-    if (op.type != BatchOp::Type::kGet) EXPECT_TRUE(op.status.ok()) << op.status.ToString();
+    if (op.type != BatchOp::Type::kGet) {
+      EXPECT_TRUE(op.status.ok()) << op.status.ToString();
+    }
   }
   EXPECT_EQ(c_->counters().rpcs - before.rpcs, 240u);
   std::string v;
