@@ -8,6 +8,12 @@ namespace py = pybind11;
 
 namespace rkv::python {
 
+py::object ErrorObject(const Status& s) {
+  // rkv._errors is in sys.modules (imported at init), so this is a dictionary lookup.
+  return py::module_::import("rkv._errors")
+      .attr("_from_status")(static_cast<int>(s.code()), CodeName(s.code()), LenientStr(s.message()));
+}
+
 void RegisterStatusTranslator() {
   // Imported here so that a missing rkv/_errors.py fails the import of the module, not a call.
   py::module_::import("rkv._errors");
@@ -15,11 +21,7 @@ void RegisterStatusTranslator() {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const StatusError& e) {
-      const Status& s = e.status();
-      // rkv._errors is in sys.modules (imported at init), so this is a dictionary lookup.
-      py::object exc = py::module_::import("rkv._errors")
-                           .attr("_from_status")(static_cast<int>(s.code()), CodeName(s.code()),
-                                                 LenientStr(s.message()));
+      py::object exc = ErrorObject(e.status());
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
     }
   });

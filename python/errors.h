@@ -36,6 +36,10 @@ inline void Check(const Status& s) {
   if (!s.ok()) throw StatusError(s);
 }
 
+// The rkv.Error instance (of the code's subclass) for a failed Status, not raised: per-operation
+// results (Client.execute). GIL held.
+pybind11::object ErrorObject(const Status& s);
+
 // Once, at module initialisation (needs rkv._errors importable).
 void RegisterStatusTranslator();
 

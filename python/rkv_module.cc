@@ -2,7 +2,7 @@
 // rkv._rkv: the Python binding of rkv::Client (the package python/rkv re-exports it as rkv.Client).
 //
 // Contract: a Python rkv.Client owns one rkv::Client (null once closed). Every call that waits on
-// the network (connect, get, put, delete, multi_get, stats, reconnect, close) first copies its
+// the network (connect, get, put, delete, multi_get, execute, stats, reconnect, close) first copies its
 // arguments out of Python objects, then releases the GIL, then takes the Client's mutex; it
 // drops the mutex before it reacquires the GIL (the lock's scope ends inside the GIL release's),
 // so no thread ever holds the mutex while waiting for the GIL: no deadlock. Failures are thrown
@@ -166,6 +166,70 @@ class PyClient {
     return out;
   }
 
+  // execute([("get", key), ("put", key, value), ("delete", key), ...]): one pipelined batch
+  // (rkv::Client::Execute). A list with one result per operation: get -> bytes or None (absent);
+  // put -> True; delete -> True (deleted) or False (absent); an operation that failed -> its
+  // rkv.Error instance (not raised: the others may have succeeded; a lost connection gives each
+  // unanswered write an error saying whether it was sent). Malformed operations raise
+  // TypeError/ValueError before anything is sent.
+  py::list Execute(py::handle ops_obj) {
+    if (PyUnicode_Check(ops_obj.ptr()) || PyBytes_Check(ops_obj.ptr()))
+      throw py::type_error("execute takes an iterable of (op, key[, value]) tuples");
+    std::vector<std::string> keys, values;
+    std::vector<BatchOp::Type> types;
+    for (py::handle item : py::iter(ops_obj)) {
+      py::tuple t = py::reinterpret_borrow<py::object>(item).cast<py::tuple>();
+      if (t.size() < 2) throw py::value_error("an operation is (op, key) or (\"put\", key, value)");
+      const std::string op = t[0].cast<std::string>();
+      if (op == "get" || op == "delete") {
+        if (t.size() != 2) throw py::value_error(op + " takes (op, key)");
+        types.push_back(op == "get" ? BatchOp::Type::kGet : BatchOp::Type::kDelete);
+        values.emplace_back();
+      } else if (op == "put") {
+        if (t.size() != 3) throw py::value_error("put takes (\"put\", key, value)");
+        types.push_back(BatchOp::Type::kPut);
+        values.push_back(BytesOf(t[2], "value"));
+      } else {
+        throw py::value_error("unknown operation '" + op + "' (get, put or delete)");
+      }
+      keys.push_back(BytesOf(t[1], "key"));
+    }
+    std::vector<std::string> got(keys.size());
+    std::vector<BatchOp> ops(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ops[i].type = types[i];
+      ops[i].key = keys[i];
+      ops[i].value = values[i];
+      ops[i].result = &got[i];
+    }
+    if (!ops.empty()) {
+      // Per-operation statuses carry the outcome; only a closed client raises here.
+      Status s = Locked([&](Client* c) {
+        (void)c->Execute(&ops);
+        return Status::Ok();
+      });
+      Check(s);
+    }
+    py::list out;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Status& st = ops[i].status;
+      if (st.ok()) {
+        if (types[i] == BatchOp::Type::kGet)
+          out.append(py::bytes(got[i]));
+        else
+          out.append(py::bool_(true));
+      } else if (st.IsNotFound()) {
+        if (types[i] == BatchOp::Type::kGet)
+          out.append(py::none());
+        else
+          out.append(py::bool_(false));
+      } else {
+        out.append(ErrorObject(st));
+      }
+    }
+    return out;
+  }
+
   py::dict Stats() {
     std::string text;
     Check(Locked([&](Client* c) { return c->Stats(&text); }));
@@ -230,6 +294,7 @@ class PyClient {
     d["max_key_size"] = i.max_key_size;
     d["max_value_size"] = i.max_value_size;
     d["protocol_version"] = i.protocol_version;
+    d["request_credits"] = i.request_credits;
     d["device"] = i.device;
     d["port"] = i.port;
     d["qp_num"] = i.qp_num;
@@ -283,6 +348,12 @@ while a call waits on the network; one Client may be shared by threads (calls ar
       .def("multi_get", &PyClient::MultiGet, py::arg("keys"),
            "The values of keys (an iterable) in order: bytes, or None for an absent key. "
            "Their READs are posted together.")
+      .def("execute", &PyClient::Execute, py::arg("ops"),
+           "One pipelined batch: ops is an iterable of (\"get\", key), (\"put\", key, value) "
+           "and (\"delete\", key). Returns one result per operation: bytes or None (get), "
+           "True (put), True or False (delete: deleted or absent), or the operation's rkv.Error "
+           "instance (not raised). Writes are applied in order; writes are in flight up to the "
+           "server's request credits while the GETs' READs go out together.")
       .def("stats", &PyClient::Stats,
            "The server's counters: {name: int or str} (kvctl stats' lines).")
       .def("reconnect", &PyClient::Reconnect,

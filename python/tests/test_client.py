@@ -131,6 +131,33 @@ def test_multi_get(client):
         client.multi_get(b"one-key")
 
 
+def test_execute(client):
+    a, b, gone = unique("xa"), unique("xb"), unique("xg")
+    client.put(a, b"old")
+    client.put(gone, b"x")
+    ops = [("put", b, b"new"), ("get", a), ("get", unique("absent")), ("delete", gone),
+           ("delete", unique("never")), ("put", b"", b"empty key"), ("put", a, b"v" * 3000)]
+    got = client.execute(ops)
+    assert got[0] is True
+    assert got[1] in (b"old", b"v" * 3000)  # the GET runs alongside the batch's writes
+    assert got[2] is None
+    assert got[3] is True and got[4] is False
+    assert isinstance(got[5], rkv.InvalidArgument)
+    assert got[6] is True
+    assert client.get(b) == b"new" and client.get(gone) is None and client.get(a) == b"v" * 3000
+    # More writes than the server's credits, applied in order.
+    many = [("put", b, b"%d" % i) for i in range(100)]
+    assert client.execute(many) == [True] * 100
+    assert client.get(b) == b"99"
+    assert client.execute([]) == []
+    with pytest.raises(ValueError):
+        client.execute([("scan", a)])
+    with pytest.raises(ValueError):
+        client.execute([("put", a)])
+    with pytest.raises(TypeError):
+        client.execute(b"get")
+
+
 def test_stats(client):
     client.put(unique("s"), b"x")
     stats = client.stats()
