@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// Worker's constants and work request id helpers, shared by its files (worker.cc: the loop and
+// completions; worker_request.cc: requests, replies and the write pool; worker_open.cc: OPEN and
+// grants; worker_close.cc: ticks, keepalives, close and drain). Not for other classes.
+#ifndef RKV_SERVER_WORKER_INTERNAL_H_
+#define RKV_SERVER_WORKER_INTERNAL_H_
+
+#include <chrono>
+#include <cstdint>
+
+#include "server/conn.h"
+
+namespace rkv::worker_internal {
+// After moving a QP to ERR, how long to wait for IBV_EVENT_QP_LAST_WQE_REACHED (not every
+// device raises it) before posting the drain marker.
+inline constexpr auto kLastWqeGrace = std::chrono::milliseconds(300);
+// A QP whose marker has not completed by then is leaked (kept, never reused), not destroyed.
+inline constexpr auto kDrainDeadline = std::chrono::seconds(10);
+inline constexpr auto kTickPeriod = std::chrono::milliseconds(50);
+inline constexpr int kMaxBatches = 4;  // CQ batches of 32 per loop round
+
+inline uint64_t SendId(uint64_t serial, uint64_t kind) { return (serial << 3) | (kind << 1); }
+inline uint64_t SerialOf(uint64_t wr_id) { return wr_id >> 3; }
+inline uint64_t KindOf(uint64_t wr_id) { return (wr_id >> 1) & 3; }
+inline int64_t Ms(Conn::Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+}  // namespace rkv::worker_internal
+
+#endif  // RKV_SERVER_WORKER_INTERNAL_H_

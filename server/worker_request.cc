@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+// Worker: requests of open connections, their replies, and writes handed to the write pool.
+#include "server/worker.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "common/wire.h"
+#include "server/worker_internal.h"
+
+namespace rkv {
+
+using namespace worker_internal;  // NOLINT(build/namespaces): this class's own helpers
+
+void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len) {
+  const ServerOptions& o = *env_.opt;
+  Conn::WorkerState& w = c->w;
+  const Clock::time_point received = Clock::now();
+  w.last_heard = received;
+  const int slots = SendSlots(o);
+  if (w.unacked + w.in_pool + int(w.waiting_writes.size()) >= slots) {
+    env_.counters->credit_drops.fetch_add(1, std::memory_order_relaxed);
+    c->RequestClose("sent more than " + std::to_string(slots) +
+                    " requests without waiting for replies (request credits: " +
+                    std::to_string(o.credits) + ")");
+    return;
+  }
+  if (c->state() != Conn::State::kOpen) {
+    HandleUnopened(c, msg, len);
+    return;
+  }
+  if (Offload(c, msg, len, received)) return;
+  uint8_t* out = env_.send_base +
+                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  bool malformed = false;
+  size_t n = env_.exec->Execute(c->qp(), c->qpn, c->w.granted_rkey, msg, len, out, kSendSlotSize,
+                                &malformed);
+  if (malformed && ++w.bad_requests > o.max_bad_requests) {
+    env_.counters->clients_dropped.fetch_add(1, std::memory_order_relaxed);
+    c->RequestClose("more than " + std::to_string(o.max_bad_requests) + " malformed requests");
+    return;
+  }
+  if (n == 0) {
+    LOG(ERROR) << "reply does not fit a send slot";
+    return;
+  }
+  if (PostSend(*c, kReply, out, uint32_t(n))) {
+    ++w.next_send;
+    ++w.unacked;
+    CountReply(out, n, received);
+  }
+}
+
+void Worker::CountReply(const void* reply, size_t n, Clock::time_point received) {
+  if (n < sizeof(wire::ReplyHeader)) return;
+  wire::ReplyHeader h;
+  std::memcpy(&h, reply, sizeof h);
+  int64_t ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - received).count();
+  env_.counters->rpcs.Record(h.op, h.status, ns > 0 ? uint64_t(ns) : 0);
+}
+
+void Worker::PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
+                       std::string_view payload) {
+  Conn::WorkerState& w = c->w;
+  const int slots = SendSlots(*env_.opt);
+  uint8_t* out = env_.send_base +
+                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  size_t n = wire::EncodeReply(op, request_id, code, payload, out, kSendSlotSize);
+  if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
+    ++w.next_send;
+    ++w.unacked;
+    CountReply(out, n, w.last_heard);  // only called while handling a request: its receive time
+  }
+}
+
+bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,
+                     Clock::time_point received) {
+  if (env_.writes == nullptr) return false;
+  wire::Request req;
+  if (!wire::DecodeRequest(msg, len, &req).ok()) return false;  // answered here: BAD_REQUEST
+  if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete) return false;
+  // One write of a connection in the pool at a time, in the order it sent them: a client cannot
+  // take more than one pool thread per connection, and "PUT k=1; PUT k=2" ends as 2.
+  if (env_.write_received != nullptr) {
+    const uint32_t slots = uint32_t(SendSlots(*env_.opt));
+    const uint32_t at =
+        (env_.write_ring_head[c->slot] + uint32_t(c->w.waiting_writes.size())) % slots;
+    env_.write_received[size_t(c->slot) * (slots + 1) + at] = received;
+  }
+  c->w.waiting_writes.emplace_back(reinterpret_cast<const char*>(msg), len);
+  SubmitNextWrite(c);
+  return true;
+}
+
+void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
+  Conn::WorkerState& w = c->w;
+  if (w.in_pool > 0 || w.waiting_writes.empty()) return;
+  if (c->state() >= Conn::State::kClosing) {  // nobody will read the replies
+    w.waiting_writes.clear();
+    return;
+  }
+  WritePool::Job job;
+  job.conn = c;
+  job.worker = this;
+  job.request = std::move(w.waiting_writes.front());
+  w.waiting_writes.pop_front();
+  Clock::time_point received = Clock::now();
+  if (env_.write_received != nullptr) {
+    const uint32_t slots = uint32_t(SendSlots(*env_.opt));
+    Clock::time_point* times = env_.write_received + size_t(c->slot) * (slots + 1);
+    uint32_t& head = env_.write_ring_head[c->slot];
+    received = times[head];
+    head = (head + 1) % slots;
+    times[slots] = received;  // the write in the pool
+  }
+  ++w.in_pool;
+  if (!env_.writes->Submit(std::move(job))) {
+    // The pool is stopping (shutdown) or full beyond the credit bound: answer here instead.
+    --w.in_pool;
+    const std::string& r = job.request;
+    const int slots = SendSlots(*env_.opt);
+    uint8_t* out =
+        env_.send_base +
+        (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+    bool malformed = false;
+    size_t n = env_.exec->Execute(c->qp(), c->qpn, c->w.granted_rkey,
+                                  reinterpret_cast<const uint8_t*>(r.data()), r.size(), out,
+                                  kSendSlotSize, &malformed);
+    if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
+      ++w.next_send;
+      ++w.unacked;
+      CountReply(out, n, received);
+    }
+    SubmitNextWrite(c);
+  }
+}
+
+void Worker::SendReply(const std::shared_ptr<Conn>& c, const std::string& reply) {
+  Conn::WorkerState& w = c->w;
+  if (c->state() >= Conn::State::kClosing || w.error_state || reply.empty()) return;
+  const int slots = SendSlots(*env_.opt);
+  uint8_t* out = env_.send_base +
+                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  std::memcpy(out, reply.data(), reply.size());
+  if (PostSend(*c, kReply, out, uint32_t(reply.size()))) {
+    ++w.next_send;
+    ++w.unacked;
+    if (env_.write_received != nullptr) {
+      const size_t slots = size_t(SendSlots(*env_.opt));
+      CountReply(out, reply.size(), env_.write_received[size_t(c->slot) * (slots + 1) + slots]);
+    }
+  }
+}
+
+}  // namespace rkv
