@@ -122,7 +122,8 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
     BatchOp& op = ops[writes[k]];
     op.status = Status(Code::kConnectionLost,
                        std::string(OpName(op.type)) + " not sent: the connection to " + Where() +
-                           " failed before it was sent (" + s.ToString() + ")");
+                           " failed before it was sent (" + s.ToString() + "); the " +
+                           OpName(op.type) + " was not applied");
   }
   for (size_t i = 0; i < n; ++i)
     if (Pending(ops[i].status)) ops[i].status = s;

@@ -85,6 +85,9 @@ DEFINE_double(prefill, 0.9, "fill the table with other keys up to this share of 
 DEFINE_uint64(seed, 1, "random seed; also names the keys (lin<seed>.*)");
 DEFINE_string(history, "", "write the history here (tests/lincheck/history.h format)");
 DEFINE_double(multiget_share, 0.15, "share of GETs issued as a MultiGet of 2-6 keys");
+DEFINE_double(execute_share, 0.15,
+              "share of operations issued as a pipelined batch (rkv::Client::Execute) of 2-8 "
+              "GETs, PUTs and DELETEs; each is recorded with the batch's call and return times");
 DEFINE_int32(max_value, 6144, "largest value in bytes");
 DEFINE_bool(check, true, "run the checker on the history");
 DEFINE_int32(rogue_replays, 0,
@@ -165,13 +168,14 @@ struct Stats {
   uint64_t ops = 0, gets = 0, get_nf = 0, gets_retried = 0, multigets = 0, multiget_keys = 0;
   uint64_t puts = 0, puts_inline = 0, puts_heap = 0, dels = 0, del_nf = 0;
   uint64_t errors = 0, unknown = 0, table_full = 0, garbage_reads = 0, reconnects = 0;
-  uint64_t not_sent = 0, gets_dropped = 0, final_reads = 0;
+  uint64_t not_sent = 0, gets_dropped = 0, final_reads = 0, batches = 0, batch_ops = 0;
   rkv::ClientCounters counters;
   uint64_t max_server_restarts = 0;  // the most restarts one client saw
   std::string first_error, first_lost;
   void Add(const Stats& o) {
     ops += o.ops, gets += o.gets, get_nf += o.get_nf, gets_retried += o.gets_retried;
     multigets += o.multigets, multiget_keys += o.multiget_keys, puts += o.puts;
+    batches += o.batches, batch_ops += o.batch_ops;
     puts_inline += o.puts_inline, puts_heap += o.puts_heap, dels += o.dels, del_nf += o.del_nf;
     errors += o.errors, unknown += o.unknown, table_full += o.table_full;
     garbage_reads += o.garbage_reads, reconnects += o.reconnects;
@@ -181,6 +185,7 @@ struct Stats {
     counters.checksum_retries += o.counters.checksum_retries, counters.rpcs += o.counters.rpcs;
     counters.reconnects += o.counters.reconnects;
     counters.server_restarts += o.counters.server_restarts;
+    counters.cache_hits += o.counters.cache_hits, counters.cache_misses += o.counters.cache_misses;
     max_server_restarts = std::max(max_server_restarts, o.counters.server_restarts);
     if (first_error.empty()) first_error = o.first_error;
     if (first_lost.empty()) first_lost = o.first_lost;
@@ -249,6 +254,10 @@ class Worker {
         continue;
       }
       const std::string& key = PickKey();
+      if (u(rng_) < FLAGS_execute_share) {
+        Execute(key);
+        continue;
+      }
       double r = u(rng_);
       if (r < 0.5) {
         if (u(rng_) < FLAGS_multiget_share)
@@ -521,6 +530,68 @@ class Worker {
         RecordRead(&op, statuses_[i], values_[i]);
       else
         RecordRead(&op, s.ok() ? rkv::Status(rkv::Code::kIoError, "no status") : s, "");
+      End(std::move(op));
+    }
+    if (!s.ok()) MaybeReconnect(s);
+  }
+
+  // A pipelined batch: 2-8 operations on keys picked as the others are (a key may repeat: its
+  // writes apply in batch order, and the checker treats the batch's operations as concurrent).
+  void Execute(const std::string& first) {
+    std::uniform_real_distribution<double> u(0, 1);
+    const size_t n = 2 + rng_() % 7;
+    std::vector<std::string> keys(n), values(n), got(n), tokens(n);
+    std::vector<rkv::BatchOp> ops(n);
+    for (size_t i = 0; i < n; ++i) {
+      keys[i] = i == 0 ? first : PickKey();
+      rkv::BatchOp& o = ops[i];
+      o.key = keys[i];
+      const double r = u(rng_);
+      if (r < 0.5) {
+        o.type = rkv::BatchOp::Type::kGet;
+        o.result = &got[i];
+      } else if (r < 0.9) {
+        o.type = rkv::BatchOp::Type::kPut;
+        tokens[i] = std::to_string(id_) + "." + std::to_string(++seq_);
+        values[i] = MakeValue(keys[i], id_, seq_, ValueSize());
+        o.value = values[i];
+      } else {
+        o.type = rkv::BatchOp::Type::kDelete;
+      }
+    }
+    const uint64_t retries = client_->counters().checksum_retries;
+    const int64_t call = NowNs();
+    rkv::Status s = client_->Execute(&ops);
+    const int64_t ret = NowNs();
+    ++stats_.batches;
+    stats_.batch_ops += n;
+    if (client_->counters().checksum_retries != retries) ++stats_.gets_retried;
+    for (size_t i = 0; i < n; ++i) {
+      const rkv::BatchOp& o = ops[i];
+      Op op = Begin(o.type == rkv::BatchOp::Type::kGet   ? OpType::kGet
+                    : o.type == rkv::BatchOp::Type::kPut ? OpType::kPut
+                                                         : OpType::kDelete,
+                    keys[i]);
+      op.call_ns = call;
+      op.return_ns = ret;
+      if (o.type == rkv::BatchOp::Type::kGet) {
+        RecordRead(&op, o.status, got[i]);
+      } else {
+        if (o.type == rkv::BatchOp::Type::kPut) {
+          op.value = tokens[i];
+          ++stats_.puts;
+          (keys[i].size() + values[i].size() <= rkv::layout::kInlineCapacity ? stats_.puts_inline
+                                                                             : stats_.puts_heap) +=
+              1;
+        } else {
+          ++stats_.dels;
+          if (o.status.IsNotFound()) ++stats_.del_nf;
+        }
+        op.outcome = WriteOutcome(o.status, std::string(o.type == rkv::BatchOp::Type::kPut
+                                                            ? "batch PUT "
+                                                            : "batch DELETE ") +
+                                                keys[i]);
+      }
       End(std::move(op));
     }
     if (!s.ok()) MaybeReconnect(s);
@@ -873,6 +944,9 @@ int main(int argc, char** argv) {
               ", garbage %" PRIu64 "; %" PRIu64 " MultiGet calls over %" PRIu64 " keys)\n",
               total.gets, total.get_nf, total.gets_retried, total.garbage_reads, total.multigets,
               total.multiget_keys);
+  std::printf("lin_load:   pipelined batches %" PRIu64 " over %" PRIu64
+              " operations; location cache: %" PRIu64 " hits, %" PRIu64 " misses\n",
+              total.batches, total.batch_ops, c.cache_hits, c.cache_misses);
   std::printf("lin_load:   PUT %" PRIu64 " (inline %" PRIu64 ", heap %" PRIu64 "), DELETE %" PRIu64
               " (NOT_FOUND %" PRIu64 ")\n",
               total.puts, total.puts_inline, total.puts_heap, total.dels, total.del_nf);
