@@ -120,10 +120,10 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
   }
   for (size_t k = next; k < writes.size(); ++k) {
     BatchOp& op = ops[writes[k]];
-    op.status = Status(Code::kConnectionLost,
-                       std::string(OpName(op.type)) + " not sent: the connection to " + Where() +
-                           " failed before it was sent (" + s.ToString() + "); the " +
-                           OpName(op.type) + " was not applied");
+    op.status = Status(Code::kConnectionLost, std::string(OpName(op.type)) +
+                                                  " not sent: the connection to " + Where() +
+                                                  " failed before it was sent (" + s.ToString() +
+                                                  "); the " + OpName(op.type) + " was not applied");
   }
   for (size_t i = 0; i < n; ++i)
     if (Pending(ops[i].status)) ops[i].status = s;

@@ -347,7 +347,7 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
     for (int k = 0; k < n; ++k) {
       if (wc[k].status != IBV_WC_SUCCESS) {
         const uint64_t kind = wc[k].wr_id & 0xff;
-        const char* what = kind == kRead                         ? "RDMA READ"
+        const char* what = kind == kRead                        ? "RDMA READ"
                            : kind == kSend || kind == kPipeSend ? "SEND"
                                                                 : "RECV";
         return Broken(Status(Code::kConnectionLost, std::string(what) + " completed with error: " +
@@ -429,8 +429,8 @@ Status Connection::SendRaw(const void* data, size_t len, Code* server_status,
 }
 
 Status Connection::Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload) {
-  ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kRecvArea),
-               uint32_t(kRecvAreaSize), mr_->lkey};
+  ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kRecvArea), uint32_t(kRecvAreaSize),
+               mr_->lkey};
   ibv_recv_wr rwr{}, *rbad = nullptr;
   rwr.wr_id = kRecv;
   rwr.sg_list = &rsge;

@@ -21,9 +21,9 @@
 #include <string>
 #include <string_view>
 
+#include "client/rpc_window.h"
 #include "common/exchange/exchange.h"
 #include "common/verbs/rdma.h"
-#include "client/rpc_window.h"
 #include "common/wire.h"
 #include "rkv/client.h"
 

@@ -13,8 +13,8 @@ namespace {
 constexpr uint64_t kPipeSend = 4, kPipeRecv = 5;  // connection.cc's WrId
 }  // namespace
 
-Status Connection::PostRpc(wire::Op op, std::string_view key, std::string_view value,
-                           uint64_t* rid, bool* posted) {
+Status Connection::PostRpc(wire::Op op, std::string_view key, std::string_view value, uint64_t* rid,
+                           bool* posted) {
   *posted = false;
   if (state_ != State::kConnected) return Status(Code::kConnectionLost, "connection is broken");
   const size_t len = sizeof(wire::RequestHeader) + key.size() + value.size();
@@ -64,9 +64,9 @@ Status Connection::NextReply(uint64_t* rid, Code* server_status, std::string* pa
   Status s = wire::DecodeReply(bytes, std::min<uint64_t>(pipe_len_[slot], kPipeRecvSlot), &reply);
   if (!s.ok()) return Broken(s);
   if (!window_.ReplyTaken(reply.request_id))
-    return Broken(Status(Code::kProtocolError, "reply for request " +
-                                                   std::to_string(reply.request_id) +
-                                                   ", which is not outstanding"));
+    return Broken(Status(
+        Code::kProtocolError,
+        "reply for request " + std::to_string(reply.request_id) + ", which is not outstanding"));
   *rid = reply.request_id;
   *server_status = reply.status;
   if (payload) payload->assign(reply.payload);

@@ -83,8 +83,8 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
       layout::FoundValue v;
       layout::Target follow;
       layout::EntryLocation now;
-      switch (layout::ProbeCached(loc[i], anchor, block, key, kh[i], h.hash_seed, &v, &follow,
-                                  &now)) {
+      switch (
+          layout::ProbeCached(loc[i], anchor, block, key, kh[i], h.hash_seed, &v, &follow, &now)) {
         case layout::CachedOutcome::kFound:
           v.AssignTo(&(*values)[start + i]);
           (*statuses)[start + i] = Status::Ok();

@@ -6,7 +6,9 @@
 namespace rkv {
 
 RpcWindow::RpcWindow(uint64_t ring_size, int max_outstanding)
-    : ring_size_(ring_size), max_(max_outstanding), depth_(max_outstanding),
+    : ring_size_(ring_size),
+      max_(max_outstanding),
+      depth_(max_outstanding),
       entries_(size_t(max_outstanding)) {}
 
 void RpcWindow::SetDepth(int depth) { depth_ = std::clamp(depth, 1, max_); }
@@ -46,7 +48,8 @@ bool RpcWindow::Reserve(uint32_t len, uint64_t rid, Slot* slot) {
   e = Entry{rid, at, at + need, false};
   tail_ = at + need;
   slot->ring_offset = at;
-  slot->recv_slot = int(posted_ % uint64_t(max_));  // the posted_-th receive gets the posted_-th reply
+  slot->recv_slot =
+      int(posted_ % uint64_t(max_));  // the posted_-th receive gets the posted_-th reply
   ++posted_;
   ++outstanding_;
   return true;

@@ -63,8 +63,8 @@ class RpcWindow {
   uint64_t posted_ = 0;         // requests reserved so far
   uint64_t released_ = 0;       // of those, ring space given back (a prefix)
   uint64_t sends_done_ = 0;
-  uint64_t replies_ = 0;        // replies taken
-  int outstanding_ = 0;         // reserved, reply not taken
+  uint64_t replies_ = 0;          // replies taken
+  int outstanding_ = 0;           // reserved, reply not taken
   uint64_t head_ = 0, tail_ = 0;  // ring: live bytes are [head, tail) (wrapped when tail < head)
 };
 

@@ -11,7 +11,8 @@ namespace rkv::python {
 py::object ErrorObject(const Status& s) {
   // rkv._errors is in sys.modules (imported at init), so this is a dictionary lookup.
   return py::module_::import("rkv._errors")
-      .attr("_from_status")(static_cast<int>(s.code()), CodeName(s.code()), LenientStr(s.message()));
+      .attr("_from_status")(static_cast<int>(s.code()), CodeName(s.code()),
+                            LenientStr(s.message()));
 }
 
 void RegisterStatusTranslator() {

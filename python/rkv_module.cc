@@ -2,8 +2,8 @@
 // rkv._rkv: the Python binding of rkv::Client (the package python/rkv re-exports it as rkv.Client).
 //
 // Contract: a Python rkv.Client owns one rkv::Client (null once closed). Every call that waits on
-// the network (connect, get, put, delete, multi_get, execute, stats, reconnect, close) first copies its
-// arguments out of Python objects, then releases the GIL, then takes the Client's mutex; it
+// the network (connect, get, put, delete, multi_get, execute, stats, reconnect, close) first copies
+// its arguments out of Python objects, then releases the GIL, then takes the Client's mutex; it
 // drops the mutex before it reacquires the GIL (the lock's scope ends inside the GIL release's),
 // so no thread ever holds the mutex while waiting for the GIL: no deadlock. Failures are thrown
 // as StatusError (python/errors.h) and raised as rkv.Error subclasses. Keys and values: bytes out;

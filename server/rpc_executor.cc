@@ -5,9 +5,9 @@
 
 #include <cstring>
 
+#include "common/table/entry_location.h"
 #include "common/verbs/conn_params.h"
 #include "common/verbs/qp_setup.h"
-#include "common/table/entry_location.h"
 #include "common/wire.h"
 
 namespace rkv {

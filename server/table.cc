@@ -354,9 +354,9 @@ layout::EntryLocation Table::LocationOf(const Location& loc) const {
                          EntryLocation::kSlotIndirect};
   }
   const uint64_t header = static_cast<uint64_t>(loc.ref - base_) / kBucketSize * kBucketSize;
-  return EntryLocation{header, loc.ref_value.offset, loc.ref_value.length,
-                       loc.ref_value.type == Ref::kSlot ? EntryLocation::kOverflowSlot
-                                                        : EntryLocation::kRefBlock};
+  return EntryLocation{
+      header, loc.ref_value.offset, loc.ref_value.length,
+      loc.ref_value.type == Ref::kSlot ? EntryLocation::kOverflowSlot : EntryLocation::kRefBlock};
 }
 
 Status Table::Put(std::string_view key, std::string_view value, layout::EntryLocation* where) {

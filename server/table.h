@@ -51,8 +51,7 @@ class Table {
   // OK, TOO_LARGE (key > 1 KiB or value > 64 KiB), TABLE_FULL, INVALID_ARGUMENT (empty key).
   // On OK, `where` (if not null) is where the entry was published, as the PUT reply reports it
   // (a hint for the client's location cache, exact when the write took effect).
-  Status Put(std::string_view key, std::string_view value,
-             layout::EntryLocation* where = nullptr);
+  Status Put(std::string_view key, std::string_view value, layout::EntryLocation* where = nullptr);
   // OK or NOT_FOUND.
   Status Delete(std::string_view key);
   // Local read through the same lookup rules as the client (for tests and tools).

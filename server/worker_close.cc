@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: ticks (keepalives, silence, open deadlines) and the close and drain of connections.
-#include "server/worker.h"
-
 #include <glog/logging.h>
 
 #include <chrono>
 #include <cstring>
 
+#include "server/worker.h"
 #include "server/worker_internal.h"
 
 namespace rkv {

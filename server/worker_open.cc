@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: connections before OPEN, OPEN itself (authentication) and what it grants (rkeys).
-#include "server/worker.h"
-
 #include <glog/logging.h>
 
 #include <chrono>
@@ -10,6 +8,7 @@
 #include "common/auth.h"
 #include "common/secure_random.h"
 #include "common/wire.h"
+#include "server/worker.h"
 #include "server/worker_internal.h"
 
 namespace rkv {

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: requests of open connections, their replies, and writes handed to the write pool.
-#include "server/worker.h"
-
 #include <glog/logging.h>
 
 #include <chrono>
 #include <cstring>
 
 #include "common/wire.h"
+#include "server/worker.h"
 #include "server/worker_internal.h"
 
 namespace rkv {

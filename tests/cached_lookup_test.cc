@@ -118,8 +118,8 @@ TEST(EntryLocation, WireRoundTripAndBounds) {
     uint8_t r[layout::kEntryLocationWireSize];
     std::memcpy(r, rec, sizeof r);
     mutate(r);
-    return layout::DecodeEntryLocation(
-        std::string_view(reinterpret_cast<const char*>(r), sizeof r), region, 72 * 1024, &out);
+    return layout::DecodeEntryLocation(std::string_view(reinterpret_cast<const char*>(r), sizeof r),
+                                       region, 72 * 1024, &out);
   };
   EXPECT_FALSE(bad([](uint8_t* r) { r[20] = 0; }));   // kNone
   EXPECT_FALSE(bad([](uint8_t* r) { r[20] = 5; }));   // unknown kind
@@ -163,7 +163,8 @@ TEST(LocationCache, InsertLookupEraseEvict) {
 TEST(CachedLookup, EachKindHitsWhereThePutSaysAndNowhereElse) {
   TestTable t(1 << 20, 2);
   std::map<std::string, EntryLocation> where;
-  for (int i = 0; i < 14; ++i) where[PairKey(i, t.geo)] = t.Put(PairKey(i, t.geo), "v" + std::to_string(i));
+  for (int i = 0; i < 14; ++i)
+    where[PairKey(i, t.geo)] = t.Put(PairKey(i, t.geo), "v" + std::to_string(i));
   const std::string big = PairKey(20, t.geo), small = PairKey(21, t.geo);
   where[big] = t.Put(big, std::string(3000, 'b'));  // both buckets full: a ref to a block
   where[small] = t.Put(small, "s");                 // ... and to an overflow slot

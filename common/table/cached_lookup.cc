@@ -43,8 +43,8 @@ CachedOutcome FromSlot(const EntryLocation& loc, const uint8_t* slot_bytes, cons
 }
 
 CachedOutcome FromHeader(const EntryLocation& loc, const uint8_t* header, const uint8_t* target,
-                         std::string_view key, const KeyHash& kh, uint64_t seed,
-                         FoundValue* value, EntryLocation* now) {
+                         std::string_view key, const KeyHash& kh, uint64_t seed, FoundValue* value,
+                         EntryLocation* now) {
   const uint8_t type = loc.kind == EntryLocation::kOverflowSlot ? Ref::kSlot : Ref::kBlock;
   for (uint32_t r = 0; r < kRefsPerBucket; ++r) {
     Ref ref = DecodeRef(header + kRefSize * r);
@@ -67,8 +67,8 @@ CachedOutcome FromHeader(const EntryLocation& loc, const uint8_t* header, const 
 }  // namespace
 
 CachedOutcome ProbeCached(const EntryLocation& loc, const uint8_t* anchor, const uint8_t* block,
-                          std::string_view key, const KeyHash& kh, uint64_t seed,
-                          FoundValue* value, Target* follow, EntryLocation* now) {
+                          std::string_view key, const KeyHash& kh, uint64_t seed, FoundValue* value,
+                          Target* follow, EntryLocation* now) {
   switch (loc.kind) {
     case EntryLocation::kSlotInline:
     case EntryLocation::kSlotIndirect:
@@ -96,13 +96,12 @@ EntryLocation LocationOfFound(const Probe& probe, int target, uint64_t pair_offs
   if (t.source < 0) return {};
   switch (t.kind) {
     case Target::kSlotBlock:
-      return EntryLocation{slot_offset(t.source), t.offset, t.length,
-                           EntryLocation::kSlotIndirect};
+      return EntryLocation{slot_offset(t.source), t.offset, t.length, EntryLocation::kSlotIndirect};
     case Target::kRefSlot:
     case Target::kRefBlock:
-      return EntryLocation{pair_offset + uint64_t(t.source) * kBucketSize, t.offset, t.length,
-                           t.kind == Target::kRefSlot ? EntryLocation::kOverflowSlot
-                                                      : EntryLocation::kRefBlock};
+      return EntryLocation{
+          pair_offset + uint64_t(t.source) * kBucketSize, t.offset, t.length,
+          t.kind == Target::kRefSlot ? EntryLocation::kOverflowSlot : EntryLocation::kRefBlock};
   }
   return {};
 }

@@ -34,8 +34,8 @@ enum class CachedOutcome {
 // loc.block (ignored unless loc.has_block()). On kFound or kFollow, *now is the location the
 // bytes show (to refresh the cache): the same as `loc` unless the entry moved or changed kind.
 CachedOutcome ProbeCached(const EntryLocation& loc, const uint8_t* anchor, const uint8_t* block,
-                          std::string_view key, const KeyHash& kh, uint64_t seed,
-                          FoundValue* value, Target* follow, EntryLocation* now);
+                          std::string_view key, const KeyHash& kh, uint64_t seed, FoundValue* value,
+                          Target* follow, EntryLocation* now);
 
 // Where the entry a bucket-pair probe found lives, for the cache. `pair_offset` is the region
 // offset of the pair's first bucket; `target` is the index of the target that held the key, or -1

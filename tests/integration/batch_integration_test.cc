@@ -191,8 +191,7 @@ TEST(BatchLost, ConnectionLostMidBatch) {
     }
   }
   std::cout << "[ measure ] lost mid-batch: " << done << " done, " << unknown
-            << " outcome unknown, " << not_sent << " not sent, " << get_failed
-            << " GETs failed\n";
+            << " outcome unknown, " << not_sent << " not sent, " << get_failed << " GETs failed\n";
   EXPECT_GT(not_sent, 0);
   EXPECT_LE(unknown, int(c->server_info().request_credits));  // at most a window in flight
   EXPECT_EQ(done + unknown + not_sent + get_failed, int(ops.size()));

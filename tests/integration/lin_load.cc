@@ -587,10 +587,10 @@ class Worker {
           ++stats_.dels;
           if (o.status.IsNotFound()) ++stats_.del_nf;
         }
-        op.outcome = WriteOutcome(o.status, std::string(o.type == rkv::BatchOp::Type::kPut
-                                                            ? "batch PUT "
-                                                            : "batch DELETE ") +
-                                                keys[i]);
+        op.outcome = WriteOutcome(
+            o.status,
+            std::string(o.type == rkv::BatchOp::Type::kPut ? "batch PUT " : "batch DELETE ") +
+                keys[i]);
       }
       End(std::move(op));
     }
