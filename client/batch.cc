@@ -63,7 +63,11 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
       Status ps = conn_->PostRpc(put ? wire::Op::kPut : wire::Op::kDelete, op.key,
                                  put ? op.value : std::string_view(), &rid, &posted);
       if (!ps.ok()) return ps;
-      if (!posted) break;
+      if (!posted) {
+        if (in == 0)  // PostRpc waits for the ring itself when nothing is outstanding
+          return Status(Code::kIoError, "pipelined request not posted with nothing in flight");
+        break;
+      }
       ++counters_.rpcs;
       inflight[in++] = {rid, writes[next], hash};
       ++next;
@@ -84,7 +88,7 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
       op.status = Status::Ok();
       layout::EntryLocation loc;
       if (op.type == BatchOp::Type::kPut &&
-          layout::DecodeEntryLocation(payload, conn_->hello().region_size,
+          layout::DecodeEntryLocation(payload, conn_->geometry(),
                                       Connection::kBlockAreaSize, &loc))
         cache_.Insert(inflight[j].key_hash, loc);
     } else {

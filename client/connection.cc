@@ -255,6 +255,11 @@ Status Connection::FinishOpen(const std::string& host, uint16_t port) {
     state_ = State::kBroken;
     return open;
   }
+  geometry_.region_size = hello_.region_size;
+  geometry_.num_buckets = hello_.num_buckets;
+  geometry_.overflow_offset = hello_.overflow_offset;
+  geometry_.overflow_slots = hello_.overflow_slots;
+  geometry_.seed = hello_.hash_seed;
   const wire::OpenReply& h = hello_;
   ServerInfo& i = info_;
   i.instance_id = h.instance_id;
@@ -335,13 +340,14 @@ Status Connection::PostReads(const ReadOp* ops, int n) {
 }
 
 Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
-                        bool want_pipe) {
+                        bool want_pipe, bool want_pipe_sends) {
   uint64_t deadline = NowNs() + uint64_t(timeout_ms) * 1000000ull;
   ibv_wc wc[32];
   uint32_t spins = 0;
   const uint64_t pipe_before = pipe_arrived_;
   auto pipe_waiting = [&] { return want_pipe && pipe_arrived_ == pipe_before; };
-  while (want_reads > 0 || want_recv || want_send || pipe_waiting()) {
+  while (want_reads > 0 || want_recv || want_send || pipe_waiting() ||
+         (want_pipe_sends && window_.sends_pending())) {
     int n = ibv_poll_cq(cq_.get(), 32, wc);
     if (n < 0) return Broken(Status(Code::kIoError, "ibv_poll_cq failed"));
     for (int k = 0; k < n; ++k) {

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "client/rpc_window.h"
+#include "common/table/layout.h"
 #include "common/exchange/exchange.h"
 #include "common/verbs/rdma.h"
 #include "common/wire.h"
@@ -91,6 +92,8 @@ class Connection {
   uint8_t* buf() { return buf_.get(); }
   // What the OPEN reply granted: geometry, region size, rkey (valid only on this QP).
   const wire::OpenReply& hello() const { return hello_; }
+  // The table's geometry as the OPEN reply gave it (heap_offset unknown: 0).
+  const layout::Geometry& geometry() const { return geometry_; }
   const ServerInfo& info() const { return info_; }
   State state() const { return state_; }
 
@@ -116,8 +119,9 @@ class Connection {
   // Opens, then fills info_ from hello_ and the read-back parameters of both QPs.
   Status FinishOpen(const std::string& host, uint16_t port);
   // Polls until the wanted completions came (want_pipe: a pipelined reply not yet taken).
+  // want_pipe_sends: every pipelined SEND's completion.
   Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
-              bool want_pipe = false);
+              bool want_pipe = false, bool want_pipe_sends = false);
   // rdma_cm mode: true if the channel holds a DISCONNECTED (or device removal) event, consumed
   // (one non-blocking poll; never called on the GET path).
   bool PeerDisconnected();
@@ -129,6 +133,7 @@ class Connection {
   wire::ServerHello server_hello_{};  // the accept data (or manual-mode reply): nonce, flags
   uint32_t server_qpn_ = 0;           // the server's QP number as our QP addresses it
   wire::OpenReply hello_{};
+  layout::Geometry geometry_;
   ServerInfo info_;
   uint64_t next_request_id_ = 1;
   struct FreeDeleter {

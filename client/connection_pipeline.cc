@@ -21,7 +21,16 @@ Status Connection::PostRpc(wire::Op op, std::string_view key, std::string_view v
   if (len > wire::kMaxRequestSize) return Status(Code::kTooLarge, "request too large");
   const uint64_t id = next_request_id_;
   RpcWindow::Slot slot;
-  if (!window_.Reserve(uint32_t(len), id, &slot)) return Status::Ok();
+  if (!window_.Reserve(uint32_t(len), id, &slot)) {
+    if (window_.outstanding() > 0) return Status::Ok();  // take a reply first
+    // Every reply is taken but some sends have not completed (their ACKs are late): their
+    // bytes may still be read for a retransmission, so wait for those completions.
+    Status s = Poll(0, false, false, options_.rpc_timeout_ms, false, /*want_pipe_sends=*/true);
+    if (!s.ok()) return s;
+    if (!window_.Reserve(uint32_t(len), id, &slot))
+      return Broken(Status(Code::kIoError, "pipelined request of " + std::to_string(len) +
+                                               " bytes does not fit an empty send ring"));
+  }
   ++next_request_id_;
   uint8_t* at = buf_.get() + kPipeSendArea + slot.ring_offset;
   if (wire::EncodeRequest(op, id, key, value, at, kPipeSendSize - slot.ring_offset) != len)

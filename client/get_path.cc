@@ -85,7 +85,7 @@ ClientImpl::Step ClientImpl::Resolve(const Probe& probe, uint64_t pair, std::str
       Step step = ReadTargets(probe, key, value, result, &found);
       if (found >= 0) {
         layout::EntryLocation loc = layout::LocationOfFound(probe, found, pair);
-        if (layout::EntryLocationFits(loc, conn_->hello().region_size, Connection::kBlockAreaSize))
+        if (layout::EntryLocationFits(loc, conn_->geometry(), Connection::kBlockAreaSize))
           cache_.Insert(kh.hash, loc);
       }
       return step;

@@ -62,7 +62,8 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
         }
         plan.Rewind(mark);
       }
-      ++counters_.cache_misses;
+      // A miss is counted where the key is decided from its buckets (a key that falls back to
+      // ReadKey is counted there): once per key.
       next[i] = kSecond;
       if (plan.AddBuckets(int(i), uint64_t(kh[i].bucket[0]) * h.bucket_size) !=
           ReadPlan::Result::kAdded)
@@ -118,11 +119,13 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
         (*values)[start + i].assign(p.value);
         st = Status::Ok();
         next[i] = kDone;
+        ++counters_.cache_misses;
         continue;
       }
       if (p.outcome == Probe::kAbsent) {
         st = Status(Code::kNotFound, "");
         next[i] = kDone;
+        ++counters_.cache_misses;
         continue;
       }
       next[i] = kSingle;
@@ -157,7 +160,7 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
               found = true;
               layout::EntryLocation at =
                   layout::LocationOfFound(p, t, uint64_t(kh[i].bucket[0]) * h.bucket_size);
-              if (layout::EntryLocationFits(at, h.region_size, Connection::kBlockAreaSize))
+              if (layout::EntryLocationFits(at, conn_->geometry(), Connection::kBlockAreaSize))
                 cache_.Insert(kh[i].hash, at);
               break;
             }
@@ -171,12 +174,14 @@ Status ClientImpl::MultiGet(const std::vector<std::string_view>& keys,
         if (found) {
           (*statuses)[start + i] = Status::Ok();
           next[i] = kDone;
+          ++counters_.cache_misses;
         } else if (changed) {
           ++counters_.checksum_retries;
           next[i] = kSingle;
         } else {
           (*statuses)[start + i] = Status(Code::kNotFound, "");
           next[i] = kDone;
+          ++counters_.cache_misses;
         }
       }
     }

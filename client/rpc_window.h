@@ -30,6 +30,7 @@ class RpcWindow {
   int outstanding() const { return outstanding_; }
   // True when nothing is outstanding and every send has completed.
   bool idle() const { return outstanding_ == 0 && sends_done_ == posted_; }
+  bool sends_pending() const { return sends_done_ < posted_; }
 
   struct Slot {
     uint64_t ring_offset;  // where to write the request

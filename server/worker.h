@@ -91,12 +91,18 @@ struct WorkerEnv {
 class Worker {
  public:
   static constexpr size_t kSendSlotSize = 4096;
-  // Reply buffers per connection: one per request it may have unacknowledged.
-  static int SendSlots(const ServerOptions& o) { return o.credits + kCreditSlack; }
+  // Reply buffers per connection: one per request it may have unacknowledged (received, reply
+  // send not completed). A client with C requests in flight (rkv::Client::Execute) may have as
+  // many replies received whose send completions the server has not polled yet (the ACK's
+  // completion and the next request's receive are processed by different tasks of the device,
+  // in either order), so 2C + kCreditSlack are tolerated; one more request is dropped.
+  static int SendSlots(const ServerOptions& o) { return 2 * o.credits + kCreditSlack; }
   // Registration mode: receive buffers of a connection's own queue once it is open (and its
-  // QP's max_recv_wr): one more than the unacknowledged requests tolerated, so that the request
-  // that exceeds them is delivered and the client dropped, as with the SRQ, not RNR-throttled.
-  static int PrivateReceiveBuffers(const ServerOptions& o) { return SendSlots(o) + 1; }
+  // QP's max_recv_wr): one more than the requests a client may have in flight plus the slack
+  // (a buffer is reposted as soon as its request is executed). A client that sends far past
+  // its credits meets RNR for the rest and is dropped once its unacknowledged replies fill the
+  // send slots.
+  static int PrivateReceiveBuffers(const ServerOptions& o) { return o.credits + kCreditSlack + 1; }
   // Send queue depth of a connection's QP: replies + a keepalive + the drain marker + slack.
   static int SendQueueDepth(const ServerOptions& o) { return SendSlots(o) + 4; }
 

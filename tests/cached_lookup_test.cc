@@ -16,6 +16,7 @@
 #include "client/location_cache.h"
 #include "common/table/entry_location.h"
 #include "server/table.h"
+#include "tests/colliding_keys.h"
 
 namespace rkv {
 namespace {
@@ -32,7 +33,7 @@ struct TestTable {
     EntryLocation where;
     Status s = table->Put(k, v, &where);
     EXPECT_TRUE(s.ok()) << s.message();
-    EXPECT_TRUE(layout::EntryLocationFits(where, geo.region_size, 72 * 1024));
+    EXPECT_TRUE(layout::EntryLocationFits(where, geo, 72 * 1024));
     return where;
   }
   std::vector<uint8_t> mem;
@@ -98,28 +99,49 @@ std::string PairKey(int i, const layout::Geometry& geo) {
 }
 
 TEST(EntryLocation, WireRoundTripAndBounds) {
-  const uint64_t region = 1 << 20;
+  layout::Geometry g;  // 1 MiB, 64 buckets: index [0, 66560), overflow [69632, 76800)
+  ASSERT_TRUE(layout::ComputeGeometry(1 << 20, 64, 0.25, 1, &g));
+  ASSERT_EQ(g.index_bytes(), 65u * 1024);
+  const uint64_t overflow_end = g.overflow_offset + uint64_t{g.overflow_slots} * 128;
   EntryLocation in{4096 + 128, 512 * 1024, 200, EntryLocation::kSlotIndirect};
   uint8_t rec[layout::kEntryLocationWireSize];
   layout::EncodeEntryLocation(in, rec);
   std::string_view bytes(reinterpret_cast<const char*>(rec), sizeof rec);
   EntryLocation out;
-  ASSERT_TRUE(layout::DecodeEntryLocation(bytes, region, 72 * 1024, &out));
+  ASSERT_TRUE(layout::DecodeEntryLocation(bytes, g, 72 * 1024, &out));
   EXPECT_EQ(out.anchor, in.anchor);
   EXPECT_EQ(out.block, in.block);
   EXPECT_EQ(out.block_len, in.block_len);
   EXPECT_EQ(out.kind, in.kind);
   EXPECT_EQ(rec[0], 128);  // little-endian
   EXPECT_EQ(rec[1], 16);
-  EXPECT_FALSE(layout::DecodeEntryLocation(bytes.substr(1), region, 72 * 1024, &out));
-  EXPECT_FALSE(layout::DecodeEntryLocation(bytes, 512 * 1024 + 100, 72 * 1024, &out));
-  EXPECT_FALSE(layout::DecodeEntryLocation(bytes, region, 100, &out));  // block too long
+  EXPECT_FALSE(layout::DecodeEntryLocation(bytes.substr(1), g, 72 * 1024, &out));
+  EXPECT_FALSE(layout::DecodeEntryLocation(bytes, g, 100, &out));  // block too long
+  layout::Geometry small = g;
+  small.region_size = 512 * 1024 + 100;  // the block would end past the region
+  EXPECT_FALSE(layout::DecodeEntryLocation(bytes, small, 72 * 1024, &out));
+  auto fits = [&](EntryLocation l) { return layout::EntryLocationFits(l, g, 72 * 1024); };
+  using K = EntryLocation;
+  EXPECT_TRUE(fits({1024 + 128, 0, 0, K::kSlotInline}));
+  EXPECT_FALSE(fits({1024, 0, 0, K::kSlotInline})) << "a bucket header is not an entry slot";
+  EXPECT_FALSE(fits({g.overflow_offset, 0, 0, K::kSlotInline}))
+      << "an overflow slot read alone could hold a write the log does not have yet";
+  EXPECT_FALSE(fits({1024 + 130, 0, 0, K::kSlotInline})) << "not a whole slot";
+  EXPECT_FALSE(fits({1024 + 128, 8, 0, K::kSlotInline})) << "inline names no block";
+  EXPECT_TRUE(fits({2048, g.overflow_offset + 256, 128, K::kOverflowSlot}));
+  EXPECT_FALSE(fits({2048 + 128, g.overflow_offset + 256, 128, K::kOverflowSlot}))
+      << "refs live in bucket headers";
+  EXPECT_FALSE(fits({2048, overflow_end, 128, K::kOverflowSlot})) << "past the overflow area";
+  EXPECT_FALSE(fits({2048, g.overflow_offset + 8, 128, K::kOverflowSlot})) << "not a slot";
+  EXPECT_TRUE(fits({2048, overflow_end + 4096, 3000, K::kRefBlock}));
+  EXPECT_FALSE(fits({2048, g.overflow_offset, 3000, K::kRefBlock})) << "a block in the overflow area";
+  EXPECT_FALSE(fits({2048, 4096, 3000, K::kRefBlock})) << "a block in the index";
   auto bad = [&](auto mutate) {
     uint8_t r[layout::kEntryLocationWireSize];
     std::memcpy(r, rec, sizeof r);
     mutate(r);
     return layout::DecodeEntryLocation(std::string_view(reinterpret_cast<const char*>(r), sizeof r),
-                                       region, 72 * 1024, &out);
+                                       g, 72 * 1024, &out);
   };
   EXPECT_FALSE(bad([](uint8_t* r) { r[20] = 0; }));   // kNone
   EXPECT_FALSE(bad([](uint8_t* r) { r[20] = 5; }));   // unknown kind
@@ -127,10 +149,10 @@ TEST(EntryLocation, WireRoundTripAndBounds) {
   EXPECT_FALSE(bad([](uint8_t* r) { r[0] = 129; }));  // anchor not a slot
   EXPECT_FALSE(bad([](uint8_t* r) { r[8] = 3; }));    // block not 8-aligned
   EXPECT_FALSE(bad([](uint8_t* r) { r[20] = 4; }));   // ref kinds anchor a bucket header
-  EXPECT_FALSE(bad([](uint8_t* r) {                   // anchor at the region's end
+  EXPECT_FALSE(bad([](uint8_t* r) {                   // anchor past the index
     r[0] = 0;
     r[1] = 0;
-    r[2] = 16;
+    r[2] = 2;
   }));
 }
 
@@ -260,6 +282,93 @@ TEST(CachedLookup, OverflowTargetsNeedTheirRef) {
   EXPECT_EQ(ReadCached(t, o, slot).outcome, CachedResult::kMiss);
   t.Put(o, std::string(2000, 'y'));  // a new block; the old one stays intact (no clearing)
   EXPECT_EQ(ReadCached(t, o, blk).outcome, CachedResult::kMiss);
+}
+
+// Keys with one 64-bit hash (crafted: the seed is public) share cache entries: the location of
+// one never yields the other's value, however the two are laid out (inline or in the heap).
+TEST(CachedLookup, HashTwinsNeverTakeEachOthersValue) {
+  TestTable t(1 << 20, 64);
+  std::vector<std::string> twins = testing::CollidingKeys(t.geo.seed, 4);
+  ASSERT_EQ(layout::HashKey(twins[0], t.geo.seed, 64).hash,
+            layout::HashKey(twins[1], t.geo.seed, 64).hash);
+  std::vector<EntryLocation> where;
+  for (size_t i = 0; i < twins.size(); ++i)  // two inline, two in the heap
+    where.push_back(t.Put(twins[i], std::string(i < 2 ? 8 : 600, char('a' + i))));
+  for (size_t i = 0; i < twins.size(); ++i) {
+    for (size_t j = 0; j < twins.size(); ++j) {
+      CachedResult r = ReadCached(t, twins[i], where[j]);
+      if (i == j) {
+        ASSERT_EQ(r.outcome, CachedResult::kFound);
+        EXPECT_EQ(r.value, std::string(i < 2 ? 8 : 600, char('a' + i)));
+      } else {
+        EXPECT_EQ(r.outcome, CachedResult::kMiss) << i << " through " << j;
+      }
+    }
+  }
+}
+
+// The locations a bucket-pair READ reports (LocationOfFound), for every kind, are where the
+// PUT said the entry is.
+TEST(CachedLookup, BucketPathReportsThePutsLocation) {
+  TestTable t(1 << 20, 2);
+  std::map<std::string, EntryLocation> where;
+  for (int i = 0; i < 14; ++i)
+    where[PairKey(i, t.geo)] = t.Put(PairKey(i, t.geo), i % 2 ? "v" : std::string(500, 'h'));
+  where[PairKey(20, t.geo)] = t.Put(PairKey(20, t.geo), std::string(3000, 'b'));
+  where[PairKey(21, t.geo)] = t.Put(PairKey(21, t.geo), "s");
+  for (const auto& [k, put] : where) {
+    const layout::KeyHash kh = layout::HashKey(k, t.geo.seed, t.geo.num_buckets);
+    const uint64_t pair = t.geo.bucket_offset(kh.bucket[0]);
+    const uint8_t* b = t.mem.data() + pair;
+    layout::Probe p = layout::ProbeBuckets(b, b + layout::kBucketSize, k, kh, t.geo.seed);
+    EntryLocation got;
+    if (p.outcome == layout::Probe::kFound) {
+      got = layout::LocationOfFound(p, -1, pair);
+    } else {
+      ASSERT_EQ(p.outcome, layout::Probe::kFollow) << k;
+      for (int i = 0; i < p.target_count && got.kind == EntryLocation::kNone; ++i) {
+        layout::FoundValue v;
+        if (layout::ProbeTarget(t.mem.data() + p.targets[i].offset, p.targets[i], k, t.geo.seed,
+                                &v) == layout::TargetOutcome::kFound)
+          got = layout::LocationOfFound(p, i, pair);
+      }
+    }
+    EXPECT_EQ(got.kind, put.kind) << k;
+    EXPECT_EQ(got.anchor, put.anchor) << k;
+    EXPECT_EQ(got.block, put.block) << k;
+    EXPECT_EQ(got.block_len, put.block_len) << k;
+  }
+}
+
+// The two READs of a cached GET are not atomic together: the slot is read, then the table
+// changes, then the block is read. Whatever happens in between, the answer is the value the slot
+// named (current when the slot was read) or a miss, never a newer slot with an older block.
+TEST(CachedLookup, ChangesBetweenTheSlotAndTheBlockRead) {
+  for (int change = 0; change < 3; ++change) {
+    TestTable t(1 << 20, 64);
+    t.table->set_clear_freed_blocks_for_testing(change == 2);
+    EntryLocation loc = t.Put("k", std::string(700, '1'));
+    ASSERT_EQ(loc.kind, EntryLocation::kSlotIndirect);
+    std::vector<uint8_t> anchor(t.mem.begin() + loc.anchor, t.mem.begin() + loc.anchor + 128);
+    if (change == 0) {
+      ASSERT_TRUE(t.table->Delete("k").ok());
+    }
+    if (change >= 1) t.Put("k", std::string(700, '2'));  // a new block; the old one freed
+    std::vector<uint8_t> block(t.mem.begin() + loc.block, t.mem.begin() + loc.block + loc.block_len);
+    const layout::KeyHash kh = layout::HashKey("k", t.geo.seed, t.geo.num_buckets);
+    layout::FoundValue v;
+    layout::Target follow;
+    EntryLocation now;
+    CachedOutcome o = layout::ProbeCached(loc, anchor.data(), block.data(), "k", kh, t.geo.seed, &v,
+                                          &follow, &now);
+    if (o == CachedOutcome::kFound) {
+      std::string got;
+      v.AssignTo(&got);
+      EXPECT_EQ(got, std::string(700, '1')) << "the value the slot named when it was read";
+    } else {
+      EXPECT_EQ(o, CachedOutcome::kMiss) << change;  // the block was cleared: its checksum fails
+    }
+  }
 }
 
 // A random history over a small table and heap (overflow, heap cleaning that moves blocks, freed

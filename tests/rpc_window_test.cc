@@ -55,7 +55,7 @@ TEST(RpcWindow, RandomScheduleNeverOverlaps) {
     bool replied;
   };
   std::deque<Live> live;  // posting order
-  uint64_t next_rid = 1, sends_pending = 0, posted = 0;
+  uint64_t next_rid = 1, sends_pending = 0, posted = 0, refused = 0;
   for (int step = 0; step < 200000; ++step) {
     int what = int(rng() % 3);
     if (what == 0) {
@@ -70,6 +70,8 @@ TEST(RpcWindow, RandomScheduleNeverOverlaps) {
         live.push_back({next_rid++, s.ring_offset, s.ring_offset + len, false});
         ++sends_pending;
         ++posted;
+      } else {
+        ++refused;
       }
     } else if (what == 1 && sends_pending > 0) {
       w.SendDone();
@@ -89,7 +91,33 @@ TEST(RpcWindow, RandomScheduleNeverOverlaps) {
       ++first_seq;
     }
     ASSERT_LE(w.outstanding(), 8);
+    ASSERT_EQ(w.NextRecvSlot(), int(w.replies_taken() % 16));
   }
+  EXPECT_GT(posted, 20000u);  // the schedule exercised the ring, full and not
+  EXPECT_GT(refused, 1000u);
+}
+
+// Receives are filled in posting order whatever order replies are taken in: the k-th reply to
+// arrive is in slot k % max, and a slot is reused only after the reply in it was taken.
+TEST(RpcWindow, ReceiveSlotsFollowArrivalOrder) {
+  RpcWindow w(1 << 16, 4);
+  RpcWindow::Slot s;
+  std::vector<int> slots;
+  for (uint64_t i = 1; i <= 4; ++i) {
+    ASSERT_TRUE(w.Reserve(64, i, &s));
+    slots.push_back(s.recv_slot);
+  }
+  EXPECT_EQ(slots, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_FALSE(w.Reserve(64, 5, &s)) << "every receive slot holds a pending reply";
+  EXPECT_EQ(w.NextRecvSlot(), 0);
+  ASSERT_TRUE(w.ReplyTaken(3));  // arrival 0 (in slot 0) was the reply to request 3
+  EXPECT_EQ(w.NextRecvSlot(), 1);
+  EXPECT_FALSE(w.Reserve(64, 5, &s)) << "request 1 still holds its ring space and entry";
+  for (int i = 0; i < 4; ++i) w.SendDone();
+  ASSERT_TRUE(w.ReplyTaken(1));
+  EXPECT_EQ(w.NextRecvSlot(), 2);
+  ASSERT_TRUE(w.Reserve(64, 5, &s));
+  EXPECT_EQ(s.recv_slot, 0) << "the 5th receive: arrivals 0 and 1 were taken, slot 0 is free";
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 
 #include <cstring>
 
-#include "common/table/layout.h"
 
 namespace rkv::layout {
 
@@ -34,22 +33,25 @@ void EncodeEntryLocation(const EntryLocation& loc, uint8_t out[kEntryLocationWir
   out[20] = loc.kind;
 }
 
-bool EntryLocationFits(const EntryLocation& loc, uint64_t region_size, uint32_t max_block_len) {
+bool EntryLocationFits(const EntryLocation& loc, const Geometry& g, uint32_t max_block_len) {
   if (loc.kind == EntryLocation::kNone || loc.kind > EntryLocation::kRefBlock) return false;
-  if (loc.anchor % kSlotSize != 0 || loc.anchor > region_size ||
-      region_size - loc.anchor < kSlotSize)
+  // The anchor: a slot inside the index (the region's first index_bytes()).
+  if (loc.anchor % kSlotSize != 0 || loc.anchor >= g.index_bytes() ||
+      g.index_bytes() > g.region_size)
     return false;
-  if (loc.via_ref() && loc.anchor % kBucketSize != 0) return false;
+  const bool header = loc.anchor % kBucketSize == 0;
+  if (loc.via_ref() != header) return false;  // refs live in headers; entries in the other slots
   if (!loc.has_block()) return loc.block == 0 && loc.block_len == 0;
-  if (loc.kind == EntryLocation::kOverflowSlot &&
-      (loc.block_len != kSlotSize || loc.block % kSlotSize != 0))
-    return false;
+  const uint64_t overflow_end = g.overflow_offset + uint64_t{g.overflow_slots} * kSlotSize;
+  if (loc.kind == EntryLocation::kOverflowSlot)
+    return loc.block_len == kSlotSize && loc.block % kSlotSize == 0 &&
+           loc.block >= g.overflow_offset && loc.block < overflow_end;
   return loc.block % kRefUnit == 0 && loc.block_len > kBlockHeaderSize &&
-         loc.block_len <= max_block_len && loc.block <= region_size &&
-         region_size - loc.block >= loc.block_len;
+         loc.block_len <= max_block_len && loc.block >= overflow_end &&
+         loc.block <= g.region_size && g.region_size - loc.block >= loc.block_len;
 }
 
-bool DecodeEntryLocation(std::string_view bytes, uint64_t region_size, uint32_t max_block_len,
+bool DecodeEntryLocation(std::string_view bytes, const Geometry& g, uint32_t max_block_len,
                          EntryLocation* out) {
   if (bytes.size() != kEntryLocationWireSize) return false;
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -60,7 +62,7 @@ bool DecodeEntryLocation(std::string_view bytes, uint64_t region_size, uint32_t 
   loc.block_len = GetU32(p + 16);
   if (p[20] > EntryLocation::kRefBlock) return false;
   loc.kind = static_cast<EntryLocation::Kind>(p[20]);
-  if (!EntryLocationFits(loc, region_size, max_block_len)) return false;
+  if (!EntryLocationFits(loc, g, max_block_len)) return false;
   *out = loc;
   return true;
 }

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "common/table/layout.h"
+
 namespace rkv::layout {
 
 struct EntryLocation {
@@ -44,12 +46,16 @@ struct EntryLocation {
 inline constexpr size_t kEntryLocationWireSize = 24;
 void EncodeEntryLocation(const EntryLocation& loc, uint8_t out[kEntryLocationWireSize]);
 // False unless `bytes` is exactly one wire record whose kind is known, whose reserved bytes are
-// zero and whose reads lie inside a region of `region_size` bytes: the anchor is a whole slot
-// (128-byte aligned), a block is 8-byte aligned and at most `max_block_len` bytes.
-bool DecodeEntryLocation(std::string_view bytes, uint64_t region_size, uint32_t max_block_len,
+// zero and that names what its kind says within the table's geometry `g` (the geometry fields
+// the OPEN reply gives: region_size, num_buckets, overflow_offset, overflow_slots): kinds 1 and 2
+// an entry slot of a bucket (not its header), kinds 3 and 4 a bucket header; kind 3's target an
+// overflow slot; a heap block 8-byte aligned, after the overflow area, inside the region and at
+// most `max_block_len` bytes. A location that names anything else (a buggy or hostile server)
+// would let a reader accept, say, an overflow slot written before the log has it.
+bool DecodeEntryLocation(std::string_view bytes, const Geometry& g, uint32_t max_block_len,
                          EntryLocation* out);
-// The same bounds for a location built in memory.
-bool EntryLocationFits(const EntryLocation& loc, uint64_t region_size, uint32_t max_block_len);
+// The same rules for a location built in memory.
+bool EntryLocationFits(const EntryLocation& loc, const Geometry& g, uint32_t max_block_len);
 
 }  // namespace rkv::layout
 

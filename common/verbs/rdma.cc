@@ -138,16 +138,18 @@ const char* MtuName(ibv_mtu mtu) {
 }
 uint32_t MtuBytes(ibv_mtu mtu) { return 128u << static_cast<int>(mtu); }
 
-uint32_t ProbeMaxInline(ibv_context* ctx, ibv_pd* pd, uint32_t want) {
-  std::unique_ptr<ibv_cq, CqDeleter> cq(ibv_create_cq(ctx, 2, nullptr, nullptr, 0));
+uint32_t ProbeMaxInline(ibv_context* ctx, ibv_pd* pd, uint32_t want, uint32_t max_send_wr,
+                        uint32_t max_recv_wr) {
+  std::unique_ptr<ibv_cq, CqDeleter> cq(
+      ibv_create_cq(ctx, int(max_send_wr + max_recv_wr), nullptr, nullptr, 0));
   if (!cq) return 0;
   for (uint32_t size = want; size >= 16; size /= 2) {
     ibv_qp_init_attr qa{};
     qa.send_cq = cq.get();
     qa.recv_cq = cq.get();
     qa.qp_type = IBV_QPT_RC;
-    qa.cap.max_send_wr = 1;
-    qa.cap.max_recv_wr = 1;
+    qa.cap.max_send_wr = max_send_wr;
+    qa.cap.max_recv_wr = max_recv_wr;
     qa.cap.max_send_sge = 1;
     qa.cap.max_recv_sge = 1;
     qa.cap.max_inline_data = size;

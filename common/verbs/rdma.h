@@ -79,10 +79,12 @@ struct ContextDeleter {
 };
 using ContextPtr = std::unique_ptr<ibv_context, ContextDeleter>;
 
-// The largest inline payload (IBV_SEND_INLINE) up to `want` bytes that an RC QP on `pd` can be
-// created with: tries want, then halves, using a throwaway CQ and QP. 0 if the device inlines
-// nothing (or the probe itself fails).
-uint32_t ProbeMaxInline(ibv_context* ctx, ibv_pd* pd, uint32_t want);
+// The largest inline payload (IBV_SEND_INLINE) up to `want` bytes that an RC QP on `pd` with
+// these queue depths can be created with (a device's inline room may depend on the send queue's
+// size): tries want, then halves, using a throwaway CQ and QP. 0 if the device inlines nothing
+// (or the probe itself fails).
+uint32_t ProbeMaxInline(ibv_context* ctx, ibv_pd* pd, uint32_t want, uint32_t max_send_wr,
+                        uint32_t max_recv_wr);
 
 // Moves a QP to the error state so that its outstanding work requests complete (flushed).
 void MoveQpToError(ibv_qp* qp);

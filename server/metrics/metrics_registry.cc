@@ -65,8 +65,9 @@ const Mapping kMappings[] = {
     {"keepalives_sent", "rkv_keepalives_sent_total", kC,
      "Keepalives (zero-length RDMA WRITEs) sent to silent clients."},
     {"worker_sleeps", "rkv_worker_sleeps_total", kC,
-     "Times a worker slept waiting for completions or commands (after its --poll_spin_us spin, "
-     "or at once with spinning off)."},
+     "Times a worker called poll() to wait for completions or commands (after its "
+     "--poll_spin_us spin, or at once with spinning off); it returns at once if work is "
+     "already pending."},
     {"srq_limit_events", "rkv_srq_limit_events_total", kC,
      "Times the shared receive queue ran low and its reserve buffers were posted."},
     {"request_credits", "rkv_request_credits", kG,

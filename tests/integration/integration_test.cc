@@ -336,26 +336,40 @@ TEST_F(Integration, CachedGetsReadTheSlotNotTheBuckets) {
   EXPECT_EQ(c->counters().round_trips - before.round_trips, 1u);
   EXPECT_EQ(c->counters().reads_posted - before.reads_posted, 2u);
 
-  // Another client makes c's locations stale, every way it can.
+  // Another client makes c's locations stale, every way it can; each GET says whether the
+  // cached location answered it (a hit) or the bucket pair did (a miss).
+  auto step = [&](const std::string& k, const std::string& want, bool hit, const char* what) {
+    const ClientCounters b = c->counters();
+    std::string got;
+    Status gs = c->Get(k, &got);
+    if (want.empty()) {
+      EXPECT_TRUE(gs.IsNotFound()) << what << ": " << gs.ToString();
+    } else {
+      ASSERT_TRUE(gs.ok()) << what << ": " << gs.ToString();
+      EXPECT_EQ(got, want) << what;
+    }
+    EXPECT_EQ(c->counters().cache_hits - b.cache_hits, hit ? 1u : 0u) << what;
+    EXPECT_EQ(c->counters().cache_misses - b.cache_misses, hit ? 0u : 1u) << what;
+  };
   ASSERT_TRUE(w->Delete(key(0)).ok());
-  EXPECT_TRUE(c->Get(key(0), &v).IsNotFound());
-  ASSERT_TRUE(w->Put(key(1), std::string(64, 'N')).ok());  // rewritten in place
-  ASSERT_TRUE(c->Get(key(1), &v).ok());
-  EXPECT_EQ(v, std::string(64, 'N'));
-  ASSERT_TRUE(w->Put(key(2), std::string(700, 'H')).ok());  // inline -> heap block
-  ASSERT_TRUE(c->Get(key(2), &v).ok());
-  EXPECT_EQ(v, std::string(700, 'H'));
-  ASSERT_TRUE(w->Put(key(2), "back").ok());  // heap -> inline
-  ASSERT_TRUE(c->Get(key(2), &v).ok());
-  EXPECT_EQ(v, "back");
-  ASSERT_TRUE(w->Delete(key(3)).ok());  // deleted, its slot taken by another key, re-inserted
-  ASSERT_TRUE(w->Put("lc-filler", "f").ok());
+  step(key(0), "", false, "deleted: its slot is empty");
+  step(key(0), "", false, "absent: no cache entry");
+  ASSERT_TRUE(w->Put(key(1), std::string(64, 'N')).ok());
+  step(key(1), std::string(64, 'N'), true, "rewritten in place");
+  ASSERT_TRUE(w->Put(key(2), std::string(700, 'H')).ok());
+  step(key(2), std::string(700, 'H'), true, "inline -> heap: the slot names the block (follow)");
+  ASSERT_TRUE(w->Put(key(2), "back").ok());
+  step(key(2), "back", true, "heap -> inline");
+  ASSERT_TRUE(w->Delete(key(3)).ok());  // deleted and re-inserted (its slot, or another)
   ASSERT_TRUE(w->Put(key(3), "again").ok());
-  ASSERT_TRUE(c->Get(key(3), &v).ok());
-  EXPECT_EQ(v, "again");
-  ASSERT_TRUE(w->Put("lc-big", std::string(9000, 'C')).ok());  // a new block
-  ASSERT_TRUE(c->Get("lc-big", &v).ok());
-  EXPECT_EQ(v, std::string(9000, 'C'));
+  {
+    std::string got;
+    ASSERT_TRUE(c->Get(key(3), &got).ok());
+    EXPECT_EQ(got, "again");
+  }
+  ASSERT_TRUE(w->Put("lc-big", std::string(9000, 'C')).ok());
+  step("lc-big", std::string(9000, 'C'), true, "a new block: followed from the slot");
+  step("lc-big", std::string(9000, 'C'), true, "the refreshed location");
 
   // A client that never wrote the keys meets them on its first GET (the bucket pair) and reads
   // only the slot from then on.
