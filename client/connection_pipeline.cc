@@ -6,12 +6,11 @@
 #include <cstring>
 
 #include "client/connection.h"
+#include "client/wr_id.h"
 
 namespace rkv {
 
-namespace {
-constexpr uint64_t kPipeSend = 4, kPipeRecv = 5;  // connection.cc's WrId
-}  // namespace
+using namespace wr_id;  // NOLINT(build/namespaces): this class's own ids
 
 Status Connection::PostRpc(wire::Op op, std::string_view key, std::string_view value, uint64_t* rid,
                            bool* posted) {
