@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -86,6 +87,10 @@ DEFINE_int64(location_cache, 65536,
 DEFINE_bool(warm_cache, false,
             "run phase: before measuring, each connection GETs every loaded record once (as a "
             "client that loaded the keys itself would have met them); not counted in the report");
+DEFINE_string(hw_counters, "",
+              "a device's hw_counters directory (e.g. /sys/class/infiniband/rxe0/ports/1/"
+              "hw_counters): report the wire packets (sent_pkts + rcvd_pkts) of the measured "
+              "phase per operation");
 DEFINE_bool(reconnect, true,
             "reconnect automatically (bounded backoff) when a connection is lost, so the run "
             "survives a server restart; failed operations are counted as errors either way");
@@ -505,8 +510,22 @@ int main(int argc, char** argv) {
     }
     std::printf("# warm_cache: %lu GETs before the run\n", (unsigned long)warm.gets);
   }
+  auto packets = [](uint64_t* n) {  // sent_pkts + rcvd_pkts, false if unreadable
+    if (FLAGS_hw_counters.empty()) return false;
+    *n = 0;
+    for (const char* name : {"/sent_pkts", "/rcvd_pkts"}) {
+      std::ifstream f(FLAGS_hw_counters + name);
+      uint64_t v = 0;
+      if (!(f >> v)) return false;
+      *n += v;
+    }
+    return true;
+  };
+  uint64_t packets_before = 0, packets_after = 0;
+  const bool have_packets = packets(&packets_before);
   Runner runner(cfg, &clients);
   runner.Run();
+  if (have_packets && packets(&packets_after)) report.wire_packets = packets_after - packets_before;
   runner.Fill(&report);
   report.gets -= warm.gets;
   report.reads_posted -= warm.reads_posted;

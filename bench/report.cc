@@ -52,6 +52,9 @@ void PrintSummary(const Report& r, FILE* out) {
                  looked ? double(r.cache_hits) / double(looked) : 0.0);
     std::fprintf(out, "[RKV], CacheMisses, %lu\n", UL(r.cache_misses));
   }
+  if (r.wire_packets >= 0 && r.operations > 0)
+    std::fprintf(out, "[RKV], WirePacketsPerOp, %.3f\n",
+                 double(r.wire_packets) / double(r.operations));
   if (r.verify) {
     std::fprintf(out, "[VERIFY], Failures, %lu\n", UL(r.verify_failures));
     std::fprintf(out, "[VERIFY], NotWrittenByKvbench, %lu\n", UL(r.verify_foreign));
@@ -72,6 +75,7 @@ void WriteJson(const Report& r, FILE* f) {
                "\"runtime_ms\": %.0f, \"operations\": %lu, \"throughput_ops\": %.1f,\n "
                "\"reads_per_get\": %.4f, \"rounds_per_get\": %.4f, \"checksum_retries\": %lu, "
                "\"bytes_read_per_get\": %.1f, \"cache_hits\": %lu, \"cache_misses\": %lu, "
+               "\"wire_packets\": %ld, "
                "\"verify\": %s, \"verify_failures\": %lu, \"verify_foreign\": %lu,\n "
                "\"reconnect\": %s, "
                "\"reconnects\": %lu, \"server_restarts\": %lu,\n \"ops\": {",
@@ -80,7 +84,7 @@ void WriteJson(const Report& r, FILE* f) {
                r.path_mtu, r.qp_num, r.runtime_ms, UL(r.operations), r.throughput(),
                double(r.reads_posted) / gets, double(r.round_trips) / gets, UL(r.checksum_retries),
                double(r.bytes_read) / gets, UL(r.cache_hits), UL(r.cache_misses),
-               r.verify ? "true" : "false", UL(r.verify_failures), UL(r.verify_foreign),
+               (long)r.wire_packets, r.verify ? "true" : "false", UL(r.verify_failures), UL(r.verify_foreign),
                r.reconnect ? "true" : "false", UL(r.reconnects), UL(r.server_restarts));
   bool first = true;
   for (int k = 0; k < kNumOps; ++k) {

@@ -42,6 +42,7 @@ struct Report {
   OpResult ops[kNumOps];
   uint64_t gets = 0, reads_posted = 0, round_trips = 0, checksum_retries = 0;
   uint64_t bytes_read = 0, cache_hits = 0, cache_misses = 0;  // client location cache
+  int64_t wire_packets = -1;  // kvbench --hw_counters: packets of the measured phase (-1: none)
   bool verify = false;
   uint64_t verify_failures = 0;  // every failed check (bench/workload.h CheckValue), of which
   uint64_t verify_foreign = 0;   // values not written by kvbench
