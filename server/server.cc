@@ -219,6 +219,7 @@ Status Server::Start() {
   wenv.srq = srq_.get();
   wenv.exec = exec_.get();
   wenv.writes = writes_.get();
+  wenv.log = log_.get();
   wenv.registry = registry_.get();
   wenv.counters = &counters_;
   wenv.send_base = send_buf_.data();

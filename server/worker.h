@@ -46,6 +46,7 @@
 #include "server/server_options.h"
 #include "server/srq_pool.h"
 #include "server/wake_queue.h"
+#include "server/write_log.h"
 #include "server/write_pool.h"
 
 namespace rkv {
@@ -60,6 +61,9 @@ struct WorkerEnv {
   // PUT and DELETE go here when set (a durable server: they wait for the log); else the worker
   // executes them itself.
   WritePool* writes = nullptr;
+  // With `writes`: the log, asked before each hand-over whether this worker may log the write
+  // itself (WriteLog::WriteInline). Outlives the workers.
+  const WriteLog* log = nullptr;
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
   uint8_t* send_base = nullptr;  // registered: max_connections * SendSlots() * kSendSlotSize

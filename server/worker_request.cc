@@ -81,6 +81,14 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
   wire::Request req;
   if (!wire::DecodeRequest(msg, len, &req).ok()) return false;  // answered here: BAD_REQUEST
   if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete) return false;
+  // No hand-over when the log will not make this thread wait for the disk (--fsync=no|everysec
+  // and no write in progress or slow: WriteLog::WriteInline), unless this connection has writes
+  // in the pool (its writes apply in order).
+  if (env_.log != nullptr && c->w.in_pool == 0 && c->w.waiting_writes.empty() &&
+      env_.log->WriteInline()) {
+    env_.counters->writes_inline.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   // One write of a connection in the pool at a time, in the order it sent them: a client cannot
   // take more than one pool thread per connection, and "PUT k=1; PUT k=2" ends as 2.
   if (env_.write_received != nullptr) {

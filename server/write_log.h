@@ -28,6 +28,10 @@ class WriteLog {
   // OK, or why every record would be refused now (checked before a write takes any lock, so
   // that writes fail fast instead of queueing behind a log that cannot take them).
   [[nodiscard]] virtual Status Ready() const = 0;
+  // True if a write may be logged by the thread that received it (a worker) rather than handed to
+  // a thread that may block: the log does not wait for the disk on the common path (no
+  // fsync per record) and is not stalled (docs/design.md, "Durability").
+  virtual bool WriteInline() const { return false; }
 };
 
 }  // namespace rkv

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -37,6 +38,7 @@ struct FaultState {
   size_t space = SIZE_MAX;  // bytes the disk can take in total
   bool fail_sync = false;
   int sync_delay_us = 0;  // a disk's flush time
+  std::atomic<int> append_delay_us{0};  // a write(2) blocked this long (a stalling disk)
   bool fail_truncate = false;
   int appends = 0, syncs = 0;
 };
@@ -45,6 +47,7 @@ class FaultFile : public WritableFile {
  public:
   explicit FaultFile(FaultState* st) : st_(st) {}
   Status Append(std::string_view d) override {
+    if (int us = st_->append_delay_us.load()) std::this_thread::sleep_for(std::chrono::microseconds(us));
     std::lock_guard<std::mutex> l(st_->mu);
     ++st_->appends;
     size_t room = st_->space > st_->data.size() ? st_->space - st_->data.size() : 0;

@@ -72,6 +72,38 @@ TEST(LogWriter, EverySecAndNoDoNotSyncOnCommit) {
   }
 }
 
+// Quick (may a worker commit itself?): not while a batch is being written, not after a slow
+// write, again once a write is fast (DurableLog::WriteInline; docs/design.md, "No hand-over").
+TEST(LogWriter, QuickOnlyWhileTheDiskKeepsUp) {
+  FaultState st;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kNo);
+  const auto quick = std::chrono::microseconds(1000);
+  EXPECT_TRUE(w.Quick(quick));
+  uint64_t t;
+  w.Add({RecordType::kPut, 1, "a", "1"}, &t);
+  ASSERT_TRUE(w.Commit(t).ok());
+  EXPECT_TRUE(w.Quick(quick)) << "a write into memory is fast";
+  st.append_delay_us = 200000;  // the disk stalls for 200 ms
+  std::thread slow([&] {
+    uint64_t t2;
+    w.Add({RecordType::kPut, 2, "b", "2"}, &t2);
+    EXPECT_TRUE(w.Commit(t2).ok());
+  });
+  bool seen_writing = false;
+  for (int i = 0; i < 1000 && !seen_writing; ++i) {
+    seen_writing = !w.Quick(quick);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  EXPECT_TRUE(seen_writing) << "a write in progress is not quick";
+  slow.join();
+  EXPECT_FALSE(w.Quick(quick)) << "the last write took 200 ms";
+  st.append_delay_us = 0;
+  w.Add({RecordType::kPut, 3, "c", "3"}, &t);
+  ASSERT_TRUE(w.Commit(t).ok());
+  EXPECT_TRUE(w.Quick(quick)) << "fast again";
+  EXPECT_EQ(Keys(st.data), (std::vector<std::string>{"a", "b", "c"}));
+}
+
 TEST(LogWriter, FullDiskFailsTheBatchCutsTheFileAndRecovers) {
   FaultState st;
   LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);

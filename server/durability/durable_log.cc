@@ -139,6 +139,14 @@ Status DurableLog::Append(RecordType type, std::string_view key, std::string_vie
   return s;
 }
 
+bool DurableLog::WriteInline() const {
+  if (mode_ == FsyncMode::kAlways) return false;  // every record waits for a sync
+  MutexLock l(&mu_);  // held for two loads: the writer cannot change under us
+  if (!broken_.ok() || !writer_->Quick(kInlineWrite)) return false;
+  inline_ok_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 Status DurableLog::LogPut(std::string_view key, std::string_view value) {
   return Append(RecordType::kPut, key, value);
 }

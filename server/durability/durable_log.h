@@ -51,6 +51,10 @@ class DurableLog : public WriteLog {
   [[nodiscard]] Status LogPut(std::string_view key, std::string_view value) override;
   [[nodiscard]] Status LogDelete(std::string_view key) override;
   [[nodiscard]] Status Ready() const override { return broken(); }
+  // --fsync=no|everysec, and the current file's writer Quick (no write in progress, the last
+  // under kInlineWrite): Append then costs one write(2) to the page cache.
+  bool WriteInline() const override;
+  static constexpr std::chrono::microseconds kInlineWrite{1000};
 
   // Starts the next log file. *covered: the last sequence handed out before the switch; every
   // record up to it is in an older file, every later one in the new file or after.
@@ -62,6 +66,7 @@ class DurableLog : public WriteLog {
   uint64_t last_sequence() const;       // last sequence handed out
   uint64_t records() const { return records_.load(std::memory_order_relaxed); }
   uint64_t failures() const { return failures_.load(std::memory_order_relaxed); }
+  uint64_t inline_checks_passed() const { return inline_ok_.load(std::memory_order_relaxed); }
   uint64_t syncs() const;    // fdatasync calls (all files)
   uint64_t batches() const;  // writes (all files): fewer than records under group commit
   // OK, or why the log refuses every record until a restart.
@@ -89,6 +94,7 @@ class DurableLog : public WriteLog {
   Mutex rotate_mu_;  // one Rotate at a time (held while the next file is prepared)
   std::atomic<uint64_t> records_{0};
   std::atomic<uint64_t> failures_{0};
+  mutable std::atomic<uint64_t> inline_ok_{0};  // WriteInline() answers of true
   // kEverySec's sync thread.
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

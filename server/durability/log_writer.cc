@@ -44,8 +44,15 @@ Status LogWriter::Commit(uint64_t ticket, std::chrono::milliseconds timeout) {
       const uint64_t first = pending_first_, last = added_, at = file_size_;
       pending_first_ = added_ + 1;
       mu_.Unlock();
+      writing_.fetch_add(1, std::memory_order_relaxed);
+      const auto started = std::chrono::steady_clock::now();
       Status s = file_->Append(batch);
       if (s.ok() && mode_ == FsyncMode::kAlways) s = file_->Sync();
+      last_write_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - started)
+                               .count(),
+                           std::memory_order_relaxed);
+      writing_.fetch_sub(1, std::memory_order_relaxed);
       Status repair;
       if (!s.ok()) repair = file_->Truncate(at);  // no half batch stays in front of later ones
       mu_.Lock();

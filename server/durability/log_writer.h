@@ -19,6 +19,7 @@
 #ifndef RKV_SERVER_DURABILITY_LOG_WRITER_H_
 #define RKV_SERVER_DURABILITY_LOG_WRITER_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -59,6 +60,12 @@ class LogWriter {
   uint64_t synced() const;   // ... of which known to be on stable storage
   uint64_t batches() const;  // writes issued (group commit: fewer than records)
   uint64_t syncs() const;
+  // True when no batch is being written and the last one took less than `quick`: a caller that
+  // must not block for long (a worker thread) may commit itself. Lock-free (relaxed atomics).
+  bool Quick(std::chrono::microseconds quick) const {
+    return writing_.load(std::memory_order_relaxed) == 0 &&
+           last_write_us_.load(std::memory_order_relaxed) < quick.count();
+  }
 
  private:
   struct Failed {
@@ -82,6 +89,8 @@ class LogWriter {
   bool syncing_ GUARDED_BY(mu_) = false;
   uint64_t batches_ GUARDED_BY(mu_) = 0;
   uint64_t syncs_ GUARDED_BY(mu_) = 0;
+  std::atomic<int> writing_{0};             // a leader is in Append/Sync
+  std::atomic<int64_t> last_write_us_{0};   // how long the last batch's Append (+ Sync) took
 };
 
 }  // namespace rkv::wal

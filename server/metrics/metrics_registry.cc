@@ -64,6 +64,9 @@ const Mapping kMappings[] = {
      "Requests answered with an error other than NOT_FOUND."},
     {"keepalives_sent", "rkv_keepalives_sent_total", kC,
      "Keepalives (zero-length RDMA WRITEs) sent to silent clients."},
+    {"writes_inline", "rkv_writes_inline_total", kC,
+     "Durable PUT/DELETEs logged by the worker that received them (--fsync=no|everysec with the "
+     "log keeping up), not handed to the write pool."},
     {"worker_sleeps", "rkv_worker_sleeps_total", kC,
      "Times a worker called poll() to wait for completions or commands (after its "
      "--poll_spin_us spin, or at once with spinning off); it returns at once if work is "
