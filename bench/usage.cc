@@ -20,8 +20,10 @@ cli::Usage KvbenchUsage() {
         {"workload", "read_proportion", "update_proportion", "insert_proportion", "rmw_proportion",
          "delete_proportion", "distribution", "zipf_theta", "hotspot_data_fraction",
          "hotspot_opn_fraction", "records", "key_size", "value_size"}},
-       {"Run", {"operations", "duration", "threads", "connections", "depth", "target", "verify"}},
-       {"Output", {"json"}}},
+       {"Run",
+        {"operations", "duration", "threads", "connections", "depth", "target", "verify",
+         "location_cache", "warm_cache"}},
+       {"Output", {"json", "hw_counters"}}},
       "Exit status: 0 OK; 1 operations failed or --verify found a wrong value; 2 bad options or\n"
       "no connection at the start.\n"
       "\n"
