@@ -44,7 +44,7 @@ check "a gtest skip nothing allows fails, named" 1 "FAIL  x: gt: A.Skipped" "1 p
   --must-run "$tmp/none" --allowed-skips "$tmp/none" "x=$tmp/gskip.xml"
 check "an allowed gtest skip is counted skipped, with its reason" 0 "SKIP  x: gt: A.Skipped (allowed: needs a thing" \
   "1 passed, 0 failed, 1 skipped" -- --must-run "$tmp/none" --allowed-skips "$tmp/allow" "x=$tmp/gskip.xml"
-check "a script's [case SKIP] fails unless allowed" 1 "FAIL  x: suite: s: two (no etcd)" "1 passed, 1 failed" -- \
+check "a script's case-SKIP line fails unless allowed" 1 "FAIL  x: suite: s: two (no etcd)" "1 passed, 1 failed" -- \
   --must-run "$tmp/none" --allowed-skips "$tmp/none" "x=$tmp/cskip.xml"
 check "a ctest SKIP_RETURN_CODE skip fails unless allowed" 1 "FAIL  x: debs: debs" "0 passed, 1 failed" -- \
   --must-run "$tmp/none" --allowed-skips "$tmp/none" "x=$tmp/notrun.xml"
