@@ -39,12 +39,14 @@ Status LogWriter::Commit(uint64_t ticket, std::chrono::milliseconds timeout) {
     if (!leader_ && !pending_.empty()) {
       // Lead: write every pending record (this one's included) with one write and one sync.
       leader_ = true;
+      // Counted from the moment the batch is taken until its repair is done, so that Quick is
+      // false for all of it.
+      writing_.fetch_add(1, std::memory_order_relaxed);
       std::string batch;
       batch.swap(pending_);
       const uint64_t first = pending_first_, last = added_, at = file_size_;
       pending_first_ = added_ + 1;
       mu_.Unlock();
-      writing_.fetch_add(1, std::memory_order_relaxed);
       const auto started = std::chrono::steady_clock::now();
       Status s = file_->Append(batch);
       if (s.ok() && mode_ == FsyncMode::kAlways) s = file_->Sync();
@@ -52,9 +54,9 @@ Status LogWriter::Commit(uint64_t ticket, std::chrono::milliseconds timeout) {
                                std::chrono::steady_clock::now() - started)
                                .count(),
                            std::memory_order_relaxed);
-      writing_.fetch_sub(1, std::memory_order_relaxed);
       Status repair;
       if (!s.ok()) repair = file_->Truncate(at);  // no half batch stays in front of later ones
+      writing_.fetch_sub(1, std::memory_order_relaxed);
       mu_.Lock();
       leader_ = false;
       ++batches_;
