@@ -84,8 +84,9 @@ void WriteJson(const Report& r, FILE* f) {
                r.path_mtu, r.qp_num, r.runtime_ms, UL(r.operations), r.throughput(),
                double(r.reads_posted) / gets, double(r.round_trips) / gets, UL(r.checksum_retries),
                double(r.bytes_read) / gets, UL(r.cache_hits), UL(r.cache_misses),
-               (long)r.wire_packets, r.verify ? "true" : "false", UL(r.verify_failures), UL(r.verify_foreign),
-               r.reconnect ? "true" : "false", UL(r.reconnects), UL(r.server_restarts));
+               (long)r.wire_packets, r.verify ? "true" : "false", UL(r.verify_failures),
+               UL(r.verify_foreign), r.reconnect ? "true" : "false", UL(r.reconnects),
+               UL(r.server_restarts));
   bool first = true;
   for (int k = 0; k < kNumOps; ++k) {
     const OpResult& o = r.ops[k];

@@ -88,8 +88,7 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
       op.status = Status::Ok();
       layout::EntryLocation loc;
       if (op.type == BatchOp::Type::kPut &&
-          layout::DecodeEntryLocation(payload, conn_->geometry(),
-                                      Connection::kBlockAreaSize, &loc))
+          layout::DecodeEntryLocation(payload, conn_->geometry(), Connection::kBlockAreaSize, &loc))
         cache_.Insert(inflight[j].key_hash, loc);
     } else {
       op.status = Status(code, Printable(payload, 2048));  // the server's words, escaped

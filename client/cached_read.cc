@@ -38,8 +38,7 @@ ClientImpl::Step ClientImpl::ReadCached(std::string_view key, const layout::KeyH
       if (now.kind != loc.kind) cache_.Insert(kh.hash, now);
       return Step::kDone;
     case CachedOutcome::kFollow: {
-      if (!layout::EntryLocationFits(now, conn_->geometry(), Connection::kBlockAreaSize))
-        break;
+      if (!layout::EntryLocationFits(now, conn_->geometry(), Connection::kBlockAreaSize)) break;
       const Connection::ReadOp op{Connection::kBlockArea, follow.offset, follow.length};
       *result = RoundTrip(&op, 1);
       if (!result->ok()) return Step::kDone;

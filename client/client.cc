@@ -129,8 +129,8 @@ Status ClientImpl::Put(std::string_view key, std::string_view value) {
   std::string where;
   s = RpcStatus(wire::Op::kPut, key, value, &where);
   layout::EntryLocation loc;
-  if (s.ok() && layout::DecodeEntryLocation(where, conn_->geometry(),
-                                            Connection::kBlockAreaSize, &loc))
+  if (s.ok() &&
+      layout::DecodeEntryLocation(where, conn_->geometry(), Connection::kBlockAreaSize, &loc))
     cache_.Insert(kh.hash, loc);  // a server that sends none (or garbage) just fills no entry
   return s;
 }

@@ -2,13 +2,14 @@
 // Connection's datapath: READ chains, polling, and the single request/reply exchange (the
 // opening of a connection is in connection_open.cc, pipelined requests in
 // connection_pipeline.cc).
+#include "client/connection.h"
+
 #include <poll.h>
 #include <time.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include "client/connection.h"
 #include "client/wr_id.h"
 
 namespace rkv {

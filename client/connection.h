@@ -22,8 +22,8 @@
 #include <string_view>
 
 #include "client/rpc_window.h"
-#include "common/table/layout.h"
 #include "common/exchange/exchange.h"
+#include "common/table/layout.h"
 #include "common/verbs/rdma.h"
 #include "common/wire.h"
 #include "rkv/client.h"

@@ -40,9 +40,9 @@ struct ServerCounters {
   C clients_dropped{0};  // closed for malformed requests
   C credit_drops{0};     // closed for exceeding their request credits
   C keepalives_sent{0};
-  C writes_inline{0};  // durable PUT/DELETEs logged by their worker, without the write pool
-  C worker_sleeps{0};  // times a worker waited in poll() (spin over or off; may return at once)
-  C srq_limit_events{0};        // the SRQ ran low; its reserve buffers were posted
+  C writes_inline{0};     // durable PUT/DELETEs logged by their worker, without the write pool
+  C worker_sleeps{0};     // times a worker waited in poll() (spin over or off; may return at once)
+  C srq_limit_events{0};  // the SRQ ran low; its reserve buffers were posted
   C exchanges_refused_busy{0};  // manual handshakes refused: too many in progress
   // Replies posted by request type and status, and their latency (the Prometheus endpoint).
   metrics::RpcMetrics rpcs;

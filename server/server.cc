@@ -225,9 +225,8 @@ Status Server::Start() {
   wenv.send_base = send_buf_.data();
   wenv.send_lkey = send_mr_ ? send_mr_->lkey : 0;
   // Small replies (PUT/DELETE answers, errors) go inline: 256 bytes or what the device allows.
-  wenv.max_inline =
-      ProbeMaxInline(ctx_, pd_.get(), 256, uint32_t(Worker::SendQueueDepth(opt_)),
-                     uint32_t(Worker::PrivateReceiveBuffers(opt_)));
+  wenv.max_inline = ProbeMaxInline(ctx_, pd_.get(), 256, uint32_t(Worker::SendQueueDepth(opt_)),
+                                   uint32_t(Worker::PrivateReceiveBuffers(opt_)));
   wenv.stop = &stop_;
   wenv.auth_token = opt_.auth_token;
   wenv.open_reply = MakeOpenReply();

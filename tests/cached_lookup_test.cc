@@ -134,7 +134,8 @@ TEST(EntryLocation, WireRoundTripAndBounds) {
   EXPECT_FALSE(fits({2048, overflow_end, 128, K::kOverflowSlot})) << "past the overflow area";
   EXPECT_FALSE(fits({2048, g.overflow_offset + 8, 128, K::kOverflowSlot})) << "not a slot";
   EXPECT_TRUE(fits({2048, overflow_end + 4096, 3000, K::kRefBlock}));
-  EXPECT_FALSE(fits({2048, g.overflow_offset, 3000, K::kRefBlock})) << "a block in the overflow area";
+  EXPECT_FALSE(fits({2048, g.overflow_offset, 3000, K::kRefBlock}))
+      << "a block in the overflow area";
   EXPECT_FALSE(fits({2048, 4096, 3000, K::kRefBlock})) << "a block in the index";
   auto bad = [&](auto mutate) {
     uint8_t r[layout::kEntryLocationWireSize];
@@ -354,7 +355,8 @@ TEST(CachedLookup, ChangesBetweenTheSlotAndTheBlockRead) {
       ASSERT_TRUE(t.table->Delete("k").ok());
     }
     if (change >= 1) t.Put("k", std::string(700, '2'));  // a new block; the old one freed
-    std::vector<uint8_t> block(t.mem.begin() + loc.block, t.mem.begin() + loc.block + loc.block_len);
+    std::vector<uint8_t> block(t.mem.begin() + loc.block,
+                               t.mem.begin() + loc.block + loc.block_len);
     const layout::KeyHash kh = layout::HashKey("k", t.geo.seed, t.geo.num_buckets);
     layout::FoundValue v;
     layout::Target follow;

@@ -37,7 +37,7 @@ struct FaultState {
   std::string data;         // what the "disk" holds
   size_t space = SIZE_MAX;  // bytes the disk can take in total
   bool fail_sync = false;
-  int sync_delay_us = 0;  // a disk's flush time
+  int sync_delay_us = 0;                // a disk's flush time
   std::atomic<int> append_delay_us{0};  // a write(2) blocked this long (a stalling disk)
   bool fail_truncate = false;
   int appends = 0, syncs = 0;
@@ -47,7 +47,8 @@ class FaultFile : public WritableFile {
  public:
   explicit FaultFile(FaultState* st) : st_(st) {}
   Status Append(std::string_view d) override {
-    if (int us = st_->append_delay_us.load()) std::this_thread::sleep_for(std::chrono::microseconds(us));
+    if (int us = st_->append_delay_us.load())
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
     std::lock_guard<std::mutex> l(st_->mu);
     ++st_->appends;
     size_t room = st_->space > st_->data.size() ? st_->space - st_->data.size() : 0;

@@ -3,7 +3,6 @@
 
 #include <cstring>
 
-
 namespace rkv::layout {
 
 namespace {

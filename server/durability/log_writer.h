@@ -89,8 +89,8 @@ class LogWriter {
   bool syncing_ GUARDED_BY(mu_) = false;
   uint64_t batches_ GUARDED_BY(mu_) = 0;
   uint64_t syncs_ GUARDED_BY(mu_) = 0;
-  std::atomic<int> writing_{0};             // a leader is in Append/Sync
-  std::atomic<int64_t> last_write_us_{0};   // how long the last batch's Append (+ Sync) took
+  std::atomic<int> writing_{0};            // a leader is in Append/Sync
+  std::atomic<int64_t> last_write_us_{0};  // how long the last batch's Append (+ Sync) took
 };
 
 }  // namespace rkv::wal
