@@ -112,6 +112,38 @@ TEST(LogWriter, QuickOnlyWhileTheDiskKeepsUp) {
   EXPECT_NE(std::find(keys.begin(), keys.end(), "b"), keys.end()) << "the slow write is there";
 }
 
+// A periodic (everysec) or rotation sync in progress is not quick either: a write(2) may wait
+// behind the file's fdatasync. And a rotation's new file keeps the old one's slowness.
+TEST(LogWriter, NotQuickWhileASyncRunsAndSlownessSurvivesARotation) {
+  FaultState st;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kEverySec);
+  const auto quick = std::chrono::microseconds(1000);
+  uint64_t t;
+  w.Add({RecordType::kPut, 1, "a", "1"}, &t);
+  ASSERT_TRUE(w.Commit(t).ok());
+  st.sync_delay_us = 200000;
+  std::thread sync([&] { EXPECT_TRUE(w.SyncWritten().ok()); });
+  bool seen_syncing = false;
+  for (int i = 0; i < 1000 && !seen_syncing; ++i) {
+    seen_syncing = !w.Quick(quick);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  sync.join();
+  EXPECT_TRUE(seen_syncing) << "a sync in progress is not quick";
+
+  FaultState st2;
+  st2.append_delay_us = 20000;
+  LogWriter slow(std::make_unique<FaultFile>(&st2), 0, FsyncMode::kNo);
+  slow.Add({RecordType::kPut, 2, "b", "2"}, &t);
+  ASSERT_TRUE(slow.Commit(t).ok());
+  ASSERT_FALSE(slow.Quick(quick));
+  FaultState st3;
+  LogWriter next(std::make_unique<FaultFile>(&st3), 0, FsyncMode::kNo);
+  EXPECT_TRUE(next.Quick(quick));
+  next.InheritHistory(slow);
+  EXPECT_FALSE(next.Quick(quick)) << "a new file does not make a slow disk fast";
+}
+
 TEST(LogWriter, FullDiskFailsTheBatchCutsTheFileAndRecovers) {
   FaultState st;
   LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);
@@ -131,6 +163,50 @@ TEST(LogWriter, FullDiskFailsTheBatchCutsTheFileAndRecovers) {
   w.Add({RecordType::kPut, 3, "ok-2", "v"}, &t);
   ASSERT_TRUE(w.Commit(t).ok());
   EXPECT_EQ(Keys(st.data), (std::vector<std::string>{"ok-1", "ok-2"}));
+}
+
+// A writer whose batch failed may wake late, after many more batches failed: it must still be
+// told its failure (the writer used to keep only the last 64 failed batches, and then said OK).
+TEST(LogWriter, ALateWaiterOfAFailedBatchIsToldNotAcknowledged) {
+  FaultState st;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);
+  st.fail_sync = true;
+  uint64_t late, first;
+  w.Add({RecordType::kPut, 1, "a", "v"}, &first);
+  w.Add({RecordType::kPut, 2, "b", "v"}, &late);  // same batch; its waiter is "descheduled"
+  EXPECT_EQ(w.Commit(first).code(), Code::kIoError);
+  for (int i = 0; i < 200; ++i) {  // many more failed batches, each read by its writer
+    uint64_t t;
+    w.Add({RecordType::kPut, uint64_t(3 + i), "c", "v"}, &t);
+    EXPECT_EQ(w.Commit(t).code(), Code::kIoError);
+  }
+  st.fail_sync = false;
+  EXPECT_EQ(w.Commit(late).code(), Code::kIoError);
+  uint64_t t;
+  w.Add({RecordType::kPut, 1000, "ok", "v"}, &t);
+  EXPECT_TRUE(w.Commit(t).ok());
+  EXPECT_EQ(Keys(st.data), std::vector<std::string>{"ok"});
+}
+
+// Past kMaxFailed unread failed batches, the oldest are forgotten: their waiters hear
+// "outcome unknown", never OK.
+TEST(LogWriter, ForgottenFailuresAreNeverReportedAsSuccess) {
+  FaultState st;
+  LogWriter w(std::make_unique<FaultFile>(&st), 0, FsyncMode::kAlways);
+  st.fail_sync = true;
+  std::vector<uint64_t> unread;
+  for (size_t i = 0; i < LogWriter::kMaxFailed + 5; ++i) {
+    uint64_t lead, other;
+    w.Add({RecordType::kPut, 2 * i, "a", "v"}, &lead);
+    w.Add({RecordType::kPut, 2 * i + 1, "b", "v"}, &other);
+    EXPECT_EQ(w.Commit(lead).code(), Code::kIoError);
+    unread.push_back(other);
+  }
+  for (size_t i = 0; i < unread.size(); ++i) {
+    Status s = w.Commit(unread[i]);
+    EXPECT_FALSE(s.ok()) << i;
+    EXPECT_EQ(s.code(), i < 5 ? Code::kTimeout : Code::kIoError) << i;
+  }
 }
 
 TEST(LogWriter, FailingSyncIsNeverAcknowledged) {

@@ -142,7 +142,10 @@ Status DurableLog::Append(RecordType type, std::string_view key, std::string_vie
 bool DurableLog::WriteInline() const {
   if (mode_ == FsyncMode::kAlways) return false;  // every record waits for a sync
   MutexLock l(&mu_);  // held for two loads: the writer cannot change under us
-  if (!broken_.ok() || !writer_->Quick(kInlineWrite)) return false;
+  // The previous file too: its final sync after a rotation may be running.
+  if (!broken_.ok() || !writer_->Quick(kInlineWrite) ||
+      (previous_ && !previous_->Quick(kInlineWrite)))
+    return false;
   inline_ok_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
@@ -169,6 +172,7 @@ Status DurableLog::Rotate(uint64_t* covered, uint64_t* new_generation) {
       old_syncs_ += previous_->syncs();
       old_batches_ += previous_->batches();
     }
+    next->InheritHistory(*writer_);
     old = writer_;
     previous_ = std::move(writer_);
     writer_ = std::move(next);

@@ -31,8 +31,17 @@ Status LogWriter::Commit(uint64_t ticket, std::chrono::milliseconds timeout) {
   LockableMutex lockable(&mu_);
   for (;;) {
     if (ticket <= resolved_) {
-      for (const Failed& f : failed_)
-        if (ticket >= f.first && ticket <= f.last) return f.why;
+      for (auto it = failed_.begin(); it != failed_.end(); ++it) {
+        if (ticket < it->first || ticket > it->last) continue;
+        Status why = it->why;
+        if (--it->unread == 0) failed_.erase(it);
+        return why;
+      }
+      if (ticket >= forgotten_first_ && ticket <= forgotten_last_)
+        return Status(Code::kTimeout,
+                      "write-ahead log: more than " + std::to_string(kMaxFailed) +
+                          " failed batches were waiting to be read; this write's outcome is "
+                          "unknown");
       return Status::Ok();
     }
     if (!sticky_.ok()) return sticky_;
@@ -68,8 +77,13 @@ Status LogWriter::Commit(uint64_t ticket, std::chrono::milliseconds timeout) {
           synced_ticket_ = last;
         }
       } else {
-        failed_.push_back({first, last, s});
-        while (failed_.size() > kMaxFailed) failed_.pop_front();
+        failed_.push_back({first, last, last - first + 1, s});
+        while (failed_.size() > kMaxFailed) {
+          const Failed& f = failed_.front();
+          if (forgotten_last_ == 0) forgotten_first_ = f.first;
+          forgotten_last_ = f.last;
+          failed_.pop_front();
+        }
         if (!repair.ok())
           sticky_ =
               Status(Code::kIoError, "write-ahead log unusable: " + s.message() +
@@ -100,7 +114,9 @@ Status LogWriter::SyncWritten() {
     size = file_size_;
     ticket = resolved_;
   }
+  writing_.fetch_add(1, std::memory_order_relaxed);
   Status s = file_->Sync();
+  writing_.fetch_sub(1, std::memory_order_relaxed);
   MutexLock l(&mu_);
   syncing_ = false;
   ++syncs_;

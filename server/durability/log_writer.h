@@ -43,7 +43,17 @@ class LogWriter {
   LogWriter(const LogWriter&) = delete;
   LogWriter& operator=(const LogWriter&) = delete;
 
-  static constexpr size_t kMaxFailed = 64;
+  // Failed batches are remembered until every record in them has been told (each ticket is
+  // committed once); past this many, the oldest is forgotten and its tickets' Commits say
+  // "outcome unknown" (kTimeout), never OK. Only waiters that gave up (timed out) leave a batch
+  // unread, and a timeout stops the log's writes (DurableLog), so this bound is a safety net.
+  static constexpr size_t kMaxFailed = 1024;
+  // A rotation's new writer starts with its predecessor's record of how long a batch took, so a
+  // slow disk stays known across files.
+  void InheritHistory(const LogWriter& old) {
+    last_write_us_.store(old.last_write_us_.load(std::memory_order_relaxed),
+                         std::memory_order_relaxed);
+  }
   // Adds the record to the pending batch; *ticket identifies it for Commit.
   void Add(const LogRecord& record, uint64_t* ticket);
   // Returns once the record of `ticket` is written (and synced for kAlways), or the failure
@@ -60,8 +70,9 @@ class LogWriter {
   uint64_t synced() const;   // ... of which known to be on stable storage
   uint64_t batches() const;  // writes issued (group commit: fewer than records)
   uint64_t syncs() const;
-  // True when no batch is being written and the last one took less than `quick`: a caller that
-  // must not block for long (a worker thread) may commit itself. Lock-free (relaxed atomics).
+  // True when no batch is being written or synced (SyncWritten: a write(2) may wait behind an
+  // fdatasync of its file) and the last batch took less than `quick`: a caller that must not
+  // block for long (a worker thread) may commit itself. Lock-free (relaxed atomics).
   bool Quick(std::chrono::microseconds quick) const {
     return writing_.load(std::memory_order_relaxed) == 0 &&
            last_write_us_.load(std::memory_order_relaxed) < quick.count();
@@ -70,6 +81,7 @@ class LogWriter {
  private:
   struct Failed {
     uint64_t first, last;  // tickets of the batch
+    uint64_t unread;       // its tickets whose Commit has not returned `why` yet
     Status why;
   };
   const std::unique_ptr<WritableFile> file_;
@@ -83,13 +95,16 @@ class LogWriter {
   uint64_t synced_ticket_ GUARDED_BY(mu_) = 0;  // tickets <= this are on stable storage
   uint64_t file_size_ GUARDED_BY(mu_);          // bytes of good data in the file
   uint64_t synced_size_ GUARDED_BY(mu_);
-  std::deque<Failed> failed_ GUARDED_BY(mu_);  // the last kMaxFailed failed batches
-  Status sticky_ GUARDED_BY(mu_);              // the file's tail could not be repaired
+  std::deque<Failed> failed_ GUARDED_BY(mu_);  // failed batches not yet told to all (in order)
+  // Tickets from forgotten_first_ to forgotten_last_ may be in a forgotten failed batch.
+  uint64_t forgotten_first_ GUARDED_BY(mu_) = 0;
+  uint64_t forgotten_last_ GUARDED_BY(mu_) = 0;
+  Status sticky_ GUARDED_BY(mu_);  // the file's tail could not be repaired
   bool leader_ GUARDED_BY(mu_) = false;
   bool syncing_ GUARDED_BY(mu_) = false;
   uint64_t batches_ GUARDED_BY(mu_) = 0;
   uint64_t syncs_ GUARDED_BY(mu_) = 0;
-  std::atomic<int> writing_{0};            // a leader is in Append/Sync
+  std::atomic<int> writing_{0};            // a leader is in Append/Sync, or SyncWritten in Sync
   std::atomic<int64_t> last_write_us_{0};  // how long the last batch's Append (+ Sync) took
 };
 
