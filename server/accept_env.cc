@@ -49,7 +49,7 @@ Status CreateClientQp(const AcceptEnv& env, int slot, rdma_cm_id* id, const Conn
   domain->reset();
   std::unique_ptr<PrivateDomain> d;
   if (env.srq == nullptr) {
-    const int slots = Worker::SendSlots(*env.opt);
+    const int slots = Worker::ReplySlots(*env.opt);
     const size_t bytes = size_t(slots) * Worker::kSendSlotSize;
     Status s = PrivateDomain::Create(env.ctx, env.send_base + size_t(slot) * bytes, bytes,
                                      Worker::PrivateReceiveBuffers(*env.opt), &d);

@@ -61,6 +61,7 @@
 #include "common/exchange/exchange.h"
 #include "common/mutex.h"
 #include "server/private_domain.h"
+#include "server/send_tracker.h"
 #include "server/source_limiter.h"
 
 namespace rkv {
@@ -162,8 +163,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
     // PUT/DELETE requests waiting for this connection's request in the pool: a connection's
     // writes run one at a time, in the order it sent them (bounded by its request credits).
     std::deque<std::string> waiting_writes;
-    uint32_t next_send = 0;   // reply slot ring
-    int sends_in_flight = 0;  // replies + keepalives + marker posted, not yet completed
+    uint32_t next_send = 0;  // reply slot ring (Worker::ReplySlots)
+    // Replies, keepalives, binds and the marker posted and not yet known complete; sized at
+    // adoption (Worker::SendQueueDepth).
+    SendTracker sends;
     int bad_requests = 0;
     Clock::time_point last_heard{};  // last request or successful completion
     bool keepalive_in_flight = false;

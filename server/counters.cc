@@ -39,6 +39,8 @@ std::vector<StatValue> CollectStats(const ServerCounters& c, const Table& table,
   add("credit_drops", c.credit_drops);
   add("keepalives_sent", c.keepalives_sent);
   add("writes_inline", c.writes_inline);
+  add("send_completions", c.send_completions);
+  add("worker_stalls", c.worker_stalls);
   add("worker_sleeps", c.worker_sleeps);
   add("srq_limit_events", c.srq_limit_events);
   add("exchanges_refused_busy", c.exchanges_refused_busy);

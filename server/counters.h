@@ -40,7 +40,13 @@ struct ServerCounters {
   C clients_dropped{0};  // closed for malformed requests
   C credit_drops{0};     // closed for exceeding their request credits
   C keepalives_sent{0};
-  C writes_inline{0};     // durable PUT/DELETEs logged by their worker, without the write pool
+  C writes_inline{0};  // durable PUT/DELETEs logged by their worker, without the write pool
+  // Send completions polled (replies are signalled one in Worker::SignalEvery; compare with
+  // the replies counted per request type).
+  C send_completions{0};
+  // A worker found itself held for more than two tick periods (100 ms) and forgave its
+  // connections that silence (a write it logged itself met a stalled disk, or no CPU).
+  C worker_stalls{0};
   C worker_sleeps{0};     // times a worker waited in poll() (spin over or off; may return at once)
   C srq_limit_events{0};  // the SRQ ran low; its reserve buffers were posted
   C exchanges_refused_busy{0};  // manual handshakes refused: too many in progress

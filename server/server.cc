@@ -185,7 +185,7 @@ Status Server::Start() {
   ibv_device_attr dev{};
   if (ibv_query_device(ctx_, &dev) != 0) return ErrnoStatus("ibv_query_device", errno);
   windows_ = (dev.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0 && !opt_.rkey_registration;
-  const int slots = Worker::SendSlots(opt_);
+  const int slots = Worker::ReplySlots(opt_);
   send_buf_.assign(size_t(opt_.max_connections) * size_t(slots) * Worker::kSendSlotSize, 0);
   if (windows_) {
     // Windows are bound over this registration; the QPs, the reply buffers and the SRQ share

@@ -3,6 +3,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 namespace rkv {
 
 Status SrqPool::Create(ibv_pd* pd, int depth, int reserve, std::unique_ptr<SrqPool>* out) {
@@ -31,19 +33,35 @@ Status SrqPool::Create(ibv_pd* pd, int depth, int reserve, std::unique_ptr<SrqPo
 
 SrqPool::~SrqPool() = default;
 
-Status SrqPool::Post(uint32_t index) {
-  ibv_sge sge{reinterpret_cast<uint64_t>(buf_.data() + size_t(index) * kBufSize),
-              uint32_t(kBufSize), mr_->lkey};
-  ibv_recv_wr wr{}, *bad = nullptr;
-  wr.wr_id = (uint64_t{index} << 1) | 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  posted_.fetch_add(1, std::memory_order_relaxed);
-  int rc = ibv_post_srq_recv(srq_.get(), &wr, &bad);
-  if (rc != 0) {
-    posted_.fetch_sub(1, std::memory_order_relaxed);
-    return ErrnoStatus("ibv_post_srq_recv", rc);
+Status SrqPool::PostMany(const uint32_t* index, int n, int* posted) {
+  constexpr int kChain = 32;
+  int done = 0;
+  while (done < n) {
+    const int k = std::min(kChain, n - done);
+    ibv_sge sge[kChain];
+    ibv_recv_wr wr[kChain];
+    for (int i = 0; i < k; ++i) {
+      const uint32_t b = index[done + i];
+      sge[i] = {reinterpret_cast<uint64_t>(buf_.data() + size_t(b) * kBufSize), uint32_t(kBufSize),
+                mr_->lkey};
+      wr[i] = ibv_recv_wr{};
+      wr[i].wr_id = (uint64_t{b} << 1) | 1;
+      wr[i].sg_list = &sge[i];
+      wr[i].num_sge = 1;
+      wr[i].next = i + 1 < k ? &wr[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    posted_.fetch_add(k, std::memory_order_relaxed);
+    int rc = ibv_post_srq_recv(srq_.get(), wr, &bad);
+    if (rc != 0) {
+      const int ok = bad != nullptr ? int(bad - wr) : 0;  // those before `bad` were posted
+      posted_.fetch_sub(k - ok, std::memory_order_relaxed);
+      if (posted != nullptr) *posted = done + ok;
+      return ErrnoStatus("ibv_post_srq_recv", rc);
+    }
+    done += k;
   }
+  if (posted != nullptr) *posted = done;
   return Status::Ok();
 }
 
@@ -67,6 +85,23 @@ void SrqPool::Return(uint32_t index) {
   }
   MutexLock l(&mu_);
   reserve_.push_back(index);
+  Arm();
+}
+
+void SrqPool::ReturnMany(const uint32_t* index, int n) {
+  // Up to `depth` posted; the rest (and any that fail to post) go to the reserve.
+  const int room = std::max(0, depth_ - posted_.load(std::memory_order_relaxed));
+  const int k = std::min(room, n);
+  int posted = 0;
+  if (k > 0) {
+    Status s = PostMany(index, k, &posted);
+    if (!s.ok()) {
+      LOG_EVERY_N(ERROR, 100) << s.ToString();
+    }
+  }
+  if (posted == n) return;
+  MutexLock l(&mu_);
+  reserve_.insert(reserve_.end(), index + posted, index + n);
   Arm();
 }
 

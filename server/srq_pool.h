@@ -44,6 +44,8 @@ class SrqPool {
   void Consumed() { posted_.fetch_sub(1, std::memory_order_relaxed); }
   // The buffer's bytes are no longer needed: repost it or keep it in reserve.
   void Return(uint32_t index);
+  // Return() of n buffers at once: those the SRQ takes are posted with one ibv_post_srq_recv.
+  void ReturnMany(const uint32_t* index, int n);
   // IBV_EVENT_SRQ_LIMIT_REACHED: post the reserve. Returns how many buffers were posted.
   int OnLimit();
   int posted() const { return posted_.load(std::memory_order_relaxed); }
@@ -52,7 +54,10 @@ class SrqPool {
 
  private:
   SrqPool(int depth, int reserve) : depth_(depth), reserve_count_(reserve) {}
-  Status Post(uint32_t index);
+  Status Post(uint32_t index) { return PostMany(&index, 1); }
+  // Posts n buffers as one chain of work requests; on failure none after the failed one is posted
+  // and *posted (if given) says how many were.
+  Status PostMany(const uint32_t* index, int n, int* posted = nullptr);
   void Arm() REQUIRES(mu_);
 
   const int depth_;

@@ -82,6 +82,7 @@ void Worker::Loop() {
       if (n <= 0) break;
       handled += n;
       for (int i = 0; i < n; ++i) HandleCompletion(wc[i]);
+      FlushReposts();
     }
     if (n < 0) {
       LOG_EVERY_N(ERROR, 100) << "ibv_poll_cq(worker " << index_ << ") failed";
@@ -100,6 +101,7 @@ void Worker::DrainCommands() {
     if (!c->w.adopted) {  // a Close may arrive before the Adopt it raced with
       c->w.adopted = true;
       c->w.last_heard = Clock::now();
+      c->w.sends.Init(SendQueueDepth(*env_.opt), SignalEvery(*env_.opt));
       conns_[c->qpn] = c;
     }
     switch (cmd) {
@@ -147,7 +149,7 @@ void Worker::HandleCompletion(const ibv_wc& wc) {
     env_.srq->Consumed();
     std::shared_ptr<Conn> c = Find(wc.qp_num);
     if (c) HandleReceive(c, wc, env_.srq->Buffer(buf));
-    env_.srq->Return(buf);
+    QueueRepost(nullptr, buf);
     return;
   }
   std::shared_ptr<Conn> c = Find(wc.qp_num);
@@ -156,13 +158,18 @@ void Worker::HandleCompletion(const ibv_wc& wc) {
     return;
   }
   Conn::WorkerState& w = c->w;
-  --w.sends_in_flight;
-  uint64_t kind = KindOf(wc.wr_id);
-  if (kind == kReply) --w.unacked;
-  if (kind == kReply && w.close_after_reply && w.unacked <= 0 && c->state() < Conn::State::kClosing)
+  const uint64_t kind = KindOf(wc.wr_id);
+  // This completion and every unsignalled send posted before it (server/send_tracker.h).
+  const SendTracker::Retired r = w.sends.Completed(SignalledOf(wc.wr_id));
+  if (!r.consistent) {
+    LOG_EVERY_N(ERROR, 100) << "qp " << c->qpn << ": a send completion with no send posted for it";
+  }
+  env_.counters->send_completions.fetch_add(1, std::memory_order_relaxed);
+  w.unacked -= r.replies;
+  if (r.replies > 0 && w.close_after_reply && w.unacked <= 0 && c->state() < Conn::State::kClosing)
     c->RequestClose(w.close_after_reply_reason);  // the UNAUTHENTICATED answer went out
-  if (kind == kKeepalive) w.keepalive_in_flight = false;
-  if (kind == kMarker) w.marker_done = true;
+  if (r.keepalive) w.keepalive_in_flight = false;
+  if (r.marker) w.marker_done = true;
   if (kind == kBind && wc.status != IBV_WC_SUCCESS && wc.status != IBV_WC_WR_FLUSH_ERR &&
       c->state() < Conn::State::kClosing) {
     c->RequestClose(std::string("memory window bind failed: ") + ibv_wc_status_str(wc.status));
@@ -208,25 +215,64 @@ void Worker::HandlePrivateReceive(const ibv_wc& wc, uint32_t buf) {
     return;
   }
   HandleReceive(c, wc, msg);
-  // The request's bytes are used (executed, or copied for the write pool): post the buffer
-  // again, unless the QP is going (a receive posted in ERR would only be flushed).
-  // A refused connection gets no receive again: whatever it sends meanwhile meets RNR.
-  if (c->state() < Conn::State::kClosing && !c->w.error_state && !c->w.close_after_reply) {
-    Status s = d->Repost(c->qp(), buf);
-    if (!s.ok() && c->state() < Conn::State::kClosing) c->RequestClose(s.message());
-  } else if (c->state() == Conn::State::kClosing && c->w.error_state) {
-    AdvanceClose(c);  // the last flushed receive may be what the drain waits for
+  QueueRepost(c, buf);
+}
+
+void Worker::QueueRepost(const std::shared_ptr<Conn>& c, uint32_t buf) {
+  if (reposts_ == kRepostBatch) FlushReposts();  // not reached: one CQ batch holds 32
+  repost_buf_[reposts_] = buf;
+  repost_conn_[reposts_] = c;
+  ++reposts_;
+}
+
+void Worker::FlushReposts() {
+  if (reposts_ == 0) return;
+  if (env_.srq != nullptr) {
+    env_.srq->ReturnMany(repost_buf_, reposts_);
+    reposts_ = 0;
+    return;
   }
+  // Registration mode: the requests' bytes are used (executed, or copied for the write pool):
+  // post each connection's buffers again in one chain, unless the QP is going (a receive
+  // posted in ERR would only be flushed). A refused connection gets no receive again: whatever
+  // it sends meanwhile meets RNR.
+  for (int i = 0; i < reposts_; ++i) {
+    if (repost_conn_[i] == nullptr) continue;  // taken with an earlier one of its connection
+    const std::shared_ptr<Conn> c = std::move(repost_conn_[i]);
+    repost_conn_[i].reset();
+    uint32_t bufs[kRepostBatch];
+    int n = 0;
+    bufs[n++] = repost_buf_[i];
+    for (int j = i + 1; j < reposts_; ++j) {
+      if (repost_conn_[j] != c) continue;
+      bufs[n++] = repost_buf_[j];
+      repost_conn_[j].reset();
+    }
+    if (c->state() < Conn::State::kClosing && !c->w.error_state && !c->w.close_after_reply) {
+      Status s = c->domain()->RepostMany(c->qp(), bufs, n);
+      if (!s.ok() && c->state() < Conn::State::kClosing) c->RequestClose(s.message());
+    } else if (c->state() == Conn::State::kClosing && c->w.error_state) {
+      AdvanceClose(c);  // the last flushed receive may be what the drain waits for
+    }
+  }
+  reposts_ = 0;
 }
 
 bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
   const uint32_t lkey = c.domain() != nullptr ? c.domain()->send_lkey() : env_.send_lkey;
   ibv_sge sge{reinterpret_cast<uint64_t>(data), len, lkey};
+  Conn::WorkerState& w = c.w;
+  if (!w.sends.HasRoom()) {  // broken invariant: SendQueueDepth covers every send it may hold
+    if (c.state() < Conn::State::kClosing) c.RequestClose("internal: send queue full");
+    return false;
+  }
+  // A refusal's reply is signalled: the connection closes once it has gone out.
+  const bool signalled = w.sends.WantSignal(kind, kind == kReply && w.close_after_reply);
   ibv_send_wr wr{}, *bad = nullptr;
-  wr.wr_id = SendId(c.serial, kind);
+  wr.wr_id = SendId(c.serial, kind, signalled);
   wr.sg_list = len > 0 ? &sge : nullptr;
   wr.num_sge = len > 0 ? 1 : 0;
-  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.send_flags = signalled ? IBV_SEND_SIGNALED : 0;
   if (kind == kReply) {
     wr.opcode = IBV_WR_SEND;
     if (len <= env_.max_inline) wr.send_flags |= IBV_SEND_INLINE;
@@ -243,7 +289,21 @@ bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
       c.RequestClose(std::string("ibv_post_send failed: ") + std::strerror(rc));
     return false;
   }
-  ++c.w.sends_in_flight;
+  w.sends.Posted(kind, signalled);
+  return true;
+}
+
+uint8_t* Worker::NextReplyBuffer(const Conn& c) const {
+  const uint32_t slots = uint32_t(ReplySlots(*env_.opt));
+  return env_.send_base + (size_t(c.slot) * slots + c.w.next_send % slots) * kSendSlotSize;
+}
+
+bool Worker::PostReplyBuffer(Conn& c, const uint8_t* out, size_t n,
+                             const Clock::time_point* received) {
+  if (!PostSend(c, kReply, out, uint32_t(n))) return false;
+  ++c.w.next_send;
+  ++c.w.unacked;
+  if (received != nullptr) CountReply(out, n, *received);
   return true;
 }
 

@@ -7,9 +7,12 @@
 // keepalives, and the close/drain sequence of server/conn.h. Other threads talk to it through
 // its command queue (Adopt, Close, LastWqe), which wakes it through an eventfd.
 //
-// Send work request ids: (Conn::serial << 3) | (kind << 1), even (receive ids are odd, see
-// server/srq_pool.h); a send completion whose serial does not match the Conn now holding its
-// QP number is stale and ignored.
+// Send work request ids: (Conn::serial << 4) | (signalled << 3) | (kind << 1), even (receive
+// ids are odd, see server/srq_pool.h); a send completion whose serial does not match the Conn
+// now holding its QP number is stale and ignored.
+// Selective signalling (server/send_tracker.h): replies are signalled one in SignalEvery();
+// a signalled completion retires every earlier send of its QP. Receive buffers go back in
+// batches: those of one CQ batch are reposted with one post call (per QP in registration mode).
 // Before OPEN: a connection that is not kOpen gets only HandleUnopened (docs/design.md,
 // "Connection lifecycle"); keepalives go to kOpen connections; one that has not opened within
 // 2 x accept_timeout of its creation is closed (open_timeouts).
@@ -29,6 +32,7 @@
 #ifndef RKV_SERVER_WORKER_H_
 #define RKV_SERVER_WORKER_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -66,7 +70,7 @@ struct WorkerEnv {
   const WriteLog* log = nullptr;
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
-  uint8_t* send_base = nullptr;  // registered: max_connections * SendSlots() * kSendSlotSize
+  uint8_t* send_base = nullptr;  // registered: max_connections * ReplySlots() * kSendSlotSize
   uint32_t send_lkey = 0;        // window mode; a PrivateDomain registers its connection's share
   // Replies of at most this many bytes are sent inline (IBV_SEND_INLINE: the HCA copies them from
   // the work request, no DMA read of the send buffer); every QP is created with this capacity.
@@ -100,7 +104,15 @@ class Worker {
   // many replies received whose send completions the server has not polled yet (the ACK's
   // completion and the next request's receive are processed by different tasks of the device,
   // in either order), so 2C + kCreditSlack are tolerated; one more request is dropped.
+  // (The unsignalled replies of SendTracker's trailing run are not counted: their completions
+  // cannot be seen before the next signalled send's.)
   static int SendSlots(const ServerOptions& o) { return 2 * o.credits + kCreditSlack; }
+  // Replies are signalled one in this many (1: every one): at most the credits, at most 16.
+  static int SignalEvery(const ServerOptions& o) { return std::max(1, std::min(16, o.credits)); }
+  // Reply buffers per connection: the credit bound plus the trailing run of unsignalled replies
+  // (the drop check does not count those), so that no buffer of a reply not known complete is
+  // reused.
+  static int ReplySlots(const ServerOptions& o) { return SendSlots(o) + SignalEvery(o) - 1; }
   // Registration mode: receive buffers of a connection's own queue once it is open (and its
   // QP's max_recv_wr): one more than the requests a client may have in flight plus the slack
   // (a buffer is reposted as soon as its request is executed). A client that sends far past
@@ -108,7 +120,7 @@ class Worker {
   // send slots.
   static int PrivateReceiveBuffers(const ServerOptions& o) { return o.credits + kCreditSlack + 1; }
   // Send queue depth of a connection's QP: replies + a keepalive + the drain marker + slack.
-  static int SendQueueDepth(const ServerOptions& o) { return SendSlots(o) + 4; }
+  static int SendQueueDepth(const ServerOptions& o) { return ReplySlots(o) + 4; }
 
   Worker(int index, WorkerEnv env) : index_(index), env_(env) {}
   ~Worker();
@@ -139,7 +151,9 @@ class Worker {
     std::shared_ptr<Conn> conn;
     std::string reply;  // kReply only
   };
-  enum SendKind : uint64_t { kReply = 0, kKeepalive = 1, kMarker = 2, kBind = 3 };
+  using SendKind = SendTracker::Kind;
+  static constexpr SendKind kReply = SendTracker::kReply, kKeepalive = SendTracker::kKeepalive,
+                            kMarker = SendTracker::kMarker, kBind = SendTracker::kBind;
   using Clock = Conn::Clock;
 
   void Push(Cmd cmd, std::shared_ptr<Conn> c) { queue_.Push({cmd, std::move(c), {}}); }
@@ -175,6 +189,15 @@ class Worker {
   void CountReply(const void* reply, size_t n, Clock::time_point received);
   std::shared_ptr<Conn> Find(uint32_t qpn);
   bool PostSend(Conn& c, SendKind kind, const void* data, uint32_t len);
+  // The connection's next reply buffer (of ReplySlots) in the registered send buffers.
+  uint8_t* NextReplyBuffer(const Conn& c) const;
+  // Posts a reply encoded in NextReplyBuffer(c) and counts it; false if the post failed.
+  // received: the request's receive time for the metrics (null: not counted).
+  bool PostReplyBuffer(Conn& c, const uint8_t* out, size_t n, const Clock::time_point* received);
+  // Batched receive reposts: buffers whose requests this CQ batch handled, posted together at
+  // the end of the batch (FlushReposts).
+  void QueueRepost(const std::shared_ptr<Conn>& c, uint32_t buf);
+  void FlushReposts();
   void Tick();
   void AdvanceClose(const std::shared_ptr<Conn>& c);
   void FinishDrain(const std::shared_ptr<Conn>& c, bool leak);
@@ -190,6 +213,11 @@ class Worker {
   std::unordered_map<uint32_t, std::shared_ptr<Conn>> conns_;
   std::vector<std::shared_ptr<Conn>> closing_;
   Clock::time_point last_tick_{};
+  // At most one CQ batch (32 completions) of receive buffers awaiting their repost.
+  static constexpr int kRepostBatch = 32;
+  uint32_t repost_buf_[kRepostBatch];
+  std::shared_ptr<Conn> repost_conn_[kRepostBatch];  // registration mode: the buffer's QP
+  int reposts_ = 0;
 };
 
 }  // namespace rkv

@@ -2,6 +2,7 @@
 // Worker: ticks (keepalives, silence, open deadlines) and the close and drain of connections.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -15,6 +16,15 @@ using namespace worker_internal;  // NOLINT(build/namespaces): this class's own 
 void Worker::Tick() {
   const ServerOptions& o = *env_.opt;
   auto now = Clock::now();
+  // This thread may itself have been held (a write it logged inline met a stalled disk, or the
+  // machine did not run it): its connections were not heard because it was not listening.
+  // Forgive them the gap beyond two tick periods (a first tick has no gap to forgive).
+  const auto gap = now - last_tick_;
+  if (last_tick_ != Clock::time_point{} && gap > 2 * kTickPeriod) {
+    for (auto& [qpn, c] : conns_)
+      c->w.last_heard = std::min(now, c->w.last_heard + gap - kTickPeriod);
+    env_.counters->worker_stalls.fetch_add(1, std::memory_order_relaxed);
+  }
   last_tick_ = now;
   const auto timeout = std::chrono::milliseconds(o.peer_timeout_ms);
   const auto interval = timeout / 3;
@@ -43,7 +53,7 @@ void Worker::Tick() {
       continue;
     }
     if (!w.keepalive_in_flight && now - w.last_heard >= interval &&
-        w.sends_in_flight < SendQueueDepth(o) - 2) {
+        w.sends.in_flight() < SendQueueDepth(o) - 2) {
       if (PostSend(*c, kKeepalive, nullptr, 0)) {
         w.keepalive_in_flight = true;
         w.keepalive_posted = now;
@@ -71,7 +81,7 @@ void Worker::AdvanceClose(const std::shared_ptr<Conn>& c) {
     // of this QP. A device that refuses posts in ERR leaves only the grace period to rely on.
     if (!PostSend(*c, kMarker, nullptr, 0)) w.marker_done = true;
   }
-  if (w.marker_done && w.sends_in_flight <= 0 && (d == nullptr || d->posted() <= 0))
+  if (w.marker_done && w.sends.in_flight() <= 0 && (d == nullptr || d->posted() <= 0))
     FinishDrain(c, false);
   else if (now - w.close_started > kDrainDeadline)
     FinishDrain(c, true);

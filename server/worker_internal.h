@@ -19,9 +19,14 @@ inline constexpr auto kDrainDeadline = std::chrono::seconds(10);
 inline constexpr auto kTickPeriod = std::chrono::milliseconds(50);
 inline constexpr int kMaxBatches = 4;  // CQ batches of 32 per loop round
 
-inline uint64_t SendId(uint64_t serial, uint64_t kind) { return (serial << 3) | (kind << 1); }
-inline uint64_t SerialOf(uint64_t wr_id) { return wr_id >> 3; }
+// Send work request ids: (serial << 4) | (signalled << 3) | (kind << 1); bit 0 is 0 (receive ids
+// are odd). The signalled bit tells SendTracker::Completed what a completion stands for.
+inline uint64_t SendId(uint64_t serial, uint64_t kind, bool signalled) {
+  return (serial << 4) | (uint64_t{signalled} << 3) | (kind << 1);
+}
+inline uint64_t SerialOf(uint64_t wr_id) { return wr_id >> 4; }
 inline uint64_t KindOf(uint64_t wr_id) { return (wr_id >> 1) & 3; }
+inline bool SignalledOf(uint64_t wr_id) { return ((wr_id >> 3) & 1) != 0; }
 inline int64_t Ms(Conn::Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }

@@ -113,8 +113,12 @@ Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
   }
   // Type 2: the consumer picks the key part (low 8 bits) of the window's rkey at each bind.
   const uint32_t rkey = (mw->rkey & 0xffffff00u) | key;
+  if (!c->w.sends.HasRoom()) {  // the first send of the connection: a broken invariant
+    (void)ibv_dealloc_mw(mw);
+    return Status(Code::kIoError, "no room in the send queue for the window bind");
+  }
   ibv_send_wr wr{}, *bad = nullptr;
-  wr.wr_id = SendId(c->serial, kBind);
+  wr.wr_id = SendId(c->serial, kBind, true);
   wr.opcode = IBV_WR_BIND_MW;
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.bind_mw.mw = mw;
@@ -127,7 +131,7 @@ Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
     (void)ibv_dealloc_mw(mw);
     return ErrnoStatus("ibv_post_send(IBV_WR_BIND_MW)", rc);
   }
-  ++c->w.sends_in_flight;
+  c->w.sends.Posted(kBind, true);
   c->SetWindow(mw);  // owned by the Conn from here on, bound or not
   reply->rkey = rkey;
   c->w.granted_rkey = rkey;

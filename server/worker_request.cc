@@ -19,7 +19,9 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, u
   const Clock::time_point received = Clock::now();
   w.last_heard = received;
   const int slots = SendSlots(o);
-  if (w.unacked + w.in_pool + int(w.waiting_writes.size()) >= slots) {
+  // Replies of the unsignalled trailing run are not counted: they may have reached the client
+  // long ago, and their completions show only with the next signalled send (ReplySlots).
+  if (w.unacked - w.sends.unsignalled_run() + w.in_pool + int(w.waiting_writes.size()) >= slots) {
     env_.counters->credit_drops.fetch_add(1, std::memory_order_relaxed);
     c->RequestClose("sent more than " + std::to_string(slots) +
                     " requests without waiting for replies (request credits: " +
@@ -31,8 +33,7 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, u
     return;
   }
   if (Offload(c, msg, len, received)) return;
-  uint8_t* out = env_.send_base +
-                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  uint8_t* out = NextReplyBuffer(*c);
   bool malformed = false;
   size_t n = env_.exec->Execute(c->qp(), c->qpn, c->w.granted_rkey, msg, len, out, kSendSlotSize,
                                 &malformed);
@@ -45,11 +46,7 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, u
     LOG(ERROR) << "reply does not fit a send slot";
     return;
   }
-  if (PostSend(*c, kReply, out, uint32_t(n))) {
-    ++w.next_send;
-    ++w.unacked;
-    CountReply(out, n, received);
-  }
+  (void)PostReplyBuffer(*c, out, n, &received);
 }
 
 void Worker::CountReply(const void* reply, size_t n, Clock::time_point received) {
@@ -63,16 +60,10 @@ void Worker::CountReply(const void* reply, size_t n, Clock::time_point received)
 
 void Worker::PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
                        std::string_view payload) {
-  Conn::WorkerState& w = c->w;
-  const int slots = SendSlots(*env_.opt);
-  uint8_t* out = env_.send_base +
-                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  uint8_t* out = NextReplyBuffer(*c);
   size_t n = wire::EncodeReply(op, request_id, code, payload, out, kSendSlotSize);
-  if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
-    ++w.next_send;
-    ++w.unacked;
-    CountReply(out, n, w.last_heard);  // only called while handling a request: its receive time
-  }
+  // Only called while handling a request: last_heard is its receive time.
+  if (n > 0) (void)PostReplyBuffer(*c, out, n, &c->w.last_heard);
 }
 
 bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,
@@ -128,19 +119,12 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
     // The pool is stopping (shutdown) or full beyond the credit bound: answer here instead.
     --w.in_pool;
     const std::string& r = job.request;
-    const int slots = SendSlots(*env_.opt);
-    uint8_t* out =
-        env_.send_base +
-        (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+    uint8_t* out = NextReplyBuffer(*c);
     bool malformed = false;
     size_t n = env_.exec->Execute(c->qp(), c->qpn, c->w.granted_rkey,
                                   reinterpret_cast<const uint8_t*>(r.data()), r.size(), out,
                                   kSendSlotSize, &malformed);
-    if (n > 0 && PostSend(*c, kReply, out, uint32_t(n))) {
-      ++w.next_send;
-      ++w.unacked;
-      CountReply(out, n, received);
-    }
+    if (n > 0) (void)PostReplyBuffer(*c, out, n, &received);
     SubmitNextWrite(c);
   }
 }
@@ -148,18 +132,14 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
 void Worker::SendReply(const std::shared_ptr<Conn>& c, const std::string& reply) {
   Conn::WorkerState& w = c->w;
   if (c->state() >= Conn::State::kClosing || w.error_state || reply.empty()) return;
-  const int slots = SendSlots(*env_.opt);
-  uint8_t* out = env_.send_base +
-                 (size_t(c->slot) * size_t(slots) + w.next_send % uint32_t(slots)) * kSendSlotSize;
+  uint8_t* out = NextReplyBuffer(*c);
   std::memcpy(out, reply.data(), reply.size());
-  if (PostSend(*c, kReply, out, uint32_t(reply.size()))) {
-    ++w.next_send;
-    ++w.unacked;
-    if (env_.write_received != nullptr) {
-      const size_t slots = size_t(SendSlots(*env_.opt));
-      CountReply(out, reply.size(), env_.write_received[size_t(c->slot) * (slots + 1) + slots]);
-    }
+  const Clock::time_point* received = nullptr;
+  if (env_.write_received != nullptr) {
+    const size_t slots = size_t(SendSlots(*env_.opt));
+    received = &env_.write_received[size_t(c->slot) * (slots + 1) + slots];
   }
+  (void)PostReplyBuffer(*c, out, reply.size(), received);
 }
 
 }  // namespace rkv

@@ -67,6 +67,13 @@ const Mapping kMappings[] = {
     {"writes_inline", "rkv_writes_inline_total", kC,
      "Durable PUT/DELETEs logged by the worker that received them (--fsync=no|everysec with the "
      "log keeping up), not handed to the write pool."},
+    {"send_completions", "rkv_send_completions_total", kC,
+     "Send completions polled by the workers (replies are signalled one in min(credits, 16); "
+     "keepalives, window binds and drain markers always)."},
+    {"worker_stalls", "rkv_worker_stalls_total", kC,
+     "Times a worker found itself held for more than 100 ms between ticks (a write it logged "
+     "itself met a slow disk, or it got no CPU); its connections are not blamed for that "
+     "silence."},
     {"worker_sleeps", "rkv_worker_sleeps_total", kC,
      "Times a worker called poll() to wait for completions or commands (after its "
      "--poll_spin_us spin, or at once with spinning off); it returns at once if work is "
