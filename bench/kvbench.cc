@@ -174,17 +174,6 @@ class Runner {
       r->verify_failures += st.verify_failures;
       r->verify_foreign += st.verify_foreign;
     }
-    for (auto& cl : *clients_) {
-      r->gets += cl->counters().gets;
-      r->reads_posted += cl->counters().reads_posted;
-      r->round_trips += cl->counters().round_trips;
-      r->checksum_retries += cl->counters().checksum_retries;
-      r->bytes_read += cl->counters().bytes_read;
-      r->cache_hits += cl->counters().cache_hits;
-      r->cache_misses += cl->counters().cache_misses;
-      r->reconnects += cl->counters().reconnects;
-      r->server_restarts += cl->counters().server_restarts;
-    }
     r->series = series_;
   }
 
@@ -500,13 +489,7 @@ int main(int argc, char** argv) {
     std::string out;
     for (auto& c : clients) {
       for (uint64_t i = 0; i < cfg.records; ++i) (void)c->Get(b::KeyName(i, cfg.key_size), &out);
-      warm.gets += c->counters().gets;
-      warm.reads_posted += c->counters().reads_posted;
-      warm.round_trips += c->counters().round_trips;
-      warm.checksum_retries += c->counters().checksum_retries;
-      warm.bytes_read += c->counters().bytes_read;
-      warm.cache_hits += c->counters().cache_hits;
-      warm.cache_misses += c->counters().cache_misses;
+      warm += c->counters();
     }
     std::printf("# warm_cache: %lu GETs before the run\n", (unsigned long)warm.gets);
   }
@@ -527,13 +510,18 @@ int main(int argc, char** argv) {
   runner.Run();
   if (have_packets && packets(&packets_after)) report.wire_packets = packets_after - packets_before;
   runner.Fill(&report);
-  report.gets -= warm.gets;
-  report.reads_posted -= warm.reads_posted;
-  report.round_trips -= warm.round_trips;
-  report.checksum_retries -= warm.checksum_retries;
-  report.bytes_read -= warm.bytes_read;
-  report.cache_hits -= warm.cache_hits;
-  report.cache_misses -= warm.cache_misses;
+  rkv::ClientCounters run;  // the clients' counters of the measured phase
+  for (auto& c : clients) run += c->counters();
+  run -= warm;
+  report.gets = run.gets;
+  report.reads_posted = run.reads_posted;
+  report.round_trips = run.round_trips;
+  report.checksum_retries = run.checksum_retries;
+  report.bytes_read = run.bytes_read;
+  report.cache_hits = run.cache_hits;
+  report.cache_misses = run.cache_misses;
+  report.reconnects = run.reconnects;
+  report.server_restarts = run.server_restarts;
   b::PrintSummary(report, stdout);
   if (json) {
     b::WriteJson(report, json);

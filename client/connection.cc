@@ -153,25 +153,32 @@ Status Connection::SendRaw(const void* data, size_t len, Code* server_status,
   return Exchange(len, 0, server_status, payload);
 }
 
-Status Connection::Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload) {
-  ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kRecvArea), uint32_t(kRecvAreaSize),
-               mr_->lkey};
+Status Connection::PostRequest(uint8_t* recv_at, uint32_t recv_len, uint64_t recv_id,
+                               const uint8_t* send_at, uint32_t len, uint64_t send_id) {
+  ibv_sge rsge{reinterpret_cast<uint64_t>(recv_at), recv_len, mr_->lkey};
   ibv_recv_wr rwr{}, *rbad = nullptr;
-  rwr.wr_id = kRecv;
+  rwr.wr_id = recv_id;
   rwr.sg_list = &rsge;
   rwr.num_sge = 1;
-  int rc = ibv_post_recv(qp_.qp(), &rwr, &rbad);
-  if (rc != 0) return Broken(ErrnoStatus("ibv_post_recv", rc));
-  ibv_sge ssge{reinterpret_cast<uint64_t>(buf_.get() + kSendArea), uint32_t(len), mr_->lkey};
+  if (int rc = ibv_post_recv(qp_.qp(), &rwr, &rbad); rc != 0)
+    return Broken(ErrnoStatus("ibv_post_recv", rc));
+  ibv_sge ssge{reinterpret_cast<uint64_t>(send_at), len, mr_->lkey};
   ibv_send_wr swr{}, *sbad = nullptr;
-  swr.wr_id = kSend;
+  swr.wr_id = send_id;
   swr.sg_list = &ssge;
   swr.num_sge = 1;
   swr.opcode = IBV_WR_SEND;
   swr.send_flags = IBV_SEND_SIGNALED;
   if (len <= max_inline_) swr.send_flags |= IBV_SEND_INLINE;
-  rc = ibv_post_send(qp_.qp(), &swr, &sbad);
-  if (rc != 0) return Broken(ErrnoStatus("ibv_post_send(SEND)", rc));
+  if (int rc = ibv_post_send(qp_.qp(), &swr, &sbad); rc != 0)
+    return Broken(ErrnoStatus("ibv_post_send(SEND)", rc));
+  return Status::Ok();
+}
+
+Status Connection::Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload) {
+  Status ps = PostRequest(buf_.get() + kRecvArea, uint32_t(kRecvAreaSize), kRecv,
+                          buf_.get() + kSendArea, uint32_t(len), kSend);
+  if (!ps.ok()) return ps;
   // The reply length is not in the completion we keep; decode from the header.
   Status s = Poll(0, true, true, options_.rpc_timeout_ms);
   if (!s.ok()) return s;

@@ -127,6 +127,10 @@ class Connection {
   bool PeerDisconnected();
   Status Broken(Status s);
   Status Exchange(size_t len, uint64_t rid, Code* server_status, std::string* payload);
+  // Posts a receive of recv_len bytes at recv_at (wr id recv_id), then the request of len bytes
+  // at send_at as a signalled SEND (wr id send_id; inline when it fits). Both in buf_.
+  Status PostRequest(uint8_t* recv_at, uint32_t recv_len, uint64_t recv_id, const uint8_t* send_at,
+                     uint32_t len, uint64_t send_id);
 
   Options options_;
   State state_ = State::kConnected;

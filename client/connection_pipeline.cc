@@ -34,25 +34,10 @@ Status Connection::PostRpc(wire::Op op, std::string_view key, std::string_view v
   uint8_t* at = buf_.get() + kPipeSendArea + slot.ring_offset;
   if (wire::EncodeRequest(op, id, key, value, at, kPipeSendSize - slot.ring_offset) != len)
     return Broken(Status(Code::kIoError, "pipelined request encoding disagrees on its size"));
-  ibv_sge rsge{reinterpret_cast<uint64_t>(buf_.get() + kPipeRecvArea +
-                                          uint64_t(slot.recv_slot) * kPipeRecvSlot),
-               uint32_t(kPipeRecvSlot), mr_->lkey};
-  ibv_recv_wr rwr{}, *rbad = nullptr;
-  rwr.wr_id = kPipeRecv | (uint64_t(slot.recv_slot) << 8);
-  rwr.sg_list = &rsge;
-  rwr.num_sge = 1;
-  if (int rc = ibv_post_recv(qp_.qp(), &rwr, &rbad); rc != 0)
-    return Broken(ErrnoStatus("ibv_post_recv", rc));
-  ibv_sge ssge{reinterpret_cast<uint64_t>(at), uint32_t(len), mr_->lkey};
-  ibv_send_wr swr{}, *sbad = nullptr;
-  swr.wr_id = kPipeSend;
-  swr.sg_list = &ssge;
-  swr.num_sge = 1;
-  swr.opcode = IBV_WR_SEND;
-  swr.send_flags = IBV_SEND_SIGNALED;
-  if (len <= max_inline_) swr.send_flags |= IBV_SEND_INLINE;
-  if (int rc = ibv_post_send(qp_.qp(), &swr, &sbad); rc != 0)
-    return Broken(ErrnoStatus("ibv_post_send(SEND)", rc));
+  Status ps = PostRequest(buf_.get() + kPipeRecvArea + uint64_t(slot.recv_slot) * kPipeRecvSlot,
+                          uint32_t(kPipeRecvSlot), kPipeRecv | (uint64_t(slot.recv_slot) << 8), at,
+                          uint32_t(len), kPipeSend);
+  if (!ps.ok()) return ps;
   *rid = id;
   *posted = true;
   return Status::Ok();

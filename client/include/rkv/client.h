@@ -107,6 +107,33 @@ struct ClientCounters {
   uint64_t cache_misses = 0;      // Gets that read the bucket pair (no entry, or it was stale)
 };
 // (A Get or MultiGet retried after an automatic reconnect counts its keys in `gets` again.)
+// Sums and differences, field by field (e.g. several clients' counters, or a phase's share).
+inline ClientCounters& operator+=(ClientCounters& a, const ClientCounters& b) {
+  a.gets += b.gets;
+  a.reads_posted += b.reads_posted;
+  a.round_trips += b.round_trips;
+  a.checksum_retries += b.checksum_retries;
+  a.rpcs += b.rpcs;
+  a.reconnects += b.reconnects;
+  a.server_restarts += b.server_restarts;
+  a.bytes_read += b.bytes_read;
+  a.cache_hits += b.cache_hits;
+  a.cache_misses += b.cache_misses;
+  return a;
+}
+inline ClientCounters& operator-=(ClientCounters& a, const ClientCounters& b) {
+  a.gets -= b.gets;
+  a.reads_posted -= b.reads_posted;
+  a.round_trips -= b.round_trips;
+  a.checksum_retries -= b.checksum_retries;
+  a.rpcs -= b.rpcs;
+  a.reconnects -= b.reconnects;
+  a.server_restarts -= b.server_restarts;
+  a.bytes_read -= b.bytes_read;
+  a.cache_hits -= b.cache_hits;
+  a.cache_misses -= b.cache_misses;
+  return a;
+}
 
 // What the server granted at OPEN (after the rdma_cm accept or the manual exchange), plus the
 // connection in use.
