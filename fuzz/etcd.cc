@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Harness: the decoders of etcd v3 JSON-gateway responses (common/exchange/etcd_json.h), which
+// Harness: the decoders of etcd v3 JSON-gateway responses (common/etcd/etcd_json.h), which
 // the etcd mailbox runs on whatever answers at the etcd endpoint: range, lease grant,
 // authenticate and one watch-stream message; and the base64 of the gateway's bytes fields.
 // Every decoder gets the whole input. An exception escaping a decoder is a crash (libFuzzer
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/exchange/etcd_json.h"
+#include "common/etcd/etcd_json.h"
 #include "fuzz/fuzz_util.h"
 
 namespace {

@@ -66,32 +66,20 @@ const uint8_t* PrivateDomain::Buffer(uint32_t index, size_t* size) const {
   return nullptr;
 }
 
-Status PrivateDomain::PostMany(ibv_qp* qp, const uint32_t* index, int n) {
-  constexpr int kChain = 32;
-  if (n <= 0) return Status::Ok();
-  if (n > kChain) return Status(Code::kInvalidArgument, "more than 32 receive buffers at once");
-  ibv_sge sge[kChain];
-  ibv_recv_wr wr[kChain];
-  for (int i = 0; i < n; ++i) {
-    size_t size = 0;
-    const uint8_t* buf = Buffer(index[i], &size);
-    if (buf == nullptr)
-      return Status(Code::kProtocolError, "no receive buffer " + std::to_string(index[i]) + " of " +
-                                              std::to_string(count_) + " to post");
-    sge[i] = {reinterpret_cast<uint64_t>(buf), uint32_t(size),
-              index[i] == uint32_t(count_) ? setup_mr_->lkey : recv_mr_->lkey};
-    wr[i] = ibv_recv_wr{};
-    wr[i].wr_id = (uint64_t{index[i]} << 1) | 1;
-    wr[i].sg_list = &sge[i];
-    wr[i].num_sge = 1;
-    wr[i].next = i + 1 < n ? &wr[i + 1] : nullptr;
-  }
-  ibv_recv_wr* bad = nullptr;
-  if (int rc = ibv_post_recv(qp, wr, &bad); rc != 0) {
-    posted_ += bad != nullptr ? int(bad - wr) : 0;  // those before `bad` were posted
-    return ErrnoStatus("ibv_post_recv", rc);
-  }
-  posted_ += n;
+Status PrivateDomain::Post(ibv_qp* qp, uint32_t index) {
+  size_t size = 0;
+  const uint8_t* buf = Buffer(index, &size);
+  if (buf == nullptr)
+    return Status(Code::kProtocolError, "no receive buffer " + std::to_string(index) + " of " +
+                                            std::to_string(count_) + " to post");
+  ibv_sge sge{reinterpret_cast<uint64_t>(buf), uint32_t(size),
+              index == uint32_t(count_) ? setup_mr_->lkey : recv_mr_->lkey};
+  ibv_recv_wr wr{}, *bad = nullptr;
+  wr.wr_id = (uint64_t{index} << 1) | 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  if (int rc = ibv_post_recv(qp, &wr, &bad); rc != 0) return ErrnoStatus("ibv_post_recv", rc);
+  ++posted_;
   return Status::Ok();
 }
 
@@ -113,14 +101,9 @@ Status PrivateDomain::Open(ibv_qp* qp) {
   return Status::Ok();
 }
 
-Status PrivateDomain::RepostMany(ibv_qp* qp, const uint32_t* index, int n) {
-  // The setup buffer is done with once the connection is open: left out.
-  if (n > 32) return Status(Code::kInvalidArgument, "more than 32 receive buffers at once");
-  uint32_t keep[32];
-  int k = 0;
-  for (int i = 0; i < n && k < 32; ++i)
-    if (!(index[i] == uint32_t(count_) && opened_)) keep[k++] = index[i];
-  return PostMany(qp, keep, k);
+Status PrivateDomain::Repost(ibv_qp* qp, uint32_t index) {
+  if (index == uint32_t(count_) && opened_) return Status::Ok();  // setup buffer: done
+  return Post(qp, index);
 }
 
 }  // namespace rkv

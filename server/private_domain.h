@@ -72,16 +72,13 @@ class PrivateDomain {
   void Consumed() { --posted_; }
   // ...and its bytes are no longer needed: post it again on qp (the setup buffer only until
   // the connection is open; after that it is left alone).
-  [[nodiscard]] Status Repost(ibv_qp* qp, uint32_t index) { return RepostMany(qp, &index, 1); }
-  // Repost() of n buffers (at most 32) with one ibv_post_recv.
-  [[nodiscard]] Status RepostMany(ibv_qp* qp, const uint32_t* index, int n);
+  [[nodiscard]] Status Repost(ibv_qp* qp, uint32_t index);
   // Receives posted and not yet completed (flushed ones included): 0 once a QP in ERR is drained.
   int posted() const { return posted_; }
 
  private:
   explicit PrivateDomain(int count) : count_(count) {}
-  Status Post(ibv_qp* qp, uint32_t index) { return PostMany(qp, &index, 1); }
-  Status PostMany(ibv_qp* qp, const uint32_t* index, int n);
+  Status Post(ibv_qp* qp, uint32_t index);
 
   // Page-aligned anonymous memory (mmap), so a registration pins only its own pages and an
   // allocation failure is a Status, not an exception on the worker thread.

@@ -6,7 +6,7 @@
 // stream is split into lines in linear work; and against a fake etcd (a local HTTP server in
 // the test) a hostile answer or an endless response is an error Status, the transfer aborted
 // at the size limit.
-#include "common/exchange/etcd_json.h"
+#include "common/etcd/etcd_json.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

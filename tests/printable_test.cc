@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "common/exchange/etcd_json.h"
+#include "common/etcd/etcd_json.h"
 #include "common/exchange/exchange.h"
 #include "rkv/status.h"
 

@@ -8,27 +8,21 @@
 // next revision (no polling).
 //
 // Security (issue 12): what answers at the endpoint is untrusted. Its answers are decoded by
-// the pure functions of etcd_json.h (every field and type checked); no exception leaves any
-// method of this class; a response over kMaxEtcdResponseBytes aborts its transfer; a watch
-// stream is split into lines as it arrives and each line decoded once (work linear in the
-// bytes, however etcd cuts them). Optional:
-// TLS (https:// endpoint; etcd_cacert verifies the server, etcd_cert/etcd_key authenticate
-// this side) and etcd v3 auth (etcd_user + etcd_password_file: /v3/auth/authenticate gives a
-// token sent in the Authorization header; renewed once when etcd answers 401). A password is
-// never sent in clear to a host other than the loopback (IsLoopbackHost). Never through a
-// proxy: every request goes straight to the endpoint (http_proxy, https_proxy, ALL_PROXY and
-// the like in the environment are ignored).
-// Thread safety: one user thread plus one heartbeat thread (every call uses its own curl
-// handle; the auth token is guarded by mu_; the rest is immutable after Open).
+// the pure functions of common/etcd/etcd_json.h (every field and type checked); no exception
+// leaves any method of this class; the transport (common/etcd/etcd_transport.h: TLS, etcd
+// auth, no proxy, bounded responses, streams split into lines as they arrive) is shared with
+// the cluster's etcd client.
+// Thread safety: one user thread plus one heartbeat thread (the transport is thread-safe; the
+// rest is immutable after Open).
 #ifndef RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
 #define RKV_COMMON_EXCHANGE_ETCD_MAILBOX_H_
 
 #include <memory>
 #include <string>
 
-#include "common/exchange/etcd_json.h"
+#include "common/etcd/etcd_json.h"
+#include "common/etcd/etcd_transport.h"
 #include "common/exchange/mailbox.h"
-#include "common/mutex.h"
 #include "rkv/connection_params.h"
 
 namespace rkv {
@@ -48,42 +42,37 @@ class EtcdMailbox : public Mailbox {
     return "etcd " + o_.etcd_endpoint + " " + Key(name);
   }
 
-  // Checks the options' combination (scheme, TLS files, user/password, cleartext password)
-  // without contacting etcd. Pure, for tests. The endpoint is parsed with libcurl's URL parser
-  // (the one that picks the host curl connects to) and must have no userinfo, query or
-  // fragment; a password goes over plain http only to a host IsLoopbackHost accepts.
-  [[nodiscard]] static Status CheckOptions(const ExchangeOptions& o);
-  // The host as libcurl's URL parser gives it: a numeric IPv4 address in 127.0.0.0/8, ::1
-  // (bracketed or not) or exactly "localhost". Any other name, even "127.x.example", is not.
-  static bool IsLoopbackHost(const std::string& host);
-  // Reads a password file with the token file's checks (common/secret_file.h: parent
-  // directory not writable by others, O_NOFOLLOW, regular file, owned by this user, mode & 077
-  // == 0), at most 4 KiB; one trailing newline (LF or CRLF) is dropped.
-  [[nodiscard]] static Status ReadPasswordFile(const std::string& path, std::string* password);
+  // Checks the options' combination without contacting etcd (EtcdTransport::CheckSettings).
+  [[nodiscard]] static Status CheckOptions(const ExchangeOptions& o) {
+    return EtcdTransport::CheckSettings(SettingsOf(o));
+  }
+  static bool IsLoopbackHost(const std::string& host) {
+    return EtcdTransport::IsLoopbackHost(host);
+  }
+  [[nodiscard]] static Status ReadPasswordFile(const std::string& path, std::string* password) {
+    return EtcdTransport::ReadPasswordFile(path, password);
+  }
+  // The transport settings of the exchange options (one endpoint).
+  static EtcdSettings SettingsOf(const ExchangeOptions& o);
 
   // Streaming calls (watch) hand each complete line (one message; EtcdLineSplitter) to a
   // consumer as it arrives; the consumer returns true to end the transfer. The unterminated
   // rest is left in the response.
-  using Consumer = EtcdLineSplitter::OnLine;
+  using Consumer = EtcdTransport::Consumer;
 
  private:
-  explicit EtcdMailbox(ExchangeOptions o) : o_(std::move(o)) {}
+  EtcdMailbox(ExchangeOptions o, std::unique_ptr<EtcdTransport> t)
+      : o_(std::move(o)), transport_(std::move(t)) {}
   std::string Key(const std::string& name) const { return o_.etcd_prefix + "/" + name; }
-  // POSTs `body` to endpoint + path; *response gets the body (at most kMaxEtcdResponseBytes,
-  // else an error). With auth, a 401 renews the token and retries once.
+  // EtcdTransport::Post.
   Status Post(const std::string& path, const std::string& body, std::string* response,
               int timeout_ms, Consumer consume = nullptr, void* arg = nullptr);
-  Status PostOnce(const std::string& path, const std::string& body, std::string* response,
-                  int timeout_ms, Consumer consume, void* arg, long* http);
-  Status Authenticate();
   // Reads `key`: *found, *value, and the store's revision.
   Status Range(const std::string& key, bool* found, std::string* value, int64_t* revision);
 
   const ExchangeOptions o_;
-  std::string password_;  // set by Open when o_.etcd_user is set
-  std::string lease_;     // decimal lease ID, set by Open
-  Mutex mu_;
-  std::string token_ GUARDED_BY(mu_);  // etcd auth token ("" without auth)
+  const std::unique_ptr<EtcdTransport> transport_;
+  std::string lease_;  // decimal lease ID, set by Open
 };
 
 }  // namespace rkv

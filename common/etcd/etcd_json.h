@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pure decoders of etcd v3 JSON-gateway responses, for the etcd mailbox (etcd_mailbox.h).
+// Pure decoders of etcd v3 JSON-gateway responses, for the etcd client (etcd_client.h) and the
+// etcd mailbox (common/exchange/etcd_mailbox.h).
 // What answers at the etcd endpoint is untrusted input: every function here takes the
 // response text, checks every field's presence and JSON type, and returns a Status; none
 // throws (nlohmann::json is used with exceptions off and a final catch-all), none reads
@@ -11,8 +12,8 @@
 // padded or not); fields equal to their default (an empty value, event type PUT, ...) are
 // omitted.
 // Thread safety: stateless functions. Ownership: outputs are plain values.
-#ifndef RKV_COMMON_EXCHANGE_ETCD_JSON_H_
-#define RKV_COMMON_EXCHANGE_ETCD_JSON_H_
+#ifndef RKV_COMMON_ETCD_ETCD_JSON_H_
+#define RKV_COMMON_ETCD_ETCD_JSON_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +34,8 @@ inline constexpr int kMaxEtcdJsonDepth = 32;
 struct EtcdKv {
   std::string key;    // decoded bytes
   std::string value;  // decoded bytes (empty for keys_only ranges)
+  // Revisions (0 when etcd omits them: a default value) and the key's lease (0: none).
+  int64_t create_revision = 0, mod_revision = 0, version = 0, lease = 0;
 };
 
 struct EtcdRangeResponse {
@@ -58,6 +61,27 @@ struct EtcdRangeResponse {
 // canceled (compaction, permission), is an error Status: the wait cannot succeed any more.
 [[nodiscard]] Status ParseEtcdWatchMessage(std::string_view text, std::string_view key, bool* found,
                                            std::string* value);
+
+// /v3/kv/txn: {"header":{"revision":"N"},"succeeded":bool,...}. The responses of the branch
+// that ran are not decoded (callers read what they need with a range afterwards).
+[[nodiscard]] Status ParseEtcdTxnResponse(std::string_view text, bool* succeeded,
+                                          int64_t* revision);
+
+// One message of /v3/lease/keepalive (streamed): {"result":{"ID":"N","TTL":"N"}}. *ttl gets
+// the seconds left; 0 (or absent) means the lease has expired or never existed.
+[[nodiscard]] Status ParseEtcdKeepAliveMessage(std::string_view text, int64_t* ttl);
+
+struct EtcdEvent {
+  bool deleted = false;  // DELETE (kv holds the key and mod_revision only); else PUT
+  EtcdKv kv;
+};
+
+// One message of a /v3/watch stream, all its events: *events gets them (appended), *revision
+// the message's header revision (0 if absent). A "created" or progress message has none. An
+// error, or a watch etcd canceled (compacted past its start: the watcher must re-read), is an
+// error Status.
+[[nodiscard]] Status ParseEtcdWatchEvents(std::string_view text, std::vector<EtcdEvent>* events,
+                                          int64_t* revision);
 
 // Splits a stream of lines as its bytes arrive: etcd's /v3/watch (the gRPC gateway streams one
 // JSON message per line). Work is linear in the bytes fed, however the stream is cut into
@@ -96,4 +120,4 @@ std::string EtcdSnippet(std::string_view text, size_t max = 200);
 
 }  // namespace rkv
 
-#endif  // RKV_COMMON_EXCHANGE_ETCD_JSON_H_
+#endif  // RKV_COMMON_ETCD_ETCD_JSON_H_

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "common/exchange/etcd_json.h"
+#include "common/etcd/etcd_json.h"
 
 #include <charconv>
 #include <exception>
@@ -206,6 +206,31 @@ bool DecodeBase64(std::string_view in, std::string* out) {
 
 std::string EtcdSnippet(std::string_view text, size_t max) { return Printable(text, max); }
 
+// One mvccpb.KeyValue object.
+Status KvField(const char* what, const json& kv, EtcdKv* e) {
+  if (!kv.is_object()) return WrongType(what, "kv", "an object", kv);
+  Status s = BytesField(what, kv, "key", true, &e->key);
+  if (s.ok()) s = BytesField(what, kv, "value", false, &e->value);
+  if (s.ok()) s = Int64Field(what, kv, "create_revision", false, &e->create_revision);
+  if (s.ok()) s = Int64Field(what, kv, "mod_revision", false, &e->mod_revision);
+  if (s.ok()) s = Int64Field(what, kv, "version", false, &e->version);
+  if (s.ok()) s = Int64Field(what, kv, "lease", false, &e->lease);
+  if (s.ok() && (e->create_revision < 0 || e->mod_revision < 0 || e->version < 0))
+    s = Bad(what, "negative revision or version");
+  return s;
+}
+
+// The header's revision: required or optional, never negative.
+Status HeaderRevision(const char* what, const json& j, bool required, int64_t* revision) {
+  *revision = 0;
+  const json* header = Field(j, "header");
+  if (header == nullptr) return required ? Bad(what, "field 'header' missing") : Status::Ok();
+  if (!header->is_object()) return WrongType(what, "header", "an object", *header);
+  Status s = Int64Field(what, *header, "revision", required, revision);
+  if (s.ok() && *revision < 0) return Bad(what, "negative revision");
+  return s;
+}
+
 Status ParseEtcdRangeResponse(std::string_view text, EtcdRangeResponse* out) {
   return NoThrow("range", [&]() -> Status {
     constexpr const char* kWhat = "range";
@@ -213,20 +238,15 @@ Status ParseEtcdRangeResponse(std::string_view text, EtcdRangeResponse* out) {
     Status s = ParseObject(kWhat, text, &j);
     if (!s.ok()) return s;
     if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
-    const json* header = Field(j, "header");
-    if (header == nullptr) return Bad(kWhat, "field 'header' missing");
-    if (!header->is_object()) return WrongType(kWhat, "header", "an object", *header);
     EtcdRangeResponse r;
-    s = Int64Field(kWhat, *header, "revision", true, &r.revision);
+    s = HeaderRevision(kWhat, j, true, &r.revision);
     if (!s.ok()) return s;
-    if (r.revision < 0) return Bad(kWhat, "negative revision");
     if (const json* kvs = Field(j, "kvs"); kvs != nullptr) {
       if (!kvs->is_array()) return WrongType(kWhat, "kvs", "an array", *kvs);
       for (const json& kv : *kvs) {
         if (!kv.is_object()) return WrongType(kWhat, "kvs[]", "an object", kv);
         EtcdKv e;
-        s = BytesField(kWhat, kv, "key", true, &e.key);
-        if (s.ok()) s = BytesField(kWhat, kv, "value", false, &e.value);
+        s = KvField(kWhat, kv, &e);
         if (!s.ok()) return s;
         r.kvs.push_back(std::move(e));
       }
@@ -341,6 +361,81 @@ Status ParseEtcdWatchMessage(std::string_view text, std::string_view key, bool* 
         *value = std::move(v);
         return Status::Ok();
       }
+    }
+    return Status::Ok();
+  });
+}
+
+Status ParseEtcdTxnResponse(std::string_view text, bool* succeeded, int64_t* revision) {
+  return NoThrow("txn", [&]() -> Status {
+    constexpr const char* kWhat = "txn";
+    json j;
+    Status s = ParseObject(kWhat, text, &j);
+    if (!s.ok()) return s;
+    if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
+    s = HeaderRevision(kWhat, j, true, revision);
+    if (s.ok()) s = BoolField(kWhat, j, "succeeded", succeeded);
+    return s;
+  });
+}
+
+Status ParseEtcdKeepAliveMessage(std::string_view text, int64_t* ttl) {
+  *ttl = 0;
+  return NoThrow("lease keepalive", [&]() -> Status {
+    constexpr const char* kWhat = "lease keepalive";
+    json j;
+    Status s = ParseObject(kWhat, text, &j);
+    if (!s.ok()) return s;
+    if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
+    const json* r = Field(j, "result");
+    if (r == nullptr) return Bad(kWhat, "field 'result' missing: " + EtcdSnippet(text));
+    if (!r->is_object()) return WrongType(kWhat, "result", "an object", *r);
+    s = Int64Field(kWhat, *r, "TTL", false, ttl);
+    if (s.ok() && *ttl < 0) *ttl = 0;
+    return s;
+  });
+}
+
+Status ParseEtcdWatchEvents(std::string_view text, std::vector<EtcdEvent>* events,
+                            int64_t* revision) {
+  *revision = 0;
+  return NoThrow("watch", [&]() -> Status {
+    constexpr const char* kWhat = "watch";
+    json j;
+    Status s = ParseObject(kWhat, text, &j);
+    if (!s.ok()) return s;
+    if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
+    const json* r = Field(j, "result");
+    if (r == nullptr) return Bad(kWhat, "field 'result' missing: " + EtcdSnippet(text));
+    if (!r->is_object()) return WrongType(kWhat, "result", "an object", *r);
+    s = HeaderRevision(kWhat, *r, false, revision);
+    if (!s.ok()) return s;
+    bool canceled = false;
+    s = BoolField(kWhat, *r, "canceled", &canceled);
+    if (!s.ok()) return s;
+    if (canceled) {
+      std::string reason;
+      s = StringField(kWhat, *r, "cancel_reason", &reason);
+      if (!s.ok()) return s;
+      return Bad(kWhat, "canceled by etcd" + (reason.empty() ? "" : ": " + EtcdSnippet(reason)));
+    }
+    const json* list = Field(*r, "events");
+    if (list == nullptr) return Status::Ok();
+    if (!list->is_array()) return WrongType(kWhat, "events", "an array", *list);
+    for (const json& ev : *list) {
+      if (!ev.is_object()) return WrongType(kWhat, "events[]", "an object", ev);
+      std::string type;
+      s = StringField(kWhat, ev, "type", &type);
+      if (!s.ok()) return s;
+      if (!type.empty() && type != "PUT" && type != "DELETE")
+        return Bad(kWhat, "event type '" + EtcdSnippet(type, 20) + "'");
+      const json* kv = Field(ev, "kv");
+      if (kv == nullptr) return Bad(kWhat, "event without 'kv'");
+      EtcdEvent e;
+      e.deleted = type == "DELETE";
+      s = KvField(kWhat, *kv, &e.kv);
+      if (!s.ok()) return s;
+      events->push_back(std::move(e));
     }
     return Status::Ok();
   });

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/etcd/etcd_transport.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "common/etcd/no_throw.h"
+#include "common/secret_file.h"
+
+namespace rkv {
+namespace {
+using json = nlohmann::json;
+using etcd_internal::Dump;
+using etcd_internal::NoThrow;
+
+constexpr size_t kMaxPasswordBytes = 4096;
+
+struct Sink {
+  Sink(std::string* d, EtcdTransport::Consumer c, void* a) : data(d), consume(c), arg(a) {}
+  std::string* data;  // the body; for a stream, its unterminated last line
+  EtcdTransport::Consumer consume;
+  void* arg;
+  EtcdLineSplitter lines;  // for a stream: linear however the body is cut
+  bool stopped = false;    // the consumer had enough
+  bool overflow = false;   // more than kMaxEtcdResponseBytes unconsumed
+  bool failed = false;     // an exception in the callback (allocation)
+};
+
+size_t Write(char* p, size_t size, size_t n, void* user) {
+  auto* s = static_cast<Sink*>(user);
+  const size_t len = size * n;
+  try {
+    if (s->data->size() + len > kMaxEtcdResponseBytes) {
+      s->overflow = true;
+      return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+    }
+    if (s->consume == nullptr) {
+      s->data->append(p, len);
+    } else if (s->lines.Feed(s->data, std::string_view(p, len), s->consume, s->arg)) {
+      s->stopped = true;
+      return 0;
+    }
+  } catch (...) {  // nothing may unwind through libcurl
+    s->failed = true;
+    return 0;
+  }
+  return len;
+}
+
+const bool kCurlReady = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+
+// Parses an etcd endpoint with libcurl's URL parser, the one curl_easy_perform uses, into
+// *host (as curl connects to it: "[::1]" keeps its brackets). Refuses an endpoint with a
+// userinfo, query or fragment: none has a use here, and each can hide the host that curl
+// connects to from a reader. The raw characters are refused too, since the request paths
+// are appended to the endpoint and an empty query or fragment is not reported as a part.
+Status ParseEndpoint(const std::string& url, std::string* host) {
+  auto bad = [&](const std::string& why) {
+    return Status(Code::kInvalidArgument, "--etcd=" + url + ": " + why);
+  };
+  std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), curl_url_cleanup);
+  if (u == nullptr) return Status(Code::kIoError, "curl_url: out of memory");
+  CURLUcode rc = curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0);
+  if (rc != CURLUE_OK) {
+#if LIBCURL_VERSION_NUM >= 0x075000
+    return bad(std::string("not a valid URL: ") + curl_url_strerror(rc));
+#else
+    return bad("not a valid URL (curl URL error " + std::to_string(int(rc)) + ")");
+#endif
+  }
+  struct Part {
+    CURLUPart part;
+    const char* name;
+  };
+  for (const Part& p : {Part{CURLUPART_USER, "a user name (userinfo before '@')"},
+                        Part{CURLUPART_PASSWORD, "a password (userinfo before '@')"},
+                        Part{CURLUPART_OPTIONS, "login options (userinfo before '@')"},
+                        Part{CURLUPART_QUERY, "a query ('?...')"},
+                        Part{CURLUPART_FRAGMENT, "a fragment ('#...')"}}) {
+    char* v = nullptr;
+    rc = curl_url_get(u.get(), p.part, &v, 0);
+    curl_free(v);
+    if (rc == CURLUE_OK)
+      return bad(std::string("has ") + p.name + "; give only http(s)://HOST:PORT");
+  }
+  const size_t odd = url.find_first_of("@?#");
+  if (odd != std::string::npos)
+    return bad(std::string("has ") +
+               (url[odd] == '@'   ? "userinfo ('@')"
+                : url[odd] == '?' ? "a query ('?')"
+                                  : "a fragment ('#')") +
+               "; give only http(s)://HOST:PORT");
+  char* h = nullptr;
+  rc = curl_url_get(u.get(), CURLUPART_HOST, &h, 0);
+  if (rc != CURLUE_OK || h == nullptr) {
+    curl_free(h);
+    return bad("no host");
+  }
+  *host = h;
+  curl_free(h);
+  return Status::Ok();
+}
+
+bool StartsWith(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+// Failures after which another member may answer: it could not be reached, or it answered
+// that it cannot serve (no leader, shutting down: the gateway's 502/503/504).
+bool Unreachable(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_OPERATION_TIMEDOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool EtcdTransport::IsLoopbackHost(const std::string& host) {
+  if (host == "localhost") return true;
+  std::string h = host;
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  in_addr a4{};
+  if (inet_pton(AF_INET, h.c_str(), &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+  in6_addr a6{};
+  return inet_pton(AF_INET6, h.c_str(), &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
+Status EtcdTransport::CheckSettings(const EtcdSettings& o, const char* flag) {
+  auto bad = [](const std::string& m) { return Status(Code::kInvalidArgument, m); };
+  const std::string f = flag;
+  if (o.endpoints.empty()) return bad("etcd needs " + f + "=http(s)://HOST:PORT");
+  if (o.endpoints.size() > 16) return bad(f + ": more than 16 etcd endpoints");
+  bool any_https = false, any_http = false;
+  std::vector<std::string> hosts;
+  for (const std::string& ep : o.endpoints) {
+    const bool https = StartsWith(ep, "https://");
+    if (!https && !StartsWith(ep, "http://"))
+      return bad(f + "=" + ep + ": expected http://HOST:PORT or https://HOST:PORT");
+    (https ? any_https : any_http) = true;
+    std::string host;
+    Status s = ParseEndpoint(ep, &host);
+    if (!s.ok()) return s;
+    hosts.push_back(host);
+  }
+  if (any_https && any_http) return bad(f + ": mixes http:// and https:// endpoints");
+  const std::string& ep = o.endpoints.front();
+  if (!any_https && (!o.cacert.empty() || !o.cert.empty() || !o.key.empty()))
+    return bad("--etcd_cacert/--etcd_cert/--etcd_key need an https:// endpoint (" + f + "=" + ep +
+               ")");
+  if (o.cert.empty() != o.key.empty())
+    return bad("--etcd_cert and --etcd_key go together (a client certificate and its key)");
+  if (o.user.empty() != o.password_file.empty())
+    return bad("--etcd_user and --etcd_password_file go together");
+  if (!o.user.empty() && !any_https) {
+    for (const std::string& host : hosts)
+      if (!IsLoopbackHost(host))
+        return bad("refusing to send the etcd password in clear to " + host +
+                   " (not 127.0.0.0/8, ::1 or localhost): use an https:// endpoint");
+  }
+  return Status::Ok();
+}
+
+Status EtcdTransport::ReadPasswordFile(const std::string& path, std::string* password) {
+  const std::string what = "etcd password file '" + path + "'";
+  // The token file's rules (common/secret_file.h): directory, no-follow, regular, owner, mode.
+  std::string buf;
+  Status s = ReadSecretFile(path, what, kMaxPasswordBytes, &buf);
+  if (!s.ok()) return s;
+  if (!buf.empty() && buf.back() == '\n') buf.pop_back();
+  if (!buf.empty() && buf.back() == '\r') buf.pop_back();
+  if (buf.empty()) return Status(Code::kInvalidArgument, what + ": empty");
+  *password = std::move(buf);
+  return Status::Ok();
+}
+
+Status EtcdTransport::Open(const EtcdSettings& o, std::unique_ptr<EtcdTransport>* out) {
+  return NoThrow("open", [&]() -> Status {
+    Status s = CheckSettings(o);
+    if (!s.ok()) return s;
+    if (!kCurlReady) return Status(Code::kIoError, "curl_global_init failed");
+    std::unique_ptr<EtcdTransport> t(new EtcdTransport(o));
+    if (!o.user.empty()) {
+      s = ReadPasswordFile(o.password_file, &t->password_);
+      // Any member will do: the first that answers.
+      if (s.ok()) {
+        for (size_t i = 0; i < o.endpoints.size(); ++i) {
+          s = t->Authenticate(o.endpoints[i]);
+          if (s.ok()) {
+            MutexLock l(&t->mu_);
+            t->current_ = i;
+            break;
+          }
+        }
+      }
+      if (!s.ok()) return s;
+    }
+    *out = std::move(t);
+    return Status::Ok();
+  });
+}
+
+std::string EtcdTransport::endpoint() const {
+  MutexLock l(&mu_);
+  return o_.endpoints[current_];
+}
+
+uint64_t EtcdTransport::failovers() const {
+  MutexLock l(&mu_);
+  return failovers_;
+}
+
+Status EtcdTransport::Authenticate(const std::string& endpoint) {
+  std::string resp, token;
+  long http = 0;
+  bool unreachable = false;
+  Status s = PostOnce(endpoint, "/v3/auth/authenticate",
+                      Dump(json{{"name", o_.user}, {"password", password_}}), &resp, 5000, nullptr,
+                      nullptr, &http, &unreachable);
+  if (s.ok() && http != 200)
+    s = Status(Code::kIoError, "etcd authenticate as '" + EtcdSnippet(o_.user, 64) + "' at " +
+                                   endpoint + ": HTTP " + std::to_string(http) + ": " +
+                                   EtcdSnippet(resp));
+  if (s.ok()) s = ParseEtcdAuthenticateResponse(resp, &token);
+  if (!s.ok()) return s;
+  MutexLock l(&mu_);
+  token_ = std::move(token);
+  return Status::Ok();
+}
+
+Status EtcdTransport::Post(const std::string& path, const std::string& body, std::string* response,
+                           int timeout_ms, Consumer consume, void* arg) {
+  return NoThrow("request", [&]() -> Status {
+    const size_t n = o_.endpoints.size();
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(timeout_ms, 1));
+    size_t start;
+    {
+      MutexLock l(&mu_);
+      start = current_;
+    }
+    Status last;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t at = (start + i) % n;
+      const std::string& ep = o_.endpoints[at];
+      const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               deadline - std::chrono::steady_clock::now())
+                               .count());
+      if (left <= 0) break;
+      // A request gives each remaining endpoint a share of what is left, so that a member that
+      // hangs (stopped, cut off) leaves time for the others; a stream waits its whole time.
+      const int attempt = consume != nullptr || i + 1 == n
+                              ? left
+                              : std::max(std::min(left, 1000), left / int(n - i));
+      long http = 0;
+      bool unreachable = false;
+      Status s = PostOnce(ep, path, body, response, attempt, consume, arg, &http, &unreachable);
+      if (s.ok() && http == 401 && !o_.user.empty()) {  // the token expired: renew, retry
+        s = Authenticate(ep);
+        if (s.ok())
+          s = PostOnce(ep, path, body, response, attempt, consume, arg, &http, &unreachable);
+      }
+      if (s.ok() && (http == 502 || http == 503 || http == 504)) {
+        unreachable = true;
+        s = Status(Code::kIoError, "etcd " + ep + path + ": HTTP " + std::to_string(http) + ": " +
+                                       EtcdSnippet(*response));
+      }
+      if (!s.ok() && unreachable) {
+        last = s;
+        continue;
+      }
+      if (at != start) {
+        MutexLock l(&mu_);
+        current_ = at;
+        ++failovers_;
+      }
+      if (s.ok() && http != 200 && http != 0)
+        return Status(Code::kIoError, "etcd " + ep + path + ": HTTP " + std::to_string(http) +
+                                          ": " + EtcdSnippet(*response));
+      return s;
+    }
+    if (last.ok()) last = Status(Code::kTimeout, "etcd " + path + ": no time left");
+    return n > 1 ? Status(last.code(), last.message() + " (every endpoint tried)") : last;
+  });
+}
+
+// *http gets the status code; 0 when a consumer ended the transfer (that is a success).
+Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& path,
+                               const std::string& body, std::string* response, int timeout_ms,
+                               Consumer consume, void* arg, long* http, bool* unreachable) {
+  *http = 0;
+  *unreachable = false;
+  CURL* c = curl_easy_init();
+  if (c == nullptr) return Status(Code::kIoError, "curl_easy_init failed");
+  const std::string url = endpoint + path;
+  std::string auth;
+  if (path != "/v3/auth/authenticate") {
+    MutexLock l(&mu_);
+    if (!token_.empty()) auth = "Authorization: " + token_;
+  }
+  response->clear();
+  Sink sink(response, consume, arg);
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  if (!auth.empty()) headers = curl_slist_append(headers, auth.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  // Never through a proxy: libcurl would otherwise honour http_proxy/https_proxy/ALL_PROXY
+  // from the environment and send the password, token and records to it (in clear for an
+  // http:// endpoint, which CheckSettings allows only because it stays on this host).
+  curl_easy_setopt(c, CURLOPT_PROXY, "");
+#if LIBCURL_VERSION_NUM >= 0x075500
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS, long(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body.size()));
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, Write);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+  if (consume == nullptr)  // refused before the body, when the length is announced
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(kMaxEtcdResponseBytes));
+  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(timeout_ms));
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(std::min(timeout_ms, 2000)));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  if (!o_.cacert.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, o_.cacert.c_str());
+  if (!o_.cert.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, o_.cert.c_str());
+  if (!o_.key.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, o_.key.c_str());
+  CURLcode rc = curl_easy_perform(c);
+  long code = 0;
+  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(c);
+  if (sink.stopped) return Status::Ok();
+  if (sink.overflow || rc == CURLE_FILESIZE_EXCEEDED)
+    return Status(Code::kProtocolError, "etcd " + url + ": response larger than " +
+                                            std::to_string(kMaxEtcdResponseBytes) +
+                                            " bytes; transfer aborted");
+  if (sink.failed) return Status(Code::kIoError, "etcd " + url + ": out of memory");
+  if (rc == CURLE_OPERATION_TIMEDOUT && consume != nullptr && code != 0)
+    return Status(Code::kTimeout, "etcd watch timed out");  // the stream was up: not a failover
+  if (rc != CURLE_OK) {
+    // A stream that delivered lines is not restarted elsewhere (they would come twice).
+    *unreachable = Unreachable(rc) && sink.lines.lines() == 0;
+    return Status(rc == CURLE_OPERATION_TIMEDOUT ? Code::kTimeout : Code::kIoError,
+                  "etcd " + url + ": " + curl_easy_strerror(rc) +
+                      (rc == CURLE_COULDNT_CONNECT ? " (is etcd running?)" : ""));
+  }
+  *http = code;
+  return Status::Ok();
+}
+
+}  // namespace rkv
