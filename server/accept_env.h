@@ -33,7 +33,7 @@ struct AcceptEnv {
   // client QP is in a PD of its own with a receive queue of its own (server/private_domain.h).
   SrqPool* srq = nullptr;
   uint32_t max_inline = 0;  // every client QP's cap.max_inline_data (WorkerEnv::max_inline)
-  // Registration mode: the server's reply buffers (Worker::SendSlots per slot), of which each
+  // Registration mode: the server's reply buffers (Worker::ReplySlots per slot), of which each
   // connection's PD registers its slot's share.
   uint8_t* send_base = nullptr;
   std::vector<Worker*> workers;

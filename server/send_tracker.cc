@@ -6,8 +6,9 @@
 namespace rkv {
 
 void SendTracker::Init(int capacity, int signal_every) {
-  ring_.assign(size_t(std::max(1, capacity)), 0);
+  ring_.assign(size_t(std::clamp(capacity, 1, kMaxCapacity)), 0);
   head_ = count_ = signalled_ = run_ = 0;
+  head_seq_ = 0;
   signal_every_ = std::max(1, signal_every);
 }
 
@@ -24,48 +25,37 @@ void SendTracker::Posted(Kind kind, bool signalled) {
   }
 }
 
-uint8_t SendTracker::Pop(Retired* r) {
-  const uint8_t e = ring_[size_t(head_)];
-  head_ = (head_ + 1) % int(ring_.size());
-  --count_;
-  ++r->sends;
-  if (e & kSignalledBit) {
-    --signalled_;
-  } else if (signalled_ == 0) {
-    --run_;  // it was part of the trailing run
-  }
-  switch (Kind(e & ~kSignalledBit)) {
-    case kReply:
-      ++r->replies;
-      break;
-    case kKeepalive:
-      r->keepalive = true;
-      break;
-    case kMarker:
-      r->marker = true;
-      break;
-    case kBind:
-      break;
-  }
-  return e;
-}
-
-SendTracker::Retired SendTracker::Completed(bool signalled) {
+SendTracker::Retired SendTracker::Completed(uint16_t seq) {
   Retired r;
-  if (!signalled) {
-    // An unsignalled send reported in error: the oldest send, itself unsignalled.
-    if (count_ == 0 || (ring_[size_t(head_)] & kSignalledBit)) {
-      r.consistent = false;
-      return r;
+  const int upto = uint16_t(seq - head_seq_);  // sends to retire, minus one
+  if (upto >= count_) {
+    r.consistent = false;  // not a send in the ring (already retired, or never posted)
+    return r;
+  }
+  for (int i = 0; i <= upto; ++i) {
+    const uint8_t e = ring_[size_t(head_)];
+    head_ = (head_ + 1) % int(ring_.size());
+    ++head_seq_;
+    --count_;
+    ++r.sends;
+    if (e & kSignalledBit) {
+      --signalled_;
+    } else if (signalled_ == 0) {
+      --run_;  // it was part of the trailing run
     }
-    Pop(&r);
-    return r;
-  }
-  if (signalled_ == 0) {
-    r.consistent = false;
-    return r;
-  }
-  while (count_ > 0 && !(Pop(&r) & kSignalledBit)) {
+    switch (Kind(e & ~kSignalledBit)) {
+      case kReply:
+        ++r.replies;
+        break;
+      case kKeepalive:
+        r.keepalive = true;
+        break;
+      case kMarker:
+        r.marker = true;
+        break;
+      case kBind:
+        break;
+    }
   }
   return r;
 }

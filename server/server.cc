@@ -210,8 +210,9 @@ Status Server::Start() {
       snapshotter_->Request(&message);
       return message;
     });
-    writes_ = std::make_unique<WritePool>(exec_.get(), opt_.write_threads,
-                                          size_t(opt_.max_connections) * size_t(slots));
+    writes_ = std::make_unique<WritePool>(
+        exec_.get(), opt_.write_threads,
+        size_t(opt_.max_connections) * size_t(Worker::CreditLimit(opt_)));
   }
   registry_ = std::make_unique<ConnRegistry>(opt_.max_connections);
   WorkerEnv wenv;
@@ -236,7 +237,8 @@ Status Server::Start() {
   wenv.region_size = opt_.memory;
   wenv.windows = windows_;
   if (writes_) {
-    write_received_.assign(size_t(opt_.max_connections) * size_t(slots + 1), {});
+    write_received_.assign(size_t(opt_.max_connections) * size_t(Worker::CreditLimit(opt_) + 1),
+                           {});
     write_ring_head_.assign(size_t(opt_.max_connections), 0);
     wenv.write_received = write_received_.data();
     wenv.write_ring_head = write_ring_head_.data();

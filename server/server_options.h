@@ -31,7 +31,8 @@ struct ServerOptions {
   int srq_depth = 256;
   int max_bad_requests = 16;  // a client that sends more malformed requests is disconnected
   // Requests a client may have outstanding (announced in the hello); a client with more than
-  // 2 x credits + kCreditSlack unacknowledged requests is dropped (Worker::SendSlots).
+  // 2 x credits + kCreditSlack (+ N - 1, selective signalling) unacknowledged requests is
+  // dropped (Worker::CreditLimit).
   int credits = 4;
   // A connection that shows no sign of life (requests, completions, keepalive answers) for
   // this long is torn down; keepalives go out after a third of it without traffic.

@@ -153,14 +153,14 @@ void Worker::HandleCompletion(const ibv_wc& wc) {
     return;
   }
   std::shared_ptr<Conn> c = Find(wc.qp_num);
-  if (!c || c->serial != SerialOf(wc.wr_id)) {
+  if (!c || (c->serial & ((uint64_t{1} << 44) - 1)) != SerialOf(wc.wr_id)) {
     VLOG(1) << "stale send completion for qp " << wc.qp_num;
     return;
   }
   Conn::WorkerState& w = c->w;
   const uint64_t kind = KindOf(wc.wr_id);
   // This completion and every unsignalled send posted before it (server/send_tracker.h).
-  const SendTracker::Retired r = w.sends.Completed(SignalledOf(wc.wr_id));
+  const SendTracker::Retired r = w.sends.Completed(SeqOf(wc.wr_id));
   if (!r.consistent) {
     LOG_EVERY_N(ERROR, 100) << "qp " << c->qpn << ": a send completion with no send posted for it";
   }
@@ -219,42 +219,29 @@ void Worker::HandlePrivateReceive(const ibv_wc& wc, uint32_t buf) {
 }
 
 void Worker::QueueRepost(const std::shared_ptr<Conn>& c, uint32_t buf) {
-  if (reposts_ == kRepostBatch) FlushReposts();  // not reached: one CQ batch holds 32
-  repost_buf_[reposts_] = buf;
-  repost_conn_[reposts_] = c;
-  ++reposts_;
+  if (env_.srq != nullptr) {
+    if (reposts_ == kRepostBatch) FlushReposts();  // not reached: one CQ batch holds 32
+    repost_buf_[reposts_++] = buf;
+    return;
+  }
+  // Registration mode: the connection's own receive queue holds only a few more buffers than
+  // its credits, and its reply is already posted, so its buffer goes back at once (a client
+  // turning replies around within the batch would otherwise meet RNR). The request's bytes are
+  // used (executed, or copied for the write pool); not on a QP that is going (a receive posted
+  // in ERR would only be flushed), nor to a refused connection (whatever it sends meanwhile
+  // meets RNR).
+  if (c->state() < Conn::State::kClosing && !c->w.error_state && !c->w.close_after_reply) {
+    Status s = c->domain()->Repost(c->qp(), buf);
+    if (!s.ok() && c->state() < Conn::State::kClosing) c->RequestClose(s.message());
+  } else if (c->state() == Conn::State::kClosing && c->w.error_state) {
+    AdvanceClose(c);  // the last flushed receive may be what the drain waits for
+  }
 }
 
 void Worker::FlushReposts() {
+  // Window mode: the SRQ's buffers of one CQ batch, posted as one chain.
   if (reposts_ == 0) return;
-  if (env_.srq != nullptr) {
-    env_.srq->ReturnMany(repost_buf_, reposts_);
-    reposts_ = 0;
-    return;
-  }
-  // Registration mode: the requests' bytes are used (executed, or copied for the write pool):
-  // post each connection's buffers again in one chain, unless the QP is going (a receive
-  // posted in ERR would only be flushed). A refused connection gets no receive again: whatever
-  // it sends meanwhile meets RNR.
-  for (int i = 0; i < reposts_; ++i) {
-    if (repost_conn_[i] == nullptr) continue;  // taken with an earlier one of its connection
-    const std::shared_ptr<Conn> c = std::move(repost_conn_[i]);
-    repost_conn_[i].reset();
-    uint32_t bufs[kRepostBatch];
-    int n = 0;
-    bufs[n++] = repost_buf_[i];
-    for (int j = i + 1; j < reposts_; ++j) {
-      if (repost_conn_[j] != c) continue;
-      bufs[n++] = repost_buf_[j];
-      repost_conn_[j].reset();
-    }
-    if (c->state() < Conn::State::kClosing && !c->w.error_state && !c->w.close_after_reply) {
-      Status s = c->domain()->RepostMany(c->qp(), bufs, n);
-      if (!s.ok() && c->state() < Conn::State::kClosing) c->RequestClose(s.message());
-    } else if (c->state() == Conn::State::kClosing && c->w.error_state) {
-      AdvanceClose(c);  // the last flushed receive may be what the drain waits for
-    }
-  }
+  env_.srq->ReturnMany(repost_buf_, reposts_);
   reposts_ = 0;
 }
 
@@ -269,7 +256,7 @@ bool Worker::PostSend(Conn& c, SendKind kind, const void* data, uint32_t len) {
   // A refusal's reply is signalled: the connection closes once it has gone out.
   const bool signalled = w.sends.WantSignal(kind, kind == kReply && w.close_after_reply);
   ibv_send_wr wr{}, *bad = nullptr;
-  wr.wr_id = SendId(c.serial, kind, signalled);
+  wr.wr_id = SendId(c.serial, w.sends.next_seq(), kind);
   wr.sg_list = len > 0 ? &sge : nullptr;
   wr.num_sge = len > 0 ? 1 : 0;
   wr.send_flags = signalled ? IBV_SEND_SIGNALED : 0;

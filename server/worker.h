@@ -11,8 +11,8 @@
 // ids are odd, see server/srq_pool.h); a send completion whose serial does not match the Conn
 // now holding its QP number is stale and ignored.
 // Selective signalling (server/send_tracker.h): replies are signalled one in SignalEvery();
-// a signalled completion retires every earlier send of its QP. Receive buffers go back in
-// batches: those of one CQ batch are reposted with one post call (per QP in registration mode).
+// a completion retires every earlier send of its QP. SRQ receive buffers go back in batches:
+// those of one CQ batch are reposted with one post call.
 // Before OPEN: a connection that is not kOpen gets only HandleUnopened (docs/design.md,
 // "Connection lifecycle"); keepalives go to kOpen connections; one that has not opened within
 // 2 x accept_timeout of its creation is closed (open_timeouts).
@@ -89,10 +89,10 @@ struct WorkerEnv {
   uint8_t* region = nullptr;
   uint64_t region_size = 0;
   bool windows = false;
-  // With a write pool: per connection slot, SendSlots() + 1 receive times: a ring of those of
+  // With a write pool: per connection slot, CreditLimit() + 1 receive times: a ring of those of
   // the connection's waiting_writes (in order, starting at write_ring_head[slot]), then the one
   // of its write in the pool. Slots belong to one live connection, hence to one worker.
-  Conn::Clock::time_point* write_received = nullptr;  // max_connections * (SendSlots() + 1)
+  Conn::Clock::time_point* write_received = nullptr;  // max_connections * (CreditLimit() + 1)
   uint32_t* write_ring_head = nullptr;                // max_connections
 };
 
@@ -104,15 +104,17 @@ class Worker {
   // many replies received whose send completions the server has not polled yet (the ACK's
   // completion and the next request's receive are processed by different tasks of the device,
   // in either order), so 2C + kCreditSlack are tolerated; one more request is dropped.
-  // (The unsignalled replies of SendTracker's trailing run are not counted: their completions
-  // cannot be seen before the next signalled send's.)
   static int SendSlots(const ServerOptions& o) { return 2 * o.credits + kCreditSlack; }
   // Replies are signalled one in this many (1: every one): at most the credits, at most 16.
   static int SignalEvery(const ServerOptions& o) { return std::max(1, std::min(16, o.credits)); }
-  // Reply buffers per connection: the credit bound plus the trailing run of unsignalled replies
-  // (the drop check does not count those), so that no buffer of a reply not known complete is
-  // reused.
-  static int ReplySlots(const ServerOptions& o) { return SendSlots(o) + SignalEvery(o) - 1; }
+  // The drop threshold (docs/design.md, "Selective signalling"): requests received whose reply
+  // is not known complete, not counting the unsignalled trailing run (no completion can show
+  // them yet), plus writes waiting for the pool. SendSlots plus N - 1: an unsignalled reply the
+  // client has had counts until the completion of the next signalled one is polled.
+  static int CreditLimit(const ServerOptions& o) { return SendSlots(o) + SignalEvery(o) - 1; }
+  // Reply buffers per connection: the credit limit plus the trailing run (at most N - 1), so
+  // that no buffer of a reply not known complete is reused.
+  static int ReplySlots(const ServerOptions& o) { return CreditLimit(o) + SignalEvery(o) - 1; }
   // Registration mode: receive buffers of a connection's own queue once it is open (and its
   // QP's max_recv_wr): one more than the requests a client may have in flight plus the slack
   // (a buffer is reposted as soon as its request is executed). A client that sends far past
@@ -194,8 +196,8 @@ class Worker {
   // Posts a reply encoded in NextReplyBuffer(c) and counts it; false if the post failed.
   // received: the request's receive time for the metrics (null: not counted).
   bool PostReplyBuffer(Conn& c, const uint8_t* out, size_t n, const Clock::time_point* received);
-  // Batched receive reposts: buffers whose requests this CQ batch handled, posted together at
-  // the end of the batch (FlushReposts).
+  // Receive reposts: in window mode the SRQ buffers whose requests this CQ batch handled are
+  // posted together at the end of the batch (FlushReposts); in registration mode at once.
   void QueueRepost(const std::shared_ptr<Conn>& c, uint32_t buf);
   void FlushReposts();
   void Tick();
@@ -216,7 +218,6 @@ class Worker {
   // At most one CQ batch (32 completions) of receive buffers awaiting their repost.
   static constexpr int kRepostBatch = 32;
   uint32_t repost_buf_[kRepostBatch];
-  std::shared_ptr<Conn> repost_conn_[kRepostBatch];  // registration mode: the buffer's QP
   int reposts_ = 0;
 };
 

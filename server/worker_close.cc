@@ -21,8 +21,10 @@ void Worker::Tick() {
   // Forgive them the gap beyond two tick periods (a first tick has no gap to forgive).
   const auto gap = now - last_tick_;
   if (last_tick_ != Clock::time_point{} && gap > 2 * kTickPeriod) {
-    for (auto& [qpn, c] : conns_)
-      c->w.last_heard = std::min(now, c->w.last_heard + gap - kTickPeriod);
+    const auto forgive = gap - kTickPeriod;
+    for (auto& [qpn, c] : conns_) c->w.last_heard = std::min(now, c->w.last_heard + forgive);
+    // Drains too: their deadline is for the device, not for this thread's absence.
+    for (auto& c : closing_) c->w.close_started = std::min(now, c->w.close_started + forgive);
     env_.counters->worker_stalls.fetch_add(1, std::memory_order_relaxed);
   }
   last_tick_ = now;

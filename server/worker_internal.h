@@ -19,14 +19,15 @@ inline constexpr auto kDrainDeadline = std::chrono::seconds(10);
 inline constexpr auto kTickPeriod = std::chrono::milliseconds(50);
 inline constexpr int kMaxBatches = 4;  // CQ batches of 32 per loop round
 
-// Send work request ids: (serial << 4) | (signalled << 3) | (kind << 1); bit 0 is 0 (receive ids
-// are odd). The signalled bit tells SendTracker::Completed what a completion stands for.
-inline uint64_t SendId(uint64_t serial, uint64_t kind, bool signalled) {
-  return (serial << 4) | (uint64_t{signalled} << 3) | (kind << 1);
+// Send work request ids: (serial << 20) | (seq << 4) | (kind << 1); bit 0 is 0 (receive ids
+// are odd). seq is the send's SendTracker sequence number: a completion names exactly the send
+// it reports, and with it every send posted before it.
+inline uint64_t SendId(uint64_t serial, uint16_t seq, uint64_t kind) {
+  return (serial << 20) | (uint64_t{seq} << 4) | (kind << 1);
 }
-inline uint64_t SerialOf(uint64_t wr_id) { return wr_id >> 4; }
+inline uint64_t SerialOf(uint64_t wr_id) { return wr_id >> 20; }
+inline uint16_t SeqOf(uint64_t wr_id) { return uint16_t(wr_id >> 4); }
 inline uint64_t KindOf(uint64_t wr_id) { return (wr_id >> 1) & 3; }
-inline bool SignalledOf(uint64_t wr_id) { return ((wr_id >> 3) & 1) != 0; }
 inline int64_t Ms(Conn::Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
 }

@@ -118,7 +118,7 @@ Status Worker::Grant(const std::shared_ptr<Conn>& c, wire::OpenReply* reply) {
     return Status(Code::kIoError, "no room in the send queue for the window bind");
   }
   ibv_send_wr wr{}, *bad = nullptr;
-  wr.wr_id = SendId(c->serial, kBind, true);
+  wr.wr_id = SendId(c->serial, c->w.sends.next_seq(), kBind);
   wr.opcode = IBV_WR_BIND_MW;
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.bind_mw.mw = mw;

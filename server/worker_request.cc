@@ -18,7 +18,7 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, u
   Conn::WorkerState& w = c->w;
   const Clock::time_point received = Clock::now();
   w.last_heard = received;
-  const int slots = SendSlots(o);
+  const int slots = CreditLimit(o);
   // Replies of the unsignalled trailing run are not counted: they may have reached the client
   // long ago, and their completions show only with the next signalled send (ReplySlots).
   if (w.unacked - w.sends.unsignalled_run() + w.in_pool + int(w.waiting_writes.size()) >= slots) {
@@ -83,7 +83,7 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
   // One write of a connection in the pool at a time, in the order it sent them: a client cannot
   // take more than one pool thread per connection, and "PUT k=1; PUT k=2" ends as 2.
   if (env_.write_received != nullptr) {
-    const uint32_t slots = uint32_t(SendSlots(*env_.opt));
+    const uint32_t slots = uint32_t(CreditLimit(*env_.opt));
     const uint32_t at =
         (env_.write_ring_head[c->slot] + uint32_t(c->w.waiting_writes.size())) % slots;
     env_.write_received[size_t(c->slot) * (slots + 1) + at] = received;
@@ -107,7 +107,7 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
   w.waiting_writes.pop_front();
   Clock::time_point received = Clock::now();
   if (env_.write_received != nullptr) {
-    const uint32_t slots = uint32_t(SendSlots(*env_.opt));
+    const uint32_t slots = uint32_t(CreditLimit(*env_.opt));
     Clock::time_point* times = env_.write_received + size_t(c->slot) * (slots + 1);
     uint32_t& head = env_.write_ring_head[c->slot];
     received = times[head];
@@ -136,7 +136,7 @@ void Worker::SendReply(const std::shared_ptr<Conn>& c, const std::string& reply)
   std::memcpy(out, reply.data(), reply.size());
   const Clock::time_point* received = nullptr;
   if (env_.write_received != nullptr) {
-    const size_t slots = size_t(SendSlots(*env_.opt));
+    const size_t slots = size_t(CreditLimit(*env_.opt));
     received = &env_.write_received[size_t(c->slot) * (slots + 1) + slots];
   }
   (void)PostReplyBuffer(*c, out, reply.size(), received);

@@ -14,17 +14,26 @@ namespace {
 
 using K = SendTracker::Kind;
 
+// Posts a send of `kind` with the tracker's signalling rule; returns its sequence number.
+uint16_t Post(SendTracker* t, K kind, bool* signalled = nullptr, bool need = false) {
+  const bool s = t->WantSignal(kind, need);
+  const uint16_t seq = t->next_seq();
+  t->Posted(kind, s);
+  if (signalled != nullptr) *signalled = s;
+  return seq;
+}
+
 TEST(SendTracker, RepliesAreSignalledOneInN) {
   SendTracker t;
   t.Init(16, 4);
   int signalled = 0;
   for (int i = 0; i < 12; ++i) {
-    const bool s = t.WantSignal(K::kReply, false);
-    signalled += s;
-    t.Posted(K::kReply, s);
+    bool s = false;
+    const uint16_t seq = Post(&t, K::kReply, &s);
     EXPECT_LT(t.unsignalled_run(), 4);
     if (s) {
-      SendTracker::Retired r = t.Completed(true);
+      ++signalled;
+      SendTracker::Retired r = t.Completed(seq);
       EXPECT_TRUE(r.consistent);
       EXPECT_EQ(r.replies, 4);  // itself and the three unsignalled before it
     }
@@ -49,14 +58,14 @@ TEST(SendTracker, EveryOtherKindAndNeededCompletionsAreSignalled) {
 TEST(SendTracker, AKeepaliveRetiresTheRepliesBeforeIt) {
   SendTracker t;
   t.Init(16, 8);
-  t.Posted(K::kReply, false);
-  t.Posted(K::kReply, false);
+  Post(&t, K::kReply);
+  Post(&t, K::kReply);
   EXPECT_EQ(t.unsignalled_run(), 2);
-  t.Posted(K::kKeepalive, true);
+  const uint16_t ka = Post(&t, K::kKeepalive);
   EXPECT_EQ(t.unsignalled_run(), 0);  // no longer trailing: the keepalive will report them
-  t.Posted(K::kReply, false);
+  Post(&t, K::kReply);
   EXPECT_EQ(t.unsignalled_run(), 1);
-  SendTracker::Retired r = t.Completed(true);
+  SendTracker::Retired r = t.Completed(ka);
   EXPECT_EQ(r.replies, 2);
   EXPECT_TRUE(r.keepalive);
   EXPECT_EQ(r.sends, 3);
@@ -64,22 +73,25 @@ TEST(SendTracker, AKeepaliveRetiresTheRepliesBeforeIt) {
   EXPECT_EQ(t.unsignalled_run(), 1);
 }
 
-TEST(SendTracker, FlushedUnsignalledSendsRetireOneByOneAndTheMarkerLast) {
+// u1 and u2 complete silently, u3 fails (retries exceeded), u4 is flushed, then the marker:
+// the error completion of u3 retires u1..u3, not just the oldest.
+TEST(SendTracker, AnErrorCompletionRetiresItselfAndEverythingBefore) {
   SendTracker t;
   t.Init(16, 8);
-  t.Posted(K::kBind, true);
-  for (int i = 0; i < 3; ++i) t.Posted(K::kReply, false);
-  t.Posted(K::kMarker, true);  // posted after the QP went to ERR
-  // The device reports every flushed send in order, the unsignalled ones included.
-  SendTracker::Retired r = t.Completed(true);  // the bind
-  EXPECT_EQ(r.sends, 1);
-  for (int i = 0; i < 3; ++i) {
-    r = t.Completed(false);
-    EXPECT_TRUE(r.consistent);
-    EXPECT_EQ(r.replies, 1);
-    EXPECT_FALSE(r.marker);
-  }
-  r = t.Completed(true);
+  Post(&t, K::kReply);
+  Post(&t, K::kReply);
+  const uint16_t u3 = Post(&t, K::kReply);
+  const uint16_t u4 = Post(&t, K::kReply);
+  SendTracker::Retired r = t.Completed(u3);
+  EXPECT_TRUE(r.consistent);
+  EXPECT_EQ(r.replies, 3);
+  EXPECT_EQ(t.in_flight(), 1);
+  EXPECT_EQ(t.unsignalled_run(), 1);
+  r = t.Completed(u4);
+  EXPECT_EQ(r.replies, 1);
+  EXPECT_EQ(t.unsignalled_run(), 0);
+  const uint16_t marker = Post(&t, K::kMarker);
+  r = t.Completed(marker);
   EXPECT_TRUE(r.marker);
   EXPECT_EQ(t.in_flight(), 0);
 }
@@ -87,9 +99,9 @@ TEST(SendTracker, FlushedUnsignalledSendsRetireOneByOneAndTheMarkerLast) {
 TEST(SendTracker, ADeviceThatDoesNotReportFlushedUnsignalledSendsStillDrains) {
   SendTracker t;
   t.Init(16, 8);
-  for (int i = 0; i < 5; ++i) t.Posted(K::kReply, false);
-  t.Posted(K::kMarker, true);
-  SendTracker::Retired r = t.Completed(true);
+  for (int i = 0; i < 5; ++i) Post(&t, K::kReply);
+  const uint16_t marker = Post(&t, K::kMarker);
+  SendTracker::Retired r = t.Completed(marker);
   EXPECT_EQ(r.replies, 5);
   EXPECT_TRUE(r.marker);
   EXPECT_EQ(t.in_flight(), 0);
@@ -99,31 +111,36 @@ TEST(SendTracker, ADeviceThatDoesNotReportFlushedUnsignalledSendsStillDrains) {
 TEST(SendTracker, CompletionsThatMatchNothingAreFlaggedAndChangeNothing) {
   SendTracker t;
   t.Init(8, 4);
-  EXPECT_FALSE(t.Completed(true).consistent);
-  EXPECT_FALSE(t.Completed(false).consistent);
-  t.Posted(K::kReply, false);
-  EXPECT_FALSE(t.Completed(true).consistent);  // no signalled send posted
-  EXPECT_EQ(t.in_flight(), 1);
-  EXPECT_EQ(t.unsignalled_run(), 1);
+  EXPECT_FALSE(t.Completed(0).consistent);  // nothing posted
+  const uint16_t a = Post(&t, K::kReply);
+  EXPECT_FALSE(t.Completed(uint16_t(a + 1)).consistent);  // not posted yet
+  EXPECT_TRUE(t.Completed(a).consistent);
+  EXPECT_FALSE(t.Completed(a).consistent);  // already retired
+  EXPECT_EQ(t.in_flight(), 0);
 }
 
-TEST(SendTracker, FullAtCapacity) {
+TEST(SendTracker, FullAtCapacityAndSequenceNumbersWrap) {
   SendTracker t;
   t.Init(3, 16);
   for (int i = 0; i < 3; ++i) {
     ASSERT_TRUE(t.HasRoom());
-    t.Posted(K::kReply, false);
+    Post(&t, K::kReply);
   }
   EXPECT_FALSE(t.HasRoom());
   t.Posted(K::kReply, false);  // ignored
   EXPECT_EQ(t.in_flight(), 3);
-  EXPECT_EQ(t.Completed(false).replies, 1);
-  EXPECT_TRUE(t.HasRoom());
+  // Past 65535 the numbers wrap and still name the right send.
+  SendTracker w;
+  w.Init(4, 2);
+  for (int i = 0; i < 70000; ++i) {
+    const uint16_t seq = Post(&w, K::kKeepalive);
+    ASSERT_EQ(w.Completed(seq).sends, 1) << i;
+  }
 }
 
 // A model send queue: random posts (replies signalled by the tracker's rule, keepalives),
-// completions in order as a device makes them (signalled ones; unsignalled ones only after the
-// QP has gone to ERR). The tracker's counts must match the model's at every step.
+// completions in order as a device makes them (signalled ones; after the QP goes to ERR, every
+// send). The tracker's counts must match the model's at every step.
 TEST(SendTracker, MatchesAModelQueue) {
   std::mt19937 rng(7);
   for (int round = 0; round < 200; ++round) {
@@ -133,40 +150,29 @@ TEST(SendTracker, MatchesAModelQueue) {
     struct Wr {
       K kind;
       bool signalled;
+      uint16_t seq;
     };
     std::deque<Wr> device;  // posted, completion not yet polled
-    int replies_out = 0;    // model: replies posted and not reported
     bool err = false;
     for (int step = 0; step < 400; ++step) {
       const int what = int(rng() % 10);
       if (what < 5 && t.HasRoom() && !err) {
         const K kind = rng() % 6 == 0 ? K::kKeepalive : K::kReply;
-        const bool s = t.WantSignal(kind, false);
-        t.Posted(kind, s);
-        device.push_back({kind, s});
-        replies_out += kind == K::kReply;
+        bool s = false;
+        const uint16_t seq = Post(&t, kind, &s);
+        device.push_back({kind, s, seq});
       } else if (what < 9 && !device.empty()) {
-        // The device completes the oldest; it reports it if signalled or in error.
-        Wr wr = device.front();
-        int model_replies = 0;
-        if (!wr.signalled && !err) {
-          // Completed silently: only a later signalled completion retires it. Find it.
-          size_t i = 0;
-          while (i < device.size() && !device[i].signalled) ++i;
-          if (i == device.size()) continue;  // nothing to report yet
-          for (size_t j = 0; j <= i; ++j) model_replies += device[j].kind == K::kReply;
-          device.erase(device.begin(), device.begin() + long(i) + 1);
-          SendTracker::Retired r = t.Completed(true);
-          ASSERT_TRUE(r.consistent);
-          ASSERT_EQ(r.replies, model_replies);
-        } else {
-          model_replies = wr.kind == K::kReply;
-          device.pop_front();
-          SendTracker::Retired r = t.Completed(wr.signalled);
-          ASSERT_TRUE(r.consistent);
-          ASSERT_EQ(r.replies, model_replies);
-        }
-        replies_out -= model_replies;
+        // The device reports the first send that is signalled (or any, once in ERR).
+        size_t i = 0;
+        while (!err && i < device.size() && !device[i].signalled) ++i;
+        if (i == device.size()) continue;  // nothing to report yet
+        int replies = 0;
+        for (size_t j = 0; j <= i; ++j) replies += device[j].kind == K::kReply;
+        const uint16_t seq = device[i].seq;
+        device.erase(device.begin(), device.begin() + long(i) + 1);
+        SendTracker::Retired r = t.Completed(seq);
+        ASSERT_TRUE(r.consistent);
+        ASSERT_EQ(r.replies, replies);
       } else if (what == 9 && rng() % 20 == 0) {
         err = true;  // flushes from now on
       }
@@ -176,7 +182,6 @@ TEST(SendTracker, MatchesAModelQueue) {
       for (auto it = device.rbegin(); it != device.rend() && !it->signalled; ++it) ++trailing;
       ASSERT_EQ(t.unsignalled_run(), trailing);
     }
-    (void)replies_out;
   }
 }
 

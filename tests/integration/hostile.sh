@@ -64,11 +64,12 @@ VANISH_FLAGS=("${COMMON_FLAGS[@]}")
 CREDITS_FLAGS=("${COMMON_FLAGS[@]}")
 # Requests beyond the announced credits (4, kvserver's default) in the second batch. The server
 # tolerates 2 x credits + 2 unacknowledged requests (a pipelining client's replies may not have
-# completed at the server when its next requests arrive; docs/design.md, "Credits") and does
-# not count the unsignalled replies after its last signalled send, at most N - 1 with
-# N = min(credits, 16) ("Selective signalling"), so 2C + 2 + N = 14 at once (credits + 10) is
-# the smallest batch that must be dropped whatever the alignment: over_by 10.
-CREDITS_OVER_BY=$(knob CREDITS_OVER_BY 10)
+# completed at the server when its next requests arrive; docs/design.md, "Credits"), plus N - 1
+# with N = min(credits, 16) for unsignalled replies ("Selective signalling"), and does not count
+# the unsignalled replies after its last signalled send (at most N - 1 more), so
+# 2C + 2 + 2(N - 1) + 1 = 17 at once (credits + 13) is the smallest batch that must be dropped
+# whatever the alignment: over_by 13.
+CREDITS_OVER_BY=$(knob CREDITS_OVER_BY 13)
 FLOOD_FLAGS=("${COMMON_FLAGS[@]}")
 ACCEPT_TIMEOUT_S=$(knob ACCEPT_TIMEOUT 5)  # the server's --accept_timeout: connect-to-established deadline
 HALFOPEN_MAX_CONNECTIONS=8
