@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Harness: the decoders of etcd v3 JSON-gateway responses (common/etcd/etcd_json.h), which
-// the etcd mailbox runs on whatever answers at the etcd endpoint: range, lease grant,
-// authenticate and one watch-stream message; and the base64 of the gateway's bytes fields.
+// the etcd mailbox and the etcd client run on whatever answers at an etcd endpoint: range,
+// lease grant, authenticate, one watch-stream message (a key's match, and all its events), txn
+// and one keepalive message; and the base64 of the gateway's bytes fields.
 // Every decoder gets the whole input. An exception escaping a decoder is a crash (libFuzzer
 // aborts on it): none may throw.
 // Invariants: a decoded range re-serialised (EncodeBase64 + nlohmann::json) decodes to the same
@@ -63,6 +64,26 @@ void CheckWatch(std::string_view text) {
     return;
   }
   if (found) FUZZ_CHECK(value.size() <= text.size());
+}
+
+void CheckClient(std::string_view text) {
+  bool succeeded = false;
+  int64_t rev = -1;
+  if (ParseEtcdTxnResponse(text, &succeeded, &rev).ok()) FUZZ_CHECK(rev >= 0);
+  int64_t ttl = -1;
+  if (ParseEtcdKeepAliveMessage(text, &ttl).ok()) FUZZ_CHECK(ttl >= 0);
+  std::vector<EtcdEvent> events;
+  Status s = ParseEtcdWatchEvents(text, &events, &rev);
+  if (!s.ok()) {
+    FUZZ_CHECK(s.code() == Code::kProtocolError && !s.message().empty());
+    return;
+  }
+  size_t bytes = 0;
+  for (const EtcdEvent& e : events) {
+    bytes += e.kv.key.size() + e.kv.value.size();
+    FUZZ_CHECK(e.kv.create_revision >= 0 && e.kv.mod_revision >= 0 && e.kv.version >= 0);
+  }
+  FUZZ_CHECK(bytes <= text.size() && rev >= 0);
 }
 
 void CheckBase64(std::string_view text) {
@@ -136,6 +157,10 @@ void Seeds(const fuzz::SeedWriter& w) {
       "watch-canceled",
       R"({"result":{"canceled":true,"cancel_reason":"mvcc: required revision has been compacted"}})");
   w.Write("error", R"({"error":"etcdserver: user name is empty","code":3,"message":"x"})");
+  w.Write("txn",
+          R"({"header":{"revision":"50"},"succeeded":true,"responses":[{"response_put":{}}]})");
+  w.Write("keepalive",
+          R"({"result":{"header":{"revision":"50"},"ID":"7587869999912345","TTL":"9"}})");
 }
 }  // namespace
 
@@ -147,6 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckLease(text);
   CheckToken(text);
   CheckWatch(text);
+  CheckClient(text);
   CheckBase64(text);
   CheckSplitter(text);
   return 0;
