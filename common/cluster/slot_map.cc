@@ -11,8 +11,7 @@ namespace {
 // Header: magic u32 | version u16 | replicas u16 | checksum u64 | epoch u64 | slot_seed u64 |
 // num_slots u32 | num_servers u32 | reserved u64 (0).
 constexpr size_t kHeaderBytes = 48;
-constexpr size_t kChecksumAt = 8;
-constexpr size_t kCoveredFrom = 16;  // the checksum covers [16, end)
+constexpr size_t kChecksumAt = 8;  // XXH3-64 of the whole value, this field read as zero
 // Server entry: id u32 | port u16 | host_len u8 | reserved u8 (0) | host[64] (zero padded).
 constexpr size_t kServerBytes = 72;
 static_assert(kServerBytes == 8 + kMaxAddressBytes, "server entry layout");
@@ -25,6 +24,11 @@ uint64_t Get(std::string_view in, size_t at, int bytes) {
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | uint8_t(in[at + size_t(i)]);
   return v;
+}
+uint64_t Checksum(std::string_view in) {
+  std::string copy(in);
+  copy.replace(kChecksumAt, 8, 8, '\0');
+  return XXH3_64bits(copy.data(), copy.size());
 }
 bool PowerOfTwo(uint32_t n) { return n != 0 && (n & (n - 1)) == 0; }
 int Log2(uint32_t n) {
@@ -124,7 +128,7 @@ void SlotMap::Encode(std::string* out) const {
     out->append(host);
   }
   for (uint16_t o : owners_) Put(out, o, 2);
-  const uint64_t sum = XXH3_64bits(out->data() + kCoveredFrom, out->size() - kCoveredFrom);
+  const uint64_t sum = Checksum(*out);
   for (int i = 0; i < 8; ++i) (*out)[kChecksumAt + size_t(i)] = char((sum >> (8 * i)) & 0xff);
 }
 
@@ -144,8 +148,7 @@ Status SlotMap::Decode(std::string_view in, SlotMap* out) {
   const size_t want = kHeaderBytes + servers * kServerBytes + num_slots * replicas * 2;
   if (in.size() != want)
     return Bad(std::to_string(in.size()) + " bytes where its counts say " + std::to_string(want));
-  if (XXH3_64bits(in.data() + kCoveredFrom, in.size() - kCoveredFrom) != Get(in, kChecksumAt, 8))
-    return Bad("checksum mismatch (corrupt or torn)");
+  if (Checksum(in) != Get(in, kChecksumAt, 8)) return Bad("checksum mismatch (corrupt or torn)");
   SlotMap m;
   m.replicas_ = uint16_t(replicas);
   m.num_slots_ = uint32_t(num_slots);

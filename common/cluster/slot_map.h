@@ -8,9 +8,9 @@
 // slots and buckets are independent). num_slots is a power of two.
 // Encoding (etcd value; little-endian, fixed-width; docs/cluster.md): a 48-byte header, then
 // num_servers 72-byte server entries, then num_slots x replicas 16-bit owners (an index into
-// the server table; kUnassigned: none). The header's XXH3-64 checksum covers everything after
-// the checksum field. Decode checks every field (magic, version, sizes, counts, owners,
-// addresses, checksum): the bytes come from etcd, which any process with access may write.
+// the server table; kUnassigned: none). The header's XXH3-64 checksum covers the whole value
+// with the checksum field read as zero. Decode checks every field (magic, version, sizes, counts,
+// owners, addresses, checksum): the bytes come from etcd, which any process with access may write.
 // Thread safety: a value type; const methods may be called from any thread.
 #ifndef RKV_COMMON_CLUSTER_SLOT_MAP_H_
 #define RKV_COMMON_CLUSTER_SLOT_MAP_H_
