@@ -28,6 +28,10 @@ DEFINE_int32(poll_spin_us, -1,
              "microseconds a worker keeps polling its completion queue after its last completion "
              "before it sleeps (0: sleep at once; -1: 50 when the process may use at least "
              "workers + 2 CPUs, else 0); a spinning worker uses a whole CPU while busy");
+DEFINE_int32(reply_signal_every, 0,
+             "replies are signalled one in this many (0: auto, min(credits, 16), or 1 on soft-RoCE "
+             "where unsignalled replies measured slower; 1: every reply); keepalives and binds "
+             "always are");
 DEFINE_int32(max_connections, 1024, "maximum concurrent client connections");
 DEFINE_int32(srq_depth, 256,
              "receive buffers in the shared receive queue (plus half as many in reserve)");
@@ -120,7 +124,8 @@ rkv::cli::Usage KvserverUsage() {
         {"listen", "max_connections", "max_pending", "max_conns_per_source",
          "max_pending_per_source", "max_connects_per_source_per_s", "connect_burst_per_source",
          "accept_timeout", "peer_timeout", "credits", "srq_depth"}},
-       {"Table and workers", {"memory", "buckets", "index_fraction", "workers", "poll_spin_us"}},
+       {"Table and workers",
+        {"memory", "buckets", "index_fraction", "workers", "poll_spin_us", "reply_signal_every"}},
        {"Security", {"auth_token_file", "allow_unauthenticated", "client_rkeys"}},
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
@@ -195,6 +200,9 @@ int main(int argc, char** argv) {
   o.index_fraction = FLAGS_index_fraction;
   o.workers = FLAGS_workers;
   o.poll_spin_us = FLAGS_poll_spin_us;
+  if (FLAGS_reply_signal_every < 0 || FLAGS_reply_signal_every > 16)
+    return Fail("--reply_signal_every must be 0 (auto) or 1..16");
+  o.reply_signal_every = FLAGS_reply_signal_every;
   o.max_connections = FLAGS_max_connections;
   o.srq_depth = FLAGS_srq_depth;
   o.data_dir = FLAGS_data_dir;

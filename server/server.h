@@ -81,7 +81,9 @@ class Server {
   [[nodiscard]] Status StartMetrics();
   void StopThreads();
 
-  const ServerOptions opt_;
+  // Immutable once Init has resolved its automatic values (reply_signal_every needs the device),
+  // which happens before any thread that reads it starts.
+  ServerOptions opt_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> next_serial_{0};
   uint64_t instance_id_ = 0;

@@ -24,6 +24,9 @@ struct ServerOptions {
   // completion channel (docs/kvserver.md, "Polling"). 0: never spin (sleep at once). The Server
   // resolves -1 (auto) to 50 when the process may run on at least workers + 2 CPUs, else 0.
   int poll_spin_us = -1;
+  // Replies signalled one in this many; 0 (auto) is resolved by Server::Init from the device
+  // (Worker::SignalEvery reads the resolved value).
+  int reply_signal_every = 0;
   int max_connections = 1024;
   // Connections in setup at once (rdma_cm accepted but not established, manual handshakes in
   // progress); more are refused.

@@ -106,7 +106,9 @@ class Worker {
   // in either order), so 2C + kCreditSlack are tolerated; one more request is dropped.
   static int SendSlots(const ServerOptions& o) { return 2 * o.credits + kCreditSlack; }
   // Replies are signalled one in this many (1: every one): at most the credits, at most 16.
-  static int SignalEvery(const ServerOptions& o) { return std::max(1, std::min(16, o.credits)); }
+  static int SignalEvery(const ServerOptions& o) {
+    return o.reply_signal_every > 0 ? o.reply_signal_every : std::max(1, std::min(16, o.credits));
+  }
   // The drop threshold (docs/design.md, "Selective signalling"): requests received whose reply
   // is not known complete, not counting the unsignalled trailing run (no completion can show
   // them yet), plus writes waiting for the pool. SendSlots plus N - 1: an unsignalled reply the

@@ -59,7 +59,9 @@ export TSAN_OPTIONS="suppressions=$logs/tsan.supp${TSAN_OPTIONS:+ $TSAN_OPTIONS}
 # --- server flags per case (arrays) and the server's deadlines -----------------------------
 # HOSTILE_EXTRA_FLAGS: more kvserver flags for every case, e.g. --client_rkeys=registration.
 read -ra EXTRA_FLAGS <<< "$(knob EXTRA_FLAGS "")"
-COMMON_FLAGS=(--memory=64M --workers=2 "${EXTRA_FLAGS[@]}")
+# One reply in 4 signalled (selective signalling; soft-RoCE's auto value signals every reply):
+# the hostile cases meet the unsignalled path, and the credit arithmetic below assumes it.
+COMMON_FLAGS=(--memory=64M --workers=2 --reply_signal_every=4 "${EXTRA_FLAGS[@]}")
 VANISH_FLAGS=("${COMMON_FLAGS[@]}")
 CREDITS_FLAGS=("${COMMON_FLAGS[@]}")
 # Requests beyond the announced credits (4, kvserver's default) in the second batch. The server
