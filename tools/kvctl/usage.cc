@@ -12,7 +12,8 @@ cli::Usage KvctlUsage() {
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] put KEY [VALUE]\n"
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] del KEY\n"
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] stats|info [--json]\n"
-      "kvctl [-v] [--server=ADDR:PORT] [FLAGS] check|snapshot",
+      "kvctl [-v] [--server=ADDR:PORT] [FLAGS] check|snapshot\n"
+      "kvctl [-v] --server=etcd://HOST:PORT[,HOST:PORT]/NAME cluster init|status",
       "Shell access to a kvserver: quiet on success, values byte-exact both ways, errors one\n"
       "line on stderr.\n"
       "  get KEY          write the value to stdout (a newline only when stdout is a terminal)\n"
@@ -23,8 +24,12 @@ cli::Usage KvctlUsage() {
       "                   parameters this connection was granted (--json: one JSON object)\n"
       "  check            run both sides' parameter validators without connecting a data QP\n"
       "  snapshot         ask a durable server for a snapshot and wait for it\n"
+      "  cluster init     create cluster NAME's slot map in etcd (--slots, --replicas); refused\n"
+      "                   if the cluster exists\n"
+      "  cluster status   the cluster's epoch, servers (live or down) and their slots (--json)\n"
       "After get, put and del every word is taken literally (a value may start with '-').",
       {{"Server", {"server", "auth_token_file", "timeout_ms", "snapshot_wait_s"}},
+       {"Cluster", {"slots", "replicas"}},
        {"Output", {"json", "verbose"}}},
       "Exit status: 0 OK; 1 NOT_FOUND (get, del) or a broken rule (check); 2 any other error\n"
       "(bad usage, cannot connect, refused by the server, reading stdin or writing stdout).\n"

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/cluster/election.h"
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace rkv::cluster {
+
+std::string Election::Key() const {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(lease_));
+  return prefix_ + hex;
+}
+
+EtcdClient::Compare Election::StillLeader() const {
+  return {Key(), EtcdClient::Compare::kCreateRevision, EtcdClient::Compare::kEqual, token_, {}};
+}
+
+Status Election::Campaign(const std::string& value, int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const std::string key = Key();
+  leading_ = false;
+  // Stand: create the key under the lease unless it exists (a second Campaign keeps it, and
+  // with it its place in the line).
+  using C = EtcdClient::Compare;
+  bool created = false;
+  Status s = etcd_->Txn({C{key, C::kCreateRevision, C::kEqual, 0, {}}},
+                        {EtcdClient::Op::Put(key, value, lease_)}, {}, &created);
+  if (!s.ok()) return s;
+  bool found = false;
+  EtcdKv mine;
+  s = etcd_->Get(key, &found, &mine, nullptr);
+  if (!s.ok()) return s;
+  if (!found || mine.lease != lease_)
+    return Status(Code::kIoError, "election: this candidate's key is gone (its lease expired?)");
+  token_ = mine.create_revision;
+  for (;;) {
+    std::vector<EtcdKv> all;
+    int64_t revision = 0;
+    s = etcd_->GetPrefix(prefix_, &all, &revision, true);
+    if (!s.ok()) return s;
+    // The candidate just before this one in line: the largest create revision below ours.
+    const EtcdKv* before = nullptr;
+    bool still_here = false;
+    for (const EtcdKv& kv : all) {
+      if (kv.key == key) still_here = kv.create_revision == token_;
+      if (kv.create_revision < token_ &&
+          (before == nullptr || kv.create_revision > before->create_revision))
+        before = &kv;
+    }
+    if (!still_here)
+      return Status(Code::kIoError, "election: this candidate's key is gone (its lease expired?)");
+    if (before == nullptr) {
+      leading_ = true;
+      return Status::Ok();
+    }
+    const int left =
+        int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    if (left <= 0) return Status(Code::kTimeout, "election: another candidate leads");
+    // Wait for that key's deletion (resigned, or its lease expired), then look again.
+    const std::string watched = before->key;
+    s = etcd_->Watch(watched, false, revision + 1, left,
+                     [&](const std::vector<EtcdEvent>& events, int64_t) {
+                       for (const EtcdEvent& e : events)
+                         if (e.deleted && e.kv.key == watched) return true;
+                       return false;
+                     });
+    if (s.code() == Code::kTimeout)
+      return Status(Code::kTimeout, "election: another candidate leads");
+    if (!s.ok()) return s;
+  }
+}
+
+Status Election::Resign() {
+  leading_ = false;
+  bool ok = false;
+  // Only our own key, with our revision (never a newer candidacy under the same lease).
+  return etcd_->Txn({StillLeader()}, {EtcdClient::Op::Delete(Key())}, {}, &ok);
+}
+
+Status Election::Leader(EtcdClient* etcd, const std::string& prefix, std::string* value,
+                        int64_t* token, bool* any) {
+  *any = false;
+  std::vector<EtcdKv> all;
+  Status s = etcd->GetPrefix(prefix, &all, nullptr);
+  if (!s.ok()) return s;
+  const EtcdKv* first = nullptr;
+  for (const EtcdKv& kv : all)
+    if (first == nullptr || kv.create_revision < first->create_revision) first = &kv;
+  if (first == nullptr) return Status::Ok();
+  *any = true;
+  *value = first->value;
+  *token = first->create_revision;
+  return Status::Ok();
+}
+
+}  // namespace rkv::cluster

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// Election: one leader among candidates, by etcd's election pattern (etcd's
+// client/v3/concurrency Election; docs/cluster.md, "The coordinator"). No consensus of ours:
+// etcd orders the candidates.
+//
+// Each candidate puts PREFIX<lease in hex> under its own lease (create-if-absent, so a
+// candidate's key is created once per lease). The candidate whose key has the lowest create
+// revision leads; the others each watch the key just before theirs and look again when it is
+// deleted (its holder resigned, or its lease expired). The leader's create revision is its
+// fencing token: every decision it makes is a transaction that includes StillLeader() (its key
+// exists with that create revision), so a leader whose lease expired (paused, partitioned)
+// can decide nothing more, even before it learns that it lost.
+// Thread safety: one thread uses an Election at a time. Waits: Campaign has a deadline.
+// Ownership: borrows the EtcdClient (outlives this); the lease belongs to the caller (its expiry
+// ends the candidacy).
+#ifndef RKV_SERVER_CLUSTER_ELECTION_H_
+#define RKV_SERVER_CLUSTER_ELECTION_H_
+
+#include <cstdint>
+#include <string>
+
+#include "common/etcd/etcd_client.h"
+#include "rkv/status.h"
+
+namespace rkv::cluster {
+
+class Election {
+ public:
+  // prefix: the election's key prefix, ending in '/'; lease: the candidate's lease.
+  Election(EtcdClient* etcd, std::string prefix, int64_t lease)
+      : etcd_(etcd), prefix_(std::move(prefix)), lease_(lease) {}
+
+  // Stands (creates this candidate's key with `value` if it does not exist yet) and waits at
+  // most timeout_ms to lead. OK: this candidate leads; kTimeout: not yet (call again); an error
+  // from etcd otherwise (the key is gone if the lease expired: call again with a new lease).
+  [[nodiscard]] Status Campaign(const std::string& value, int timeout_ms);
+  bool leading() const { return leading_; }
+  // The create revision of this candidate's key (0 before Campaign).
+  int64_t fencing_token() const { return token_; }
+  // The compare each decision's transaction includes: this candidate's key still exists with
+  // its create revision.
+  EtcdClient::Compare StillLeader() const;
+  // Deletes this candidate's key: the next candidate leads.
+  [[nodiscard]] Status Resign();
+
+  // The current leader's value and fencing token; *any false when nobody stands.
+  [[nodiscard]] static Status Leader(EtcdClient* etcd, const std::string& prefix,
+                                     std::string* value, int64_t* token, bool* any);
+
+ private:
+  std::string Key() const;
+
+  EtcdClient* const etcd_;
+  const std::string prefix_;
+  const int64_t lease_;
+  int64_t token_ = 0;
+  bool leading_ = false;
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_ELECTION_H_

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tools/kvctl/cluster_commands.h"
+
+#include <unistd.h>
+
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "common/cluster/member_record.h"
+#include "common/cluster/slot_map.h"
+#include "common/etcd/etcd_client.h"
+#include "common/secure_random.h"
+
+namespace rkv::kvctl {
+namespace {
+
+int Fail(const std::string& what) {
+  std::cerr << "kvctl: " << what << "\n";
+  return 2;
+}
+int Fail(const Status& s) { return Fail(s.ToString()); }
+
+int Init(EtcdClient* etcd, const ClusterArgs& a) {
+  cluster::SlotMap map;
+  uint64_t seed = 0;
+  Status s = SecureRandom::Fill(&seed, sizeof seed);
+  if (s.ok())
+    s = cluster::SlotMap::Create(a.slots, uint16_t(a.replicas > 65535 ? 0 : a.replicas), seed,
+                                 &map);
+  if (!s.ok()) return Fail(s);
+  map.set_epoch(1);
+  std::string bytes;
+  map.Encode(&bytes);
+  const std::string key = a.address.Prefix() + "map";
+  using C = EtcdClient::Compare;
+  bool created = false;
+  s = etcd->Txn({C{key, C::kCreateRevision, C::kEqual, 0, {}}}, {EtcdClient::Op::Put(key, bytes)},
+                {}, &created);
+  if (!s.ok()) return Fail(s);
+  if (!created)
+    return Fail("cluster '" + a.address.name + "' already exists (its slot map is in etcd at " +
+                key + ")");
+  std::cout << "cluster " << a.address.name << " created: " << a.slots << " slots, " << a.replicas
+            << " replica(s), epoch 1\n";
+  return 0;
+}
+
+int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
+  const std::string prefix = a.address.Prefix();
+  bool found = false;
+  EtcdKv kv;
+  Status s = etcd->Get(prefix + "map", &found, &kv, nullptr);
+  if (!s.ok()) return Fail(s);
+  if (!found) return Fail("cluster '" + a.address.name + "' does not exist (kvctl cluster init)");
+  cluster::SlotMap map;
+  s = cluster::SlotMap::Decode(kv.value, &map);
+  if (!s.ok()) return Fail(s);
+  std::vector<EtcdKv> records;
+  s = etcd->GetPrefix(prefix + "servers/", &records, nullptr);
+  if (!s.ok()) return Fail(s);
+  struct Row {
+    std::string address, zone;
+    bool live = false, in_map = false;
+    uint32_t slots = 0;
+  };
+  std::map<uint32_t, Row> rows;
+  for (const cluster::ServerEntry& e : map.servers()) {
+    Row& r = rows[e.id];
+    r.address = e.host + ":" + std::to_string(e.port);
+    r.in_map = true;
+    r.slots = map.SlotsOwnedBy(map.IndexOf(e.id));
+  }
+  int bad_records = 0;
+  for (const EtcdKv& e : records) {
+    cluster::MemberRecord m;
+    if (!cluster::MemberRecord::Decode(e.value, &m).ok()) {
+      ++bad_records;
+      continue;
+    }
+    Row& r = rows[m.id];
+    r.live = true;
+    r.zone = m.zone;
+    if (r.address.empty()) r.address = m.host + ":" + std::to_string(m.port);
+  }
+  uint32_t unassigned = 0;
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot)
+    unassigned += map.OwnerIndex(slot, 0) == cluster::kUnassigned;
+  if (a.json) {
+    nlohmann::json j = {{"name", a.address.name},
+                        {"epoch", map.epoch()},
+                        {"slots", map.num_slots()},
+                        {"replicas", map.replicas()},
+                        {"unassigned_slots", unassigned},
+                        {"unreadable_records", bad_records},
+                        {"servers", nlohmann::json::array()}};
+    for (const auto& [id, r] : rows)
+      j["servers"].push_back({{"id", id},
+                              {"address", r.address},
+                              {"zone", r.zone},
+                              {"live", r.live},
+                              {"in_map", r.in_map},
+                              {"slots", r.slots}});
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    return 0;
+  }
+  std::ostringstream out;
+  out << "cluster " << a.address.name << " epoch " << map.epoch() << " slots " << map.num_slots()
+      << " replicas " << map.replicas() << " unassigned " << unassigned << "\n";
+  for (const auto& [id, r] : rows)
+    out << "server " << id << " " << r.address << " " << (r.live ? "live" : "down") << " slots "
+        << r.slots << (r.zone.empty() ? "" : " zone " + r.zone)
+        << (r.in_map ? "" : " (not in the map yet)") << "\n";
+  if (bad_records > 0) out << "unreadable membership records: " << bad_records << "\n";
+  std::cout << out.str();
+  return 0;
+}
+
+}  // namespace
+
+int RunClusterCommand(const ClusterArgs& a) {
+  if (a.words.size() != 1 || (a.words[0] != "init" && a.words[0] != "status"))
+    return Fail(
+        "usage: kvctl --server=etcd://HOST:PORT/NAME cluster init [--slots=N] "
+        "[--replicas=R] | cluster status [--json]");
+  if (a.json && a.words[0] != "status") return Fail("--json applies to cluster status");
+  EtcdSettings e = a.etcd;
+  e.endpoints = a.address.endpoints;
+  std::unique_ptr<EtcdClient> etcd;
+  Status s = EtcdClient::Open(e, &etcd);
+  if (!s.ok()) return Fail(s);
+  return a.words[0] == "init" ? Init(etcd.get(), a) : StatusCmd(etcd.get(), a);
+}
+
+}  // namespace rkv::kvctl
