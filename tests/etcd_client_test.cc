@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -239,6 +240,8 @@ TEST_F(EtcdClientTest, AStoppedMemberIsFailedOver) {
   std::unique_ptr<EtcdClient> c;
   ASSERT_TRUE(EtcdClient::Open(s, &c).ok());
   ASSERT_TRUE(c->Put(prefix_ + "k", "before").ok());
+  int64_t lease = 0;
+  ASSERT_TRUE(c->GrantLease(30, &lease).ok());
   size_t in_use = 0;
   while (in_use < s.endpoints.size() && s.endpoints[in_use] != c->transport().endpoint()) ++in_use;
   ASSERT_LT(in_use, s.endpoints.size());
@@ -248,7 +251,18 @@ TEST_F(EtcdClientTest, AStoppedMemberIsFailedOver) {
   bool found = false;
   EtcdKv kv;
   Status get = c->Get(prefix_ + "k", &found, &kv, nullptr);
+  // A keepalive too (a server's membership depends on it): it fails over like any request.
+  std::unique_ptr<EtcdClient> fresh;  // starts at the stopped member again
+  ASSERT_TRUE(EtcdClient::Open(s, &fresh).ok());
+  while (fresh->transport().endpoint() != s.endpoints[in_use]) {
+    std::rotate(s.endpoints.begin(), s.endpoints.begin() + 1, s.endpoints.end());
+    ASSERT_TRUE(EtcdClient::Open(s, &fresh).ok());
+  }
+  int64_t ttl = 0;
+  Status keep = fresh->KeepAlive(lease, &ttl);
   kill(pid, SIGCONT);
+  ASSERT_TRUE(keep.ok()) << keep.ToString();
+  EXPECT_GT(ttl, 0);
   ASSERT_TRUE(put.ok()) << put.ToString();
   ASSERT_TRUE(get.ok()) << get.ToString();
   EXPECT_EQ(kv.value, "after");

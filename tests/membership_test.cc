@@ -7,6 +7,7 @@
 #include "server/cluster/membership.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -125,6 +126,32 @@ TEST_F(MembershipTest, ALostLeaseIsNoticedAndTheServerRegistersAgain) {
   EXPECT_EQ(a->reregistrations(), 1u);
   EXPECT_EQ(a->state(), Membership::State::kRegistered);
   EXPECT_TRUE(Registered(1));
+}
+
+// etcd unreachable (every member stopped) past the lease's TTL: the server stops believing it
+// is registered by its own clock, and registers again once etcd answers.
+TEST_F(MembershipTest, WithoutEtcdTheServerStopsBelievingItIsRegistered) {
+  std::unique_ptr<Membership> a;
+  ASSERT_TRUE(Membership::Join(o_, &a).ok());
+  std::vector<pid_t> pids;
+  std::stringstream in(std::getenv("RKV_ETCD_PIDS") ? std::getenv("RKV_ETCD_PIDS") : "");
+  std::string p;
+  while (in >> p) pids.push_back(pid_t(std::stol(p)));
+  ASSERT_EQ(pids.size(), 3u);
+  for (pid_t pid : pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (a->state() == Membership::State::kRegistered &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const Membership::State during = a->state();
+  for (pid_t pid : pids) kill(pid, SIGCONT);
+  EXPECT_EQ(during, Membership::State::kLost);
+  const auto back = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((a->state() != Membership::State::kRegistered || !Registered(a->id())) &&
+         std::chrono::steady_clock::now() < back)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(a->state(), Membership::State::kRegistered);
+  EXPECT_TRUE(Registered(a->id()));
 }
 
 TEST_F(MembershipTest, AClusterThatDoesNotExistIsRefused) {

@@ -96,6 +96,9 @@ const ServerEntry* SlotMap::Owner(uint32_t slot, uint16_t r) const {
 bool SlotMap::Assign(uint32_t slot, uint16_t r, uint16_t server) {
   if (slot >= num_slots_ || r >= replicas_) return false;
   if (server != kUnassigned && server >= servers_.size()) return false;
+  if (server != kUnassigned)  // a slot's replicas are distinct servers (Decode checks it too)
+    for (uint16_t other = 0; other < replicas_; ++other)
+      if (other != r && OwnerIndex(slot, other) == server) return false;
   owners_[size_t(slot) * replicas_ + r] = server;
   return true;
 }

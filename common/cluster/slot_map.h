@@ -70,7 +70,8 @@ class SlotMap {
   // The server owning `slot` as replica r (0: the primary), or null when unassigned.
   const ServerEntry* Owner(uint32_t slot, uint16_t r = 0) const;
   uint16_t OwnerIndex(uint32_t slot, uint16_t r = 0) const;
-  // Sets slot's replica r to server index `server` (kUnassigned clears it). False if out of range.
+  // Sets slot's replica r to server index `server` (kUnassigned clears it). False if out of
+  // range, or if the server already holds another replica of the slot.
   bool Assign(uint32_t slot, uint16_t r, uint16_t server);
   // Slots whose primary is server index `server`.
   uint32_t SlotsOwnedBy(uint16_t server) const;

@@ -45,19 +45,6 @@ json CompareJson(const EtcdClient::Compare& c) {
   return j;
 }
 
-// A streamed answer (keepalive): the first complete line is all we want.
-struct FirstLine {
-  std::string line;
-  bool seen = false;
-};
-bool TakeFirstLine(std::string_view line, void* arg) {
-  auto* f = static_cast<FirstLine*>(arg);
-  if (line.find_first_not_of(" \t\r\n") == std::string_view::npos) return false;
-  f->line.assign(line.data(), line.size());
-  f->seen = true;
-  return true;
-}
-
 struct WatchSink {
   const EtcdClient::OnEvents* on;
   Status status;
@@ -198,14 +185,19 @@ Status EtcdClient::GrantLease(int64_t ttl_s, int64_t* id) {
 Status EtcdClient::KeepAlive(int64_t id, int64_t* ttl_left) {
   *ttl_left = 0;
   return NoThrow("lease keepalive", [&]() -> Status {
+    // One request and its answer, not a stream held open: the gateway ends the response once
+    // the request body has ended, so the call fails over between members like any other.
     std::string resp;
-    FirstLine first;
     Status s = transport_->Post("/v3/lease/keepalive", Dump(json{{"ID", std::to_string(id)}}),
-                                &resp, kCallTimeoutMs, TakeFirstLine, &first);
+                                &resp, kCallTimeoutMs);
     if (!s.ok()) return s;
-    if (!first.seen && !resp.empty()) first.line = resp;  // the answer ended unterminated
-    if (first.line.empty()) return Status(Code::kProtocolError, "etcd lease keepalive: no answer");
-    return ParseEtcdKeepAliveMessage(first.line, ttl_left);
+    const size_t start = resp.find_first_not_of(" \t\r\n");
+    if (start == std::string::npos)
+      return Status(Code::kProtocolError, "etcd lease keepalive: no answer");
+    const size_t end = resp.find('\n', start);
+    return ParseEtcdKeepAliveMessage(
+        std::string_view(resp).substr(start, end == std::string::npos ? end : end - start),
+        ttl_left);
   });
 }
 

@@ -197,7 +197,7 @@ Status EtcdTransport::Open(const EtcdSettings& o, std::unique_ptr<EtcdTransport>
       // Any member will do: the first that answers.
       if (s.ok()) {
         for (size_t i = 0; i < o.endpoints.size(); ++i) {
-          s = t->Authenticate(o.endpoints[i]);
+          s = t->Authenticate(o.endpoints[i], 5000);
           if (s.ok()) {
             MutexLock l(&t->mu_);
             t->current_ = i;
@@ -222,13 +222,13 @@ uint64_t EtcdTransport::failovers() const {
   return failovers_;
 }
 
-Status EtcdTransport::Authenticate(const std::string& endpoint) {
+Status EtcdTransport::Authenticate(const std::string& endpoint, int timeout_ms) {
   std::string resp, token;
   long http = 0;
   bool unreachable = false;
   Status s = PostOnce(endpoint, "/v3/auth/authenticate",
-                      Dump(json{{"name", o_.user}, {"password", password_}}), &resp, 5000, nullptr,
-                      nullptr, &http, &unreachable);
+                      Dump(json{{"name", o_.user}, {"password", password_}}), &resp, timeout_ms,
+                      nullptr, nullptr, &http, &unreachable);
   if (s.ok() && http != 200)
     s = Status(Code::kIoError, "etcd authenticate as '" + EtcdSnippet(o_.user, 64) + "' at " +
                                    endpoint + ": HTTP " + std::to_string(http) + ": " +
@@ -268,9 +268,16 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
       bool unreachable = false;
       Status s = PostOnce(ep, path, body, response, attempt, consume, arg, &http, &unreachable);
       if (s.ok() && http == 401 && !o_.user.empty()) {  // the token expired: renew, retry
-        s = Authenticate(ep);
-        if (s.ok())
-          s = PostOnce(ep, path, body, response, attempt, consume, arg, &http, &unreachable);
+        const auto remaining = [&] {
+          return int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                         deadline - std::chrono::steady_clock::now())
+                         .count());
+        };
+        s = remaining() > 0 ? Authenticate(ep, std::min(5000, remaining()))
+                            : Status(Code::kTimeout, "etcd " + path + ": no time left");
+        if (s.ok() && remaining() > 0)
+          s = PostOnce(ep, path, body, response, std::min(attempt, remaining()), consume, arg,
+                       &http, &unreachable);
       }
       if (s.ok() && (http == 502 || http == 503 || http == 504)) {
         unreachable = true;
@@ -279,6 +286,9 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
       }
       if (!s.ok() && unreachable) {
         last = s;
+        // The next request starts at the next member, even if this one fails everywhere.
+        MutexLock l(&mu_);
+        if (current_ == at) current_ = (at + 1) % n;
         continue;
       }
       if (at != start) {

@@ -72,7 +72,7 @@ class EtcdTransport {
 
  private:
   explicit EtcdTransport(EtcdSettings o) : o_(std::move(o)) {}
-  Status Authenticate(const std::string& endpoint);
+  Status Authenticate(const std::string& endpoint, int timeout_ms);
   // One POST to one endpoint. *http gets the status (0 when a consumer ended the transfer);
   // *unreachable: the endpoint could not be reached (worth trying another).
   Status PostOnce(const std::string& endpoint, const std::string& path, const std::string& body,

@@ -39,8 +39,10 @@ Status Election::Campaign(const std::string& value, int timeout_ms) {
   for (;;) {
     std::vector<EtcdKv> all;
     int64_t revision = 0;
-    s = etcd_->GetPrefix(prefix_, &all, &revision, true);
+    bool more = false;
+    s = etcd_->GetPrefix(prefix_, &all, &revision, true, &more);
     if (!s.ok()) return s;
+    if (more) return Status(Code::kIoError, "election: more candidates than one read returns");
     // The candidate just before this one in line: the largest create revision below ours.
     const EtcdKv* before = nullptr;
     bool still_here = false;
@@ -84,8 +86,10 @@ Status Election::Leader(EtcdClient* etcd, const std::string& prefix, std::string
                         int64_t* token, bool* any) {
   *any = false;
   std::vector<EtcdKv> all;
-  Status s = etcd->GetPrefix(prefix, &all, nullptr);
+  bool more = false;
+  Status s = etcd->GetPrefix(prefix, &all, nullptr, false, &more);
   if (!s.ok()) return s;
+  if (more) return Status(Code::kIoError, "election: more candidates than one read returns");
   const EtcdKv* first = nullptr;
   for (const EtcdKv& kv : all)
     if (first == nullptr || kv.create_revision < first->create_revision) first = &kv;

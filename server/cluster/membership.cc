@@ -41,6 +41,20 @@ Status Membership::Join(const Options& o, std::unique_ptr<Membership>* out) {
   return Status::Ok();
 }
 
+namespace {
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+Membership::State Membership::state() const {
+  if (state_.load() == State::kRegistered && NowNs() > lease_valid_until_ns_.load())
+    return State::kLost;  // no keepalive answered within the TTL: the record may be gone
+  return state_.load();
+}
+
 Membership::~Membership() {
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -95,6 +109,7 @@ Status Membership::Register() {
   Status s = record_.Encode(&value);
   if (!s.ok()) return s;
   int64_t lease = 0;
+  const int64_t granted_at = NowNs();
   s = etcd_->GrantLease(o_.lease_ttl_s, &lease);
   if (!s.ok()) return s;
   const std::string key = Key("servers/" + std::to_string(record_.id));
@@ -102,6 +117,25 @@ Status Membership::Register() {
   bool created = false;
   s = etcd_->Txn({C{key, C::kCreateRevision, C::kEqual, 0, {}}},
                  {EtcdClient::Op::Put(key, value, lease)}, {}, &created);
+  if (s.ok() && !created) {
+    // Ours already? A first run of this transaction whose answer was lost (same lease), or our
+    // own record under a lease we gave up on (revoke it: its record goes, and we try again).
+    bool found = false;
+    EtcdKv kv;
+    MemberRecord there;
+    s = etcd_->Get(key, &found, &kv, nullptr);
+    if (s.ok() && found && MemberRecord::Decode(kv.value, &there).ok() &&
+        there.instance == record_.instance) {
+      if (kv.lease == lease) {
+        created = true;
+      } else {
+        s = etcd_->RevokeLease(kv.lease);
+        if (s.ok())
+          s = etcd_->Txn({C{key, C::kCreateRevision, C::kEqual, 0, {}}},
+                         {EtcdClient::Op::Put(key, value, lease)}, {}, &created);
+      }
+    }
+  }
   if (s.ok() && !created)
     s = Status(Code::kBusy,
                "cluster: server id " + std::to_string(record_.id) + " (" + record_.host + ":" +
@@ -114,6 +148,7 @@ Status Membership::Register() {
     return s;
   }
   lease_ = lease;
+  lease_valid_until_ns_.store(granted_at + int64_t(o_.lease_ttl_s) * 1000000000);
   state_.store(State::kRegistered);
   return Status::Ok();
 }
@@ -125,7 +160,9 @@ void Membership::KeepAliveLoop() {
     l.unlock();
     if (state_.load() == State::kRegistered) {
       int64_t ttl = 0;
+      const int64_t sent = NowNs();
       Status s = etcd_->KeepAlive(lease_, &ttl);
+      if (s.ok() && ttl > 0) lease_valid_until_ns_.store(sent + ttl * 1000000000);
       if (s.ok() && ttl == 0) {
         LOG(WARNING) << "cluster: membership lease " << lease_
                      << " expired (cut off from etcd longer than its TTL?); registering again";
@@ -133,6 +170,11 @@ void Membership::KeepAliveLoop() {
         state_.store(State::kLost);
       } else if (!s.ok()) {
         LOG_EVERY_N(WARNING, 10) << "cluster: lease keepalive: " << s.message();
+        if (NowNs() > lease_valid_until_ns_.load()) {
+          // Past the TTL without an answer: the record may be gone; stand again (a new lease;
+          // our old record, if it survived, is recognised and replaced).
+          state_.store(State::kLost);
+        }
       }
     }
     if (state_.load() == State::kLost) {

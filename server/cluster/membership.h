@@ -9,8 +9,12 @@
 // until the first one's lease expires). A thread keeps the lease alive every ttl/3; when etcd
 // says the lease is gone (the server was partitioned from etcd longer than its TTL, or someone
 // revoked it), state() becomes kLost and the thread registers again under a new lease
-// (kRegistered once that succeeds). The destructor stops the thread and revokes the lease
-// (the record disappears at once).
+// (kRegistered once that succeeds). While etcd cannot be reached, state() turns kLost by this
+// process's own clock once the lease's TTL has passed since the last keepalive etcd answered
+// (sent time + the TTL it granted): a server never believes it is registered longer than its
+// record can live. A registration whose answer was lost and that ran twice (the transport
+// retries on another member) is recognised by the record's instance id and lease. The
+// destructor stops the thread and revokes the lease (the record disappears at once).
 // Lifecycle (State): kRegistered <-> kLost -> (destructor) gone.
 // Thread safety: id(), state() and Describe() from any thread; the rest from the owner.
 // Ownership: owns its EtcdClient and its keepalive thread; waits: every etcd call has its
@@ -51,7 +55,7 @@ class Membership {
   Membership& operator=(const Membership&) = delete;
 
   uint32_t id() const { return record_.id; }
-  State state() const { return state_.load(); }
+  State state() const;
   // Times the lease was found lost and registered again.
   uint64_t reregistrations() const { return reregistrations_.load(); }
   const MemberRecord& record() const { return record_; }
@@ -71,6 +75,8 @@ class Membership {
   MemberRecord record_;
   int64_t lease_ = 0;  // the keepalive thread's after Join
   std::atomic<State> state_{State::kRegistered};
+  // steady_clock nanoseconds after which the lease may have expired at etcd.
+  std::atomic<int64_t> lease_valid_until_ns_{0};
   std::atomic<uint64_t> reregistrations_{0};
   std::mutex mu_;
   std::condition_variable cv_;

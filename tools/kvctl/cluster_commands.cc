@@ -39,9 +39,17 @@ int Init(EtcdClient* etcd, const ClusterArgs& a) {
   s = etcd->Txn({C{key, C::kCreateRevision, C::kEqual, 0, {}}}, {EtcdClient::Op::Put(key, bytes)},
                 {}, &created);
   if (!s.ok()) return Fail(s);
-  if (!created)
-    return Fail("cluster '" + a.address.name + "' already exists (its slot map is in etcd at " +
-                key + ")");
+  if (!created) {
+    // Our own map (a first run whose answer was lost, retried on another member): the random
+    // seed makes it unique.
+    bool found = false;
+    EtcdKv kv;
+    s = etcd->Get(key, &found, &kv, nullptr);
+    if (!s.ok()) return Fail(s);
+    if (!found || kv.value != bytes)
+      return Fail("cluster '" + a.address.name + "' already exists (its slot map is in etcd at " +
+                  key + ")");
+  }
   std::cout << "cluster " << a.address.name << " created: " << a.slots << " slots, " << a.replicas
             << " replica(s), epoch 1\n";
   return 0;
@@ -58,8 +66,10 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
   s = cluster::SlotMap::Decode(kv.value, &map);
   if (!s.ok()) return Fail(s);
   std::vector<EtcdKv> records;
-  s = etcd->GetPrefix(prefix + "servers/", &records, nullptr);
+  bool more = false;
+  s = etcd->GetPrefix(prefix + "servers/", &records, nullptr, false, &more);
   if (!s.ok()) return Fail(s);
+  if (more) return Fail("more than " + std::to_string(EtcdClient::kMaxRangeKeys) + " servers");
   struct Row {
     std::string address, zone;
     bool live = false, in_map = false;
@@ -75,7 +85,9 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
   int bad_records = 0;
   for (const EtcdKv& e : records) {
     cluster::MemberRecord m;
-    if (!cluster::MemberRecord::Decode(e.value, &m).ok()) {
+    // The record must be at its own id's key (servers/ID).
+    if (!cluster::MemberRecord::Decode(e.value, &m).ok() ||
+        e.key != prefix + "servers/" + std::to_string(m.id)) {
       ++bad_records;
       continue;
     }
