@@ -11,19 +11,16 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/etcd/etcd_test_env.h"
+
 namespace rkv::cluster {
 namespace {
 
 class ElectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* e = std::getenv("RKV_ETCD_ENDPOINTS");
-    if (e == nullptr) GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
-    EtcdSettings s;
-    std::stringstream in(e);
-    std::string x;
-    while (std::getline(in, x, ','))
-      if (!x.empty()) s.endpoints.push_back(x);
+    const EtcdSettings s = etcd_test::Settings();
+    if (s.endpoints.empty()) GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
     ASSERT_TRUE(EtcdClient::Open(s, &etcd_).ok());
     prefix_ = std::string("/rkv-test/election/") +
               ::testing::UnitTest::GetInstance()->current_test_info()->name() + "/";

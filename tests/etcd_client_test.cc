@@ -19,24 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/etcd/etcd_test_env.h"
+
 namespace rkv {
 namespace {
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  std::string x;
-  while (std::getline(in, x, sep))
-    if (!x.empty()) out.push_back(x);
-  return out;
-}
-
-EtcdSettings Settings() {
-  const char* e = std::getenv("RKV_ETCD_ENDPOINTS");
-  EtcdSettings s;
-  if (e != nullptr) s.endpoints = Split(e, ',');
-  return s;
-}
+using etcd_test::Settings;
 
 class EtcdClientTest : public ::testing::Test {
  protected:
@@ -233,8 +221,7 @@ TEST_F(EtcdClientTest, ADeadEndpointIsSkipped) {
 // The member in use stops answering (SIGSTOP: it holds its connections open, the worst case)
 // and the other two keep quorum: reads and transactions go on through them.
 TEST_F(EtcdClientTest, AStoppedMemberIsFailedOver) {
-  const std::vector<std::string> pids =
-      Split(std::getenv("RKV_ETCD_PIDS") ? std::getenv("RKV_ETCD_PIDS") : "", ' ');
+  const std::vector<pid_t> pids = etcd_test::MemberPids();
   EtcdSettings s = Settings();
   ASSERT_EQ(pids.size(), s.endpoints.size());
   std::unique_ptr<EtcdClient> c;
@@ -245,7 +232,7 @@ TEST_F(EtcdClientTest, AStoppedMemberIsFailedOver) {
   size_t in_use = 0;
   while (in_use < s.endpoints.size() && s.endpoints[in_use] != c->transport().endpoint()) ++in_use;
   ASSERT_LT(in_use, s.endpoints.size());
-  const pid_t pid = pid_t(std::stol(pids[in_use]));
+  const pid_t pid = pids[in_use];
   ASSERT_EQ(kill(pid, SIGSTOP), 0);
   Status put = c->Put(prefix_ + "k", "after");
   bool found = false;

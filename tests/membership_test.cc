@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/cluster/slot_map.h"
+#include "tests/etcd/etcd_test_env.h"
 
 namespace rkv::cluster {
 namespace {
@@ -24,12 +25,9 @@ namespace {
 class MembershipTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* e = std::getenv("RKV_ETCD_ENDPOINTS");
-    if (e == nullptr) GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
-    std::stringstream in(e);
-    std::string x;
-    while (std::getline(in, x, ','))
-      if (!x.empty()) o_.cluster.endpoints.push_back(x);
+    o_.cluster.endpoints = etcd_test::Settings().endpoints;
+    if (o_.cluster.endpoints.empty())
+      GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
     o_.cluster.name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     o_.host = "10.0.0.1";
     o_.port = 7480;
@@ -133,10 +131,7 @@ TEST_F(MembershipTest, ALostLeaseIsNoticedAndTheServerRegistersAgain) {
 TEST_F(MembershipTest, WithoutEtcdTheServerStopsBelievingItIsRegistered) {
   std::unique_ptr<Membership> a;
   ASSERT_TRUE(Membership::Join(o_, &a).ok());
-  std::vector<pid_t> pids;
-  std::stringstream in(std::getenv("RKV_ETCD_PIDS") ? std::getenv("RKV_ETCD_PIDS") : "");
-  std::string p;
-  while (in >> p) pids.push_back(pid_t(std::stol(p)));
+  const std::vector<pid_t> pids = etcd_test::MemberPids();
   ASSERT_EQ(pids.size(), 3u);
   for (pid_t pid : pids) ASSERT_EQ(kill(pid, SIGSTOP), 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);

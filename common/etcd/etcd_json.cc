@@ -136,6 +136,23 @@ std::string ErrorText(const json& j) {
   return "(an error without a message)";
 }
 
+// An answer: a JSON object that is not the gateway's error object.
+Status ParseAnswer(const char* what, std::string_view t, json* out) {
+  Status s = ParseObject(what, t, out);
+  if (!s.ok()) return s;
+  if (std::string e = ErrorText(*out); !e.empty()) return Bad(what, "error: " + e);
+  return Status::Ok();
+}
+
+// A stream message's "result" object.
+Status ResultField(const char* what, const json& j, std::string_view t, const json** out) {
+  const json* r = Field(j, "result");
+  if (r == nullptr) return Bad(what, "field 'result' missing: " + EtcdSnippet(t));
+  if (!r->is_object()) return WrongType(what, "result", "an object", *r);
+  *out = r;
+  return Status::Ok();
+}
+
 // Runs `f`, turning any exception (bad_alloc; a bug) into a Status.
 template <class F>
 Status NoThrow(const char* what, F f) {
@@ -235,9 +252,8 @@ Status ParseEtcdRangeResponse(std::string_view text, EtcdRangeResponse* out) {
   return NoThrow("range", [&]() -> Status {
     constexpr const char* kWhat = "range";
     json j;
-    Status s = ParseObject(kWhat, text, &j);
+    Status s = ParseAnswer(kWhat, text, &j);
     if (!s.ok()) return s;
-    if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
     EtcdRangeResponse r;
     s = HeaderRevision(kWhat, j, true, &r.revision);
     if (!s.ok()) return s;
@@ -260,10 +276,8 @@ Status ParseEtcdLeaseGrantResponse(std::string_view text, std::string* lease_id)
   return NoThrow("lease grant", [&]() -> Status {
     constexpr const char* kWhat = "lease grant";
     json j;
-    Status s = ParseObject(kWhat, text, &j);
+    Status s = ParseAnswer(kWhat, text, &j);
     if (!s.ok()) return s;
-    std::string e = ErrorText(j);
-    if (!e.empty()) return Bad(kWhat, "error: " + e);
     int64_t id = 0;
     s = Int64Field(kWhat, j, "ID", true, &id);
     if (!s.ok()) return s;
@@ -277,10 +291,8 @@ Status ParseEtcdAuthenticateResponse(std::string_view text, std::string* token) 
   return NoThrow("authenticate", [&]() -> Status {
     constexpr const char* kWhat = "authenticate";
     json j;
-    Status s = ParseObject(kWhat, text, &j);
+    Status s = ParseAnswer(kWhat, text, &j);
     if (!s.ok()) return s;
-    std::string e = ErrorText(j);
-    if (!e.empty()) return Bad(kWhat, "error: " + e);
     const json* t = Field(j, "token");
     if (t == nullptr) return Bad(kWhat, "field 'token' missing (is auth enabled in etcd?)");
     if (!t->is_string()) return WrongType(kWhat, "token", "a string", *t);
@@ -324,13 +336,11 @@ Status ParseEtcdWatchMessage(std::string_view text, std::string_view key, bool* 
   return NoThrow("watch", [&]() -> Status {
     constexpr const char* kWhat = "watch";
     json j;
-    Status s = ParseObject(kWhat, text, &j);
+    Status s = ParseAnswer(kWhat, text, &j);
     if (!s.ok()) return s;
-    std::string e = ErrorText(j);
-    if (!e.empty()) return Bad(kWhat, "error: " + e);
-    const json* r = Field(j, "result");
-    if (r == nullptr) return Bad(kWhat, "field 'result' missing: " + EtcdSnippet(text));
-    if (!r->is_object()) return WrongType(kWhat, "result", "an object", *r);
+    const json* r = nullptr;
+    s = ResultField(kWhat, j, text, &r);
+    if (!s.ok()) return s;
     bool canceled = false;
     s = BoolField(kWhat, *r, "canceled", &canceled);
     if (!s.ok()) return s;
@@ -370,9 +380,8 @@ Status ParseEtcdTxnResponse(std::string_view text, bool* succeeded, int64_t* rev
   return NoThrow("txn", [&]() -> Status {
     constexpr const char* kWhat = "txn";
     json j;
-    Status s = ParseObject(kWhat, text, &j);
+    Status s = ParseAnswer(kWhat, text, &j);
     if (!s.ok()) return s;
-    if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
     s = HeaderRevision(kWhat, j, true, revision);
     if (s.ok()) s = BoolField(kWhat, j, "succeeded", succeeded);
     return s;
@@ -384,12 +393,11 @@ Status ParseEtcdKeepAliveMessage(std::string_view text, int64_t* ttl) {
   return NoThrow("lease keepalive", [&]() -> Status {
     constexpr const char* kWhat = "lease keepalive";
     json j;
-    Status s = ParseObject(kWhat, text, &j);
+    Status s = ParseAnswer(kWhat, text, &j);
     if (!s.ok()) return s;
-    if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
-    const json* r = Field(j, "result");
-    if (r == nullptr) return Bad(kWhat, "field 'result' missing: " + EtcdSnippet(text));
-    if (!r->is_object()) return WrongType(kWhat, "result", "an object", *r);
+    const json* r = nullptr;
+    s = ResultField(kWhat, j, text, &r);
+    if (!s.ok()) return s;
     s = Int64Field(kWhat, *r, "TTL", false, ttl);
     if (s.ok() && *ttl < 0) *ttl = 0;
     return s;
@@ -402,12 +410,11 @@ Status ParseEtcdWatchEvents(std::string_view text, std::vector<EtcdEvent>* event
   return NoThrow("watch", [&]() -> Status {
     constexpr const char* kWhat = "watch";
     json j;
-    Status s = ParseObject(kWhat, text, &j);
+    Status s = ParseAnswer(kWhat, text, &j);
     if (!s.ok()) return s;
-    if (std::string e = ErrorText(j); !e.empty()) return Bad(kWhat, "error: " + e);
-    const json* r = Field(j, "result");
-    if (r == nullptr) return Bad(kWhat, "field 'result' missing: " + EtcdSnippet(text));
-    if (!r->is_object()) return WrongType(kWhat, "result", "an object", *r);
+    const json* r = nullptr;
+    s = ResultField(kWhat, j, text, &r);
+    if (!s.ok()) return s;
     s = HeaderRevision(kWhat, *r, false, revision);
     if (!s.ok()) return s;
     bool canceled = false;
