@@ -19,8 +19,8 @@
 #include "common/auth.h"
 #include "common/secure_random.h"
 #include "common/table/layout.h"
-#include "server/source_limiter.h"
-#include "server/table.h"
+#include "server/conn/source_limiter.h"
+#include "server/store/table.h"
 
 namespace rkv {
 namespace {

@@ -15,8 +15,8 @@
 #include <functional>
 #include <string>
 
-#include "server/counters.h"
-#include "server/table.h"
+#include "server/metrics/counters.h"
+#include "server/store/table.h"
 
 namespace rkv {
 

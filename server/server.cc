@@ -14,7 +14,7 @@
 #include "common/verbs/qp_setup.h"
 #include "common/wire.h"
 #include "server/durability/recovery.h"
-#include "server/limit_options.h"
+#include "server/conn/limit_options.h"
 
 namespace rkv {
 
@@ -207,7 +207,7 @@ Status Server::Start() {
   }
   // Registration mode: nothing here. Each connection gets a PD of its own at accept with its
   // QP, a receive queue of its own and its share of send_buf_, and at OPEN its registration of
-  // the region (server/private_domain.h).
+  // the region (server/conn/private_domain.h).
 
   RegionInfo region{0, 0, opt_.memory};  // PARAMS replies: no address, no shared rkey
   exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,

@@ -2,7 +2,7 @@
 // Server: kvserver's composition root. Start() builds everything: the rdma_cm listener
 // (CmAcceptor), the table region (registered for windows), the shared receive queue (SrqPool;
 // window mode only: in registration mode each connection has a PD and a receive queue of its
-// own, server/private_domain.h), one Worker per --workers (each a thread with its own CQ), the
+// own, server/conn/private_domain.h), one Worker per --workers (each a thread with its own CQ), the
 // async-event thread, and with
 // --exchange=tcp|file|etcd the manual-mode acceptor. Run() serves on the calling thread (it
 // becomes the rdma_cm thread) until Stop().
@@ -10,7 +10,7 @@
 // Threads and what each owns: the rdma_cm thread (CmAcceptor: listener, rdma_cm ids);
 // workers (a CQ each, and the connections assigned to it from adoption to drain); the
 // exchange thread and its handshake threads (ManualAcceptor); the async-event thread. The
-// connection lifecycle is documented in server/conn.h. GETs never reach the server.
+// connection lifecycle is documented in server/conn/conn.h. GETs never reach the server.
 // Ownership: the Server owns every component. Destruction: threads are stopped and joined
 // first; then every connection is dropped (QP destroyed, then its own PD if any, then its id)
 // while the CQs, SRQ, PD and event channel still exist; then workers (CQs), SRQ pool, MRs, PD,
@@ -30,22 +30,22 @@
 
 #include "common/verbs/rdma.h"
 #include "rkv/status.h"
-#include "server/async_events.h"
-#include "server/cm_acceptor.h"
-#include "server/conn_registry.h"
-#include "server/counters.h"
+#include "server/conn/async_events.h"
+#include "server/conn/cm_acceptor.h"
+#include "server/conn/conn_registry.h"
+#include "server/metrics/counters.h"
 #include "server/durability/dir_lock.h"
 #include "server/durability/durable_log.h"
 #include "server/durability/snapshotter.h"
-#include "server/manual_acceptor.h"
+#include "server/conn/manual_acceptor.h"
 #include "server/metrics/metrics_http_server.h"
 #include "server/metrics/metrics_registry.h"
 #include "server/rpc_executor.h"
 #include "server/server_options.h"
-#include "server/source_limiter.h"
-#include "server/srq_pool.h"
-#include "server/table.h"
-#include "server/worker.h"
+#include "server/conn/source_limiter.h"
+#include "server/conn/srq_pool.h"
+#include "server/store/table.h"
+#include "server/conn/worker.h"
 #include "server/write_pool.h"
 
 namespace rkv {

@@ -42,7 +42,7 @@ struct ServerOptions {
   int peer_timeout_ms = 30000;
   // rdma_cm: accept -> ESTABLISHED, and a manual handshake, must finish within this.
   int accept_timeout_ms = 5000;
-  // Per source address (server/source_limiter.h): live connections (0: no cap), of them not yet
+  // Per source address (server/conn/source_limiter.h): live connections (0: no cap), of them not yet
   // opened (in setup or without a successful OPEN; 0: no cap; -1: max(1, max_pending / 8)),
   // and connection attempts per second on average with bursts of connect_burst_per_source (0:
   // no rate limit). rdma_cm and tcp-exchange connections; file and etcd exchanges have no

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/write_pool.h"
 
-#include "server/worker.h"
+#include "server/conn/worker.h"
 
 namespace rkv {
 

@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/conn.h"
+#include "server/conn/conn.h"
 #include "server/rpc_executor.h"
 
 namespace rkv {

@@ -15,7 +15,7 @@
 
 #include "client/location_cache.h"
 #include "common/table/entry_location.h"
-#include "server/table.h"
+#include "server/store/table.h"
 #include "tests/colliding_keys.h"
 
 namespace rkv {

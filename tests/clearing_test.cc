@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/table/layout.h"
-#include "server/table.h"
+#include "server/store/table.h"
 #include "server/write_log.h"
 #include "tests/colliding_keys.h"
 #include "tests/local_reader.h"

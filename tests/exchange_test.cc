@@ -20,7 +20,7 @@
 #include "common/exchange/file_mailbox.h"
 #include "common/exchange/mailbox_channel.h"
 #include "common/exchange/tcp_exchange.h"
-#include "server/peer_gid.h"
+#include "server/conn/peer_gid.h"
 
 namespace rkv {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// CheckLimitOptions (server/limit_options.h): Server::Start refuses limit options out of range.
-#include "server/limit_options.h"
+// CheckLimitOptions (server/conn/limit_options.h): Server::Start refuses limit options out of range.
+#include "server/conn/limit_options.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// LogThrottle (server/log_throttle.h): refusal warnings are bounded per second (review of
+// LogThrottle (server/conn/log_throttle.h): refusal warnings are bounded per second (review of
 // issue 12, finding 5), and what was held back is reported with the next line.
-#include "server/log_throttle.h"
+#include "server/conn/log_throttle.h"
 
 #include <gtest/gtest.h>
 

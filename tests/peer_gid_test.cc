@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// CheckPeerGid (server/peer_gid.h): on RoCE a manual-mode peer's GID must be the address its
+// CheckPeerGid (server/conn/peer_gid.h): on RoCE a manual-mode peer's GID must be the address its
 // control channel comes from.
-#include "server/peer_gid.h"
+#include "server/conn/peer_gid.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

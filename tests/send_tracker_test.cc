@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// SendTracker (server/send_tracker.h): which sends a completion retires, the trailing run the
+// SendTracker (server/conn/send_tracker.h): which sends a completion retires, the trailing run the
 // credit check leaves out, and error completions of unsignalled sends (a QP in ERR flushes
 // every send, signalled or not, in order).
-#include "server/send_tracker.h"
+#include "server/conn/send_tracker.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// SourceLimiter (server/source_limiter.h): per-address connection cap, attempt rate, bounded
+// SourceLimiter (server/conn/source_limiter.h): per-address connection cap, attempt rate, bounded
 // table; which refusals the client retries (client/refusal.h).
-#include "server/source_limiter.h"
+#include "server/conn/source_limiter.h"
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include "server/durability/durable_log.h"
 #include "server/durability/recovery.h"
 #include "server/durability/snapshotter.h"
-#include "server/table.h"
+#include "server/store/table.h"
 #include "tests/fault_env.h"
 
 namespace rkv::wal {

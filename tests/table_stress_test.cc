@@ -22,7 +22,7 @@
 
 #include "common/table/layout.h"
 #include "common/table/lookup.h"
-#include "server/table.h"
+#include "server/store/table.h"
 #include "tests/colliding_keys.h"
 #include "tests/local_reader.h"
 #include "tests/sized_gen.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server/table.h"
+#include "server/store/table.h"
 
 #include <gtest/gtest.h>
 

@@ -151,7 +151,7 @@ struct BlockView {
   bool KeyIs(std::string_view plain) const;
   FoundValue Value() const { return {value, mask, static_cast<uint32_t>(key.size() % 8)}; }
 };
-// Writes a block; `mask` must be unpredictable to clients (server/table.cc draws it from
+// Writes a block; `mask` must be unpredictable to clients (server/store/table.cc draws it from
 // getrandom).
 void EncodeBlock(uint8_t* block, uint64_t seed, uint64_t version, std::string_view key,
                  std::string_view value, uint64_t mask);

@@ -92,7 +92,7 @@ TargetOutcome ProbeTarget(const uint8_t* bytes, const Target& target, std::strin
       if (target.length != kSlotSize || DecodeSlot(bytes, seed, &s) != SlotState::kValid ||
           s.version != target.version)
         return TargetOutcome::kChanged;  // emptied, rewritten or torn since the ref was read
-      // Overflow slots hold inline entries only (server/table.h).
+      // Overflow slots hold inline entries only (server/store/table.h).
       if (s.kind != kInline || s.key != key) return TargetOutcome::kNotThis;
       *value = FoundValue{s.value, 0, 0};
       return TargetOutcome::kFound;

@@ -26,7 +26,7 @@
 
 #include "rkv/status.h"
 #include "server/durability/env.h"
-#include "server/table.h"
+#include "server/store/table.h"
 
 namespace rkv::wal {
 

@@ -24,7 +24,7 @@
 
 #include "server/durability/durable_log.h"
 #include "server/durability/env.h"
-#include "server/table.h"
+#include "server/store/table.h"
 
 namespace rkv::wal {
 

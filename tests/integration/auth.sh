@@ -136,7 +136,7 @@ raw cross-rkey "$A" --auth_case=cross-rkey --auth_token_file="$token"
 raw many-no-constant-step "$A" --auth_case=many --count="$MANY" --auth_token_file="$token"
 raw open-read-no-write-registration "$R" --auth_case=open --auth_token_file="$token"
 # Registration mode: each connection's QP, its registration of the region and its buffers are in
-# a protection domain of its own, so B's QP cannot use A's rkey either (server/private_domain.h).
+# a protection domain of its own, so B's QP cannot use A's rkey either (server/conn/private_domain.h).
 raw big-before-open "$A" --auth_case=big-before-open
 raw big-before-open-registration "$R" --auth_case=big-before-open --big_refused=false
 raw cross-rkey-registration "$R" --auth_case=cross-rkey --auth_token_file="$token"

@@ -1040,7 +1040,7 @@ TEST_F(Reconnect, KvbenchSurvivesServerRestart) {
   }
 }
 
-// Per-address limits (issue 12; server/source_limiter.h): every client here comes from the
+// Per-address limits (issue 12; server/conn/source_limiter.h): every client here comes from the
 // sandbox's one address, so the caps bite. A refused connect is BUSY and names the limit; the
 // server keeps serving; a connection that goes away frees its share.
 class SourceLimits : public ::testing::Test {
