@@ -10,7 +10,8 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(RKV_CLIENT_OBJECTS $<TARGET_OBJECTS:rkv> $<TARGET_OBJECTS:rkv_verbs>
-                       $<TARGET_OBJECTS:rkv_exchange> $<TARGET_OBJECTS:rkv_common>)
+                       $<TARGET_OBJECTS:rkv_exchange> $<TARGET_OBJECTS:rkv_cluster>
+                       $<TARGET_OBJECTS:rkv_common>)
 # System libraries of those objects, by link name (for librkv.a users, rkv.pc, Debian).
 set(RKV_STATIC_SYSTEM_LIBS ibverbs rdmacm xxhash glog)
 

@@ -37,6 +37,12 @@ const char* CodeName(Code code) {
       return "BUSY";
     case Code::kParamMismatch:
       return "PARAM_MISMATCH";
+    case Code::kMoved:
+      return "MOVED";
+    case Code::kTryAgain:
+      return "TRY_AGAIN";
+    case Code::kUnavailable:
+      return "UNAVAILABLE";
   }
   return "UNKNOWN";
 }

@@ -56,6 +56,17 @@ Status DecodeOpenReply(std::string_view payload, OpenReply* out) {
   if (out->max_key_size == 0 || out->max_value_size == 0 || out->max_request_size == 0)
     return Proto("OPEN reply: zero size limits");
   if (out->credits == 0) return Proto("OPEN reply: zero request credits");
+  if (out->owner_slots != 0) {
+    const uint32_t n = out->owner_slots;
+    if ((n & (n - 1)) != 0 || n > 65536 || out->owner_offset % 8 != 0 ||
+        out->owner_offset < ovf_bytes + out->overflow_offset ||
+        out->owner_offset > out->region_size || uint64_t{n} * 8 > out->region_size - out->owner_offset)
+      return Proto("OPEN reply: ownership table (" + std::to_string(n) + " slots at offset " +
+                   std::to_string(out->owner_offset) + ") is not a power of two of slots after "
+                   "the table inside the region");
+  } else if (out->owner_offset != 0) {
+    return Proto("OPEN reply: an ownership table offset without slots");
+  }
   return Status::Ok();
 }
 

@@ -19,7 +19,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "rkv wire format assume
 
 namespace rkv::wire {
 
-inline constexpr uint16_t kProtocolVersion = 6;
+inline constexpr uint16_t kProtocolVersion = 7;
 inline constexpr uint32_t kHelloMagic = 0x524b5648;    // "HVKR"
 inline constexpr uint32_t kRequestMagic = 0x524b5251;  // "QRKR"
 inline constexpr uint32_t kReplyMagic = 0x524b5250;    // "PRKR"
@@ -94,10 +94,25 @@ struct __attribute__((packed)) OpenReply {
   uint32_t max_value_size;
   uint32_t max_request_size;
   uint32_t credits;
-  uint32_t reserved;
+  // Cluster (docs/cluster.md, "Ownership words"): the number of slots in this server's
+  // ownership table (0: the server is not in a cluster) and its region offset (8-byte words,
+  // one per slot, after the table's bytes; a multiple of 8).
+  uint32_t owner_slots;
+  uint64_t owner_offset;
   uint8_t server_mac[kMacSize];
 };
-static_assert(sizeof(OpenReply) == 120);
+static_assert(sizeof(OpenReply) == 128);
+
+// Payload of a MOVED (or TRY_AGAIN) reply to a PUT or DELETE: the slot, the epoch of the map the
+// server went by, and the owner that map names (kNoOwner: none). The text after these 16 bytes
+// is for people. A cluster client re-reads the map when `epoch` is newer than its own.
+inline constexpr uint32_t kNoOwner = 0xffffffff;
+struct __attribute__((packed)) MovedPayload {
+  uint64_t epoch;
+  uint32_t slot;
+  uint32_t owner_id;
+};
+static_assert(sizeof(MovedPayload) == 16);
 
 // kParams: the reply payload is the server's connection parameter record
 // (common/verbs/conn_params.h, 128 bytes) read back from the QP the request arrived on, memory

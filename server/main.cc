@@ -94,6 +94,15 @@ DEFINE_string(metrics_listen, "",
               "secrets): prefer a management address");
 DEFINE_int32(write_threads, 16,
              "with --data_dir: threads executing PUT/DELETE (concurrent writes share a sync)");
+DEFINE_string(cluster, "",
+              "etcd://HOST:PORT[,HOST:PORT...]/NAME (or etcds://): join cluster NAME (created by "
+              "kvctl cluster init) and serve the slots its map gives this server; etcd TLS and "
+              "auth come from --etcd_cacert, --etcd_cert, --etcd_key, --etcd_user, "
+              "--etcd_password_file (docs/cluster.md)");
+DEFINE_string(zone, "", "--cluster: this server's failure domain (0..32 printable bytes)");
+DEFINE_int32(cluster_lease_ttl, 5,
+             "--cluster: seconds this server's etcd lease lives without a keepalive (2..60); a "
+             "dead server's record goes after this");
 DEFINE_bool(check_config, false,
             "check every flag, the table's geometry and --auth_token_file as a start does "
             "before it opens the device, print 'kvserver: configuration OK' and exit 0; "
@@ -128,6 +137,7 @@ rkv::cli::Usage KvserverUsage() {
         {"memory", "buckets", "index_fraction", "workers", "poll_spin_us", "reply_signal_every"}},
        {"Security", {"auth_token_file", "allow_unauthenticated", "client_rkeys"}},
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
+       {"Cluster", {"cluster", "zone", "cluster_lease_ttl"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
       "Exit status: 0 after SIGTERM or SIGINT (a clean stop), or for --check_config, --help,\n"
       "--version; 2 for a bad flag or a failed start (the message names the flag or the call).\n"
@@ -234,6 +244,26 @@ int main(int argc, char** argv) {
   if (!FLAGS_metrics_listen.empty()) {
     s = rkv::ParseHostPort(FLAGS_metrics_listen, &o.metrics_host, &o.metrics_port);
     if (!s.ok()) return Fail("--metrics_listen=" + FLAGS_metrics_listen + ": " + s.message());
+  }
+  if (!FLAGS_cluster.empty()) {
+    s = rkv::cluster::ParseClusterAddress(FLAGS_cluster, &o.cluster);
+    if (!s.ok()) return Fail("--cluster=" + FLAGS_cluster + ": " + s.message());
+    if (o.host == "0.0.0.0" || o.host == "::" || o.host.empty())
+      return Fail("--cluster needs --listen with the address clients dial (not " + o.host + ")");
+    if (FLAGS_cluster_lease_ttl < 2 || FLAGS_cluster_lease_ttl > 60)
+      return Fail("--cluster_lease_ttl must be 2..60 seconds");
+    if (FLAGS_zone.size() > 32) return Fail("--zone is longer than 32 bytes");
+    o.zone = FLAGS_zone;
+    o.cluster_lease_ttl_s = FLAGS_cluster_lease_ttl;
+    o.cluster_etcd.cacert = o.exchange.etcd_cacert;
+    o.cluster_etcd.cert = o.exchange.etcd_cert;
+    o.cluster_etcd.key = o.exchange.etcd_key;
+    o.cluster_etcd.user = o.exchange.etcd_user;
+    o.cluster_etcd.password_file = o.exchange.etcd_password_file;
+    rkv::EtcdSettings check = o.cluster_etcd;
+    check.endpoints = o.cluster.endpoints;
+    s = rkv::EtcdTransport::CheckSettings(check, "--cluster");
+    if (!s.ok()) return Fail(s.message());
   }
   s = rkv::auth::CheckListen(o.host, !o.auth_token.empty(), o.allow_unauthenticated);
   if (!s.ok()) return Fail("--listen=" + FLAGS_listen + ": " + s.message());

@@ -35,18 +35,25 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
   } else if (req.op == wire::Op::kOpen) {
     *malformed = true;
     s = Status(Code::kBadRequest, "the connection is already open");
-  } else if (req.op == wire::Op::kPut) {
-    counters_->rpc_put.fetch_add(1, std::memory_order_relaxed);
-    layout::EntryLocation where;
-    s = table_->Put(req.key, req.value, &where);
-    if (s.ok() && where.kind != layout::EntryLocation::kNone) {
-      uint8_t rec[layout::kEntryLocationWireSize];  // the client's location cache's hint
-      layout::EncodeEntryLocation(where, rec);
-      payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
+  } else if (req.op == wire::Op::kPut || req.op == wire::Op::kDelete) {
+    const bool put = req.op == wire::Op::kPut;
+    (put ? counters_->rpc_put : counters_->rpc_delete).fetch_add(1, std::memory_order_relaxed);
+    uint32_t slot = 0;
+    uint64_t word = 0;
+    if (owners_ != nullptr && !owners_->BeginWrite(slot = owners_->SlotOf(req.key), &word)) {
+      code = Refuse(slot, word, &payload);
+    } else if (put) {
+      layout::EntryLocation where;
+      s = table_->Put(req.key, req.value, &where);
+      if (s.ok() && where.kind != layout::EntryLocation::kNone) {
+        uint8_t rec[layout::kEntryLocationWireSize];  // the client's location cache's hint
+        layout::EncodeEntryLocation(where, rec);
+        payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
+      }
+    } else {
+      s = table_->Delete(req.key);
     }
-  } else if (req.op == wire::Op::kDelete) {
-    counters_->rpc_delete.fetch_add(1, std::memory_order_relaxed);
-    s = table_->Delete(req.key);
+    if (owners_ != nullptr && code == Code::kOk) owners_->EndWrite(slot);
   } else if (req.op == wire::Op::kSnapshot) {
     counters_->rpc_snapshot.fetch_add(1, std::memory_order_relaxed);
     if (snapshot_) {
@@ -76,6 +83,30 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     if (code != Code::kNotFound) counters_->rpc_errors.fetch_add(1, std::memory_order_relaxed);
   }
   return wire::EncodeReply(op, req.request_id, code, payload, out, cap);
+}
+
+Code RpcExecutor::Refuse(uint32_t slot, uint64_t word, std::string* payload) {
+  uint64_t epoch = 0;
+  uint32_t owner = wire::kNoOwner;
+  owners_->Route(slot, &epoch, &owner);
+  wire::MovedPayload m{};
+  m.epoch = epoch;
+  m.owner_id = owner;
+  m.slot = slot;
+  const bool moving = cluster::WordState(word) == cluster::SlotState::kMoving;
+  (moving ? counters_->rpc_try_again : counters_->rpc_moved)
+      .fetch_add(1, std::memory_order_relaxed);
+  payload->assign(reinterpret_cast<const char*>(&m), sizeof m);
+  if (moving) {
+    *payload += "slot " + std::to_string(slot) + " is being handed over; try again";
+  } else if (m.owner_id == wire::kNoOwner) {
+    *payload += "slot " + std::to_string(slot) + " has no owner in the map of epoch " +
+                std::to_string(m.epoch) + " (kvctl cluster rebalance assigns it)";
+  } else {
+    *payload += "slot " + std::to_string(slot) + " is owned by server " +
+                std::to_string(m.owner_id) + " (map epoch " + std::to_string(m.epoch) + ")";
+  }
+  return moving ? Code::kTryAgain : Code::kMoved;
 }
 
 }  // namespace rkv

@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "server/cluster/ownership_table.h"
 #include "server/metrics/counters.h"
 #include "server/store/table.h"
 
@@ -45,6 +46,10 @@ class RpcExecutor {
   // SNAPSHOT asks this handler (kvserver --data_dir); without one it answers INVALID_ARGUMENT.
   // Set before the workers start.
   void SetSnapshotHandler(std::function<std::string()> handler) { snapshot_ = std::move(handler); }
+  // kvserver --cluster: PUT and DELETE pass the slot's write gate first (admitted only where
+  // the slot's word is OWNED; otherwise answered MOVED, or TRY_AGAIN while it is MOVING, with
+  // a wire::MovedPayload). Set before the workers start; the table outlives this.
+  void SetOwnership(cluster::OwnershipTable* owners) { owners_ = owners; }
 
  private:
   Table* const table_;
@@ -52,6 +57,9 @@ class RpcExecutor {
   const RegionInfo region_;
   const std::function<std::string()> stats_text_;
   std::function<std::string()> snapshot_;
+  cluster::OwnershipTable* owners_ = nullptr;
+  // Fills the MOVED/TRY_AGAIN answer for a write the gate refused.
+  Code Refuse(uint32_t slot, uint64_t word, std::string* payload);
 };
 
 }  // namespace rkv

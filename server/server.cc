@@ -77,6 +77,7 @@ std::vector<StatValue> Server::CollectStats() const {
   std::vector<StatValue> v =
       rkv::CollectStats(counters_, *table_, instance_id_, opt_.workers, uint32_t(opt_.credits));
   v.push_back(StatValue::U("durable", log_ ? 1 : 0));
+  if (cluster_) cluster_->AppendStats(&v);
   if (log_) {
     v.push_back(StatValue::U("wal_records", log_->records()));
     v.push_back(StatValue::U("wal_failures", log_->failures()));
@@ -155,11 +156,31 @@ Status Server::Start() {
   pd_.reset(ibv_alloc_pd(ctx_));
   if (!pd_) return ErrnoStatus("ibv_alloc_pd", errno);
 
-  void* mem = mmap(nullptr, opt_.memory, PROT_READ | PROT_WRITE,
+  // --cluster: the slot map's slot count sizes the ownership table, which follows the table's
+  // bytes in the region (8 bytes per slot, page aligned; docs/cluster.md, "Ownership words").
+  region_bytes_ = opt_.memory;
+  if (!opt_.cluster.name.empty()) {
+    cluster::ClusterNodeOptions co;
+    co.cluster = opt_.cluster;
+    co.etcd = opt_.cluster_etcd;
+    co.host = opt_.host;
+    co.port = cm_->bound_port();
+    co.zone = opt_.zone;
+    co.lease_ttl_s = opt_.cluster_lease_ttl_s;
+    s = cluster::ClusterNode::Prepare(co, &cluster_);
+    if (!s.ok()) return s;
+    owner_offset_ = (opt_.memory + 4095) / 4096 * 4096;
+    region_bytes_ = owner_offset_ + (uint64_t{cluster_->num_slots()} * 8 + 4095) / 4096 * 4096;
+  }
+  void* mem = mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (mem == MAP_FAILED)
-    return ErrnoStatus("mmap(" + std::to_string(opt_.memory) + " bytes for --memory)", errno);
-  region_ = std::unique_ptr<uint8_t, Unmap>(static_cast<uint8_t*>(mem), Unmap{opt_.memory});
+    return ErrnoStatus("mmap(" + std::to_string(region_bytes_) + " bytes for --memory)", errno);
+  region_ = std::unique_ptr<uint8_t, Unmap>(static_cast<uint8_t*>(mem), Unmap{region_bytes_});
+  if (cluster_)
+    owners_ = std::make_unique<cluster::OwnershipTable>(
+        reinterpret_cast<uint64_t*>(region_.get() + owner_offset_), cluster_->num_slots(),
+        cluster_->slot_seed());
   layout::Geometry geo;
   if (!opt_.data_dir.empty()) {  // the data's seed: keys go back to the buckets they had
     wal::Env* env = wal::Env::Posix();
@@ -198,7 +219,7 @@ Status Server::Start() {
   if (windows_) {
     // Windows are bound over this registration; the QPs, the reply buffers and the SRQ share
     // the server's PD.
-    region_mr_.reset(ibv_reg_mr(pd_.get(), region_.get(), opt_.memory, IBV_ACCESS_MW_BIND));
+    region_mr_.reset(ibv_reg_mr(pd_.get(), region_.get(), region_bytes_, IBV_ACCESS_MW_BIND));
     if (!region_mr_) return ErrnoStatus("ibv_reg_mr(table region, MW_BIND)", errno);
     send_mr_.reset(ibv_reg_mr(pd_.get(), send_buf_.data(), send_buf_.size(), 0));
     if (!send_mr_) return ErrnoStatus("ibv_reg_mr(send buffers)", errno);
@@ -209,9 +230,10 @@ Status Server::Start() {
   // QP, a receive queue of its own and its share of send_buf_, and at OPEN its registration of
   // the region (server/conn/private_domain.h).
 
-  RegionInfo region{0, 0, opt_.memory};  // PARAMS replies: no address, no shared rkey
+  RegionInfo region{0, 0, region_bytes_};  // PARAMS replies: no address, no shared rkey
   exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,
                                         [this] { return StatsText(); });
+  if (owners_) exec_->SetOwnership(owners_.get());
   if (snapshotter_) {
     exec_->SetSnapshotHandler([this] {
       std::string message;
@@ -242,7 +264,7 @@ Status Server::Start() {
   wenv.pd = pd_.get();
   wenv.region_mr = region_mr_.get();
   wenv.region = region_.get();
-  wenv.region_size = opt_.memory;
+  wenv.region_size = region_bytes_;
   wenv.windows = windows_;
   if (writes_) {
     write_received_.assign(size_t(opt_.max_connections) * size_t(Worker::CreditLimit(opt_) + 1),
@@ -302,6 +324,12 @@ Status Server::Start() {
 
   s = StartMetrics();
   if (!s.ok()) return s;
+  if (cluster_) {
+    // Registered last: once the record is in etcd, clients and the coordinator may count on
+    // this server.
+    s = cluster_->Join(owners_.get(), cm_->bound_port());
+    if (!s.ok()) return s;
+  }
   LOG(INFO) << "kvserver listening on " << opt_.host << ":" << cm_->bound_port() << " device "
             << ibv_get_device_name(ctx_->device) << " instance " << instance_id_;
   if (opt_.auth_token.empty())
@@ -360,7 +388,9 @@ wire::OpenReply Server::MakeOpenReply() const {
   h.flags = opt_.auth_token.empty() ? 0 : wire::kHelloAuthRequired;
   h.instance_id = instance_id_;
   h.region_addr = 0;  // zero-based window / registration
-  h.region_size = opt_.memory;
+  h.region_size = region_bytes_;
+  h.owner_slots = owners_ ? owners_->num_slots() : 0;
+  h.owner_offset = owners_ ? owner_offset_ : 0;
   h.rkey = 0;  // per connection (Worker::Grant)
   h.num_buckets = g.num_buckets;
   h.hash_seed = g.seed;

@@ -30,6 +30,8 @@
 
 #include "common/verbs/rdma.h"
 #include "rkv/status.h"
+#include "server/cluster/cluster_node.h"
+#include "server/cluster/ownership_table.h"
 #include "server/conn/async_events.h"
 #include "server/conn/cm_acceptor.h"
 #include "server/conn/conn_registry.h"
@@ -98,7 +100,10 @@ class Server {
     void operator()(uint8_t* p) const;
   };
   std::unique_ptr<uint8_t, Unmap> region_{nullptr, Unmap{0}};
+  uint64_t region_bytes_ = 0;  // registered: the table's --memory, then the ownership table
+  uint64_t owner_offset_ = 0;  // --cluster: region offset of the ownership words
   std::unique_ptr<Table> table_;
+  std::unique_ptr<cluster::OwnershipTable> owners_;  // --cluster only; in region_
   wal::DirLock dir_lock_;
   std::unique_ptr<wal::DurableLog> log_;           // --data_dir only; the table's WriteLog
   std::unique_ptr<wal::Snapshotter> snapshotter_;  // --data_dir only
@@ -119,6 +124,8 @@ class Server {
   std::unique_ptr<ManualAcceptor> manual_;
   std::unique_ptr<metrics::MetricsRegistry> metrics_;         // --metrics_listen only
   std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;  // reads metrics_; stopped first
+  // --cluster only. Destroyed first (declared last): its threads write owners_' words.
+  std::unique_ptr<cluster::ClusterNode> cluster_;
 };
 
 }  // namespace rkv

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "common/cluster/cluster_address.h"
+#include "common/etcd/etcd_transport.h"
+
 #include "common/verbs/conn_params.h"
 #include "rkv/connection_params.h"
 #include "server/durability/log_writer.h"
@@ -16,6 +19,12 @@ namespace rkv {
 struct ServerOptions {
   std::string host = "0.0.0.0";
   uint16_t port = 7470;
+  // --cluster (docs/cluster.md): the cluster to join (name empty: none), etcd's TLS and auth
+  // settings (endpoints from `cluster`), this server's failure domain and its lease's TTL.
+  cluster::ClusterAddress cluster;
+  EtcdSettings cluster_etcd;
+  std::string zone;
+  int cluster_lease_ttl_s = 5;
   uint64_t memory = 256ull << 20;
   uint32_t buckets = 0;  // 0: derived from memory and index_fraction
   double index_fraction = 0.25;

@@ -9,7 +9,8 @@
 __all__ = [
     "Error", "NotFound", "TableFull", "TooLarge", "BadRequest", "InvalidArgument",
     "ConnectionLost", "ServerRestarted", "RetriesExhausted", "IoError", "ProtocolError",
-    "Timeout", "ParamMismatch", "Unauthenticated", "Busy", "CODES",
+    "Timeout", "ParamMismatch", "Unauthenticated", "Busy", "Moved", "TryAgain", "Unavailable",
+    "CODES",
 ]
 
 
@@ -70,11 +71,20 @@ Unauthenticated = _subclass("Unauthenticated", 13, "UNAUTHENTICATED",
                             "wrong one), or the server did not prove the client's token back.")
 Busy = _subclass("Busy", 14, "BUSY",
                  "The server refused the connection for a limit; try again later.")
+Moved = _subclass("Moved", 15, "MOVED",
+                  "Cluster: the server asked does not own the key's slot (the client follows "
+                  "this by itself; seen only past the deadline).")
+TryAgain = _subclass("TryAgain", 16, "TRY_AGAIN",
+                     "Cluster: the key's slot is being handed over; try again.")
+Unavailable = _subclass("Unavailable", 17, "UNAVAILABLE",
+                        "Cluster: no server can serve the key's slot now (unassigned, or its "
+                        "server is down).")
 
 # code (int) -> exception class.
 CODES = {cls.code: cls for cls in (
     NotFound, TableFull, TooLarge, BadRequest, InvalidArgument, ConnectionLost, ServerRestarted,
-    RetriesExhausted, IoError, ProtocolError, Timeout, ParamMismatch, Unauthenticated, Busy)}
+    RetriesExhausted, IoError, ProtocolError, Timeout, ParamMismatch, Unauthenticated, Busy,
+    Moved, TryAgain, Unavailable)}
 
 
 def _from_status(code, code_name, message):

@@ -32,7 +32,8 @@ def test_exception_classes():
     expected = {1: "NOT_FOUND", 2: "TABLE_FULL", 3: "TOO_LARGE", 4: "BAD_REQUEST",
                 5: "INVALID_ARGUMENT", 6: "CONNECTION_LOST", 7: "SERVER_RESTARTED",
                 8: "RETRIES_EXHAUSTED", 9: "IO_ERROR", 10: "PROTOCOL_ERROR", 11: "TIMEOUT",
-                12: "PARAM_MISMATCH", 13: "UNAUTHENTICATED", 14: "BUSY"}
+                12: "PARAM_MISMATCH", 13: "UNAUTHENTICATED", 14: "BUSY",
+                15: "MOVED", 16: "TRY_AGAIN", 17: "UNAVAILABLE"}
     assert {code: cls.code_name for code, cls in rkv.CODES.items()} == expected
     for code, cls in rkv.CODES.items():
         assert issubclass(cls, rkv.Error) and cls.code == code

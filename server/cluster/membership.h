@@ -59,6 +59,8 @@ class Membership {
   // Times the lease was found lost and registered again.
   uint64_t reregistrations() const { return reregistrations_.load(); }
   const MemberRecord& record() const { return record_; }
+  // The current lease (0 while lost): an election candidacy lives under it.
+  int64_t lease() const { return lease_.load(); }
   EtcdClient& etcd() { return *etcd_; }
 
  private:
@@ -73,7 +75,7 @@ class Membership {
   const Options o_;
   std::unique_ptr<EtcdClient> etcd_;
   MemberRecord record_;
-  int64_t lease_ = 0;  // the keepalive thread's after Join
+  std::atomic<int64_t> lease_{0};  // written by the keepalive thread after Join; 0 while lost
   std::atomic<State> state_{State::kRegistered};
   // steady_clock nanoseconds after which the lease may have expired at etcd.
   std::atomic<int64_t> lease_valid_until_ns_{0};

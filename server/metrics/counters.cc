@@ -35,6 +35,8 @@ std::vector<StatValue> CollectStats(const ServerCounters& c, const Table& table,
   add("rpc_snapshot", c.rpc_snapshot);
   add("rpc_bad_request", c.rpc_bad);
   add("rpc_errors", c.rpc_errors);
+  add("rpc_moved", c.rpc_moved);
+  add("rpc_try_again", c.rpc_try_again);
   add("clients_dropped", c.clients_dropped);
   add("credit_drops", c.credit_drops);
   add("keepalives_sent", c.keepalives_sent);

@@ -35,6 +35,15 @@ enum class Code : uint16_t {
   // The server refused a connection for a limit (too many connections or connection attempts
   // from this address); try again later.
   kBusy = 14,
+  // Cluster (docs/cluster.md): the server asked does not own the key's slot (a write refused,
+  // or a GET whose slot's ownership word says so); the message names the owner and the map's
+  // epoch. A cluster client follows it by itself: callers see it only past their deadline.
+  kMoved = 15,
+  // Cluster: the key's slot is being handed over (its writes paused for a moment); try again.
+  kTryAgain = 16,
+  // Cluster: the key's slot has no server that can serve it now (unassigned, or its server is
+  // down or unreachable); the message says which.
+  kUnavailable = 17,
 };
 
 // Returns a stable name such as "NOT_FOUND".

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/cluster/cluster_request.h"
+
+#include <xxhash.h>
+
+#include <cstring>
+
+#include "common/printable.h"
+
+namespace rkv::cluster {
+
+namespace {
+constexpr uint32_t kRequestMagic = 0x51564b52;
+constexpr uint32_t kResultMagic = 0x53564b52;
+constexpr uint16_t kVersion = 1;
+constexpr size_t kSumAt = 24;
+
+void PutLE(std::string* out, size_t at, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) (*out)[at + i] = char((v >> (8 * i)) & 0xff);
+}
+uint64_t GetLE(std::string_view in, size_t at, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(in[at + i])) << (8 * i);
+  return v;
+}
+uint64_t Sum(std::string_view bytes) {
+  std::string copy(bytes);
+  std::memset(&copy[kSumAt], 0, 8);
+  return XXH3_64bits(copy.data(), copy.size());
+}
+Status Bad(const std::string& what) {
+  return Status(Code::kProtocolError, "cluster request/result in etcd: " + what);
+}
+}  // namespace
+
+std::string ClusterRequest::Encode() const {
+  std::string out(kRequestBytes, '\0');
+  PutLE(&out, 0, kRequestMagic, 4);
+  PutLE(&out, 4, kVersion, 2);
+  PutLE(&out, 6, kind, 2);
+  PutLE(&out, 8, nonce, 8);
+  PutLE(&out, 16, server_id, 4);
+  PutLE(&out, kSumAt, Sum(out), 8);
+  return out;
+}
+
+Status ClusterRequest::Decode(std::string_view b, ClusterRequest* out) {
+  if (b.size() != kRequestBytes) return Bad("request of " + std::to_string(b.size()) + " bytes");
+  if (GetLE(b, 0, 4) != kRequestMagic || GetLE(b, 4, 2) != kVersion)
+    return Bad("request has a wrong magic or version");
+  if (GetLE(b, kSumAt, 8) != Sum(b)) return Bad("request checksum mismatch");
+  const uint64_t kind = GetLE(b, 6, 2);
+  if (kind != kRebalance && kind != kRemove) return Bad("unknown request kind " + std::to_string(kind));
+  if (GetLE(b, 20, 4) != 0) return Bad("request reserved bytes are not zero");
+  out->kind = Kind(kind);
+  out->nonce = GetLE(b, 8, 8);
+  out->server_id = uint32_t(GetLE(b, 16, 4));
+  if ((out->kind == kRemove) != (out->server_id != 0))
+    return Bad("a remove names a server, a rebalance none");
+  return Status::Ok();
+}
+
+std::string ClusterResult::Encode() const {
+  std::string out(kRequestBytes, '\0');
+  PutLE(&out, 0, kResultMagic, 4);
+  PutLE(&out, 4, kVersion, 2);
+  PutLE(&out, 6, uint16_t(code), 2);
+  PutLE(&out, 8, nonce, 8);
+  PutLE(&out, 16, assigned, 4);
+  PutLE(&out, 20, moved, 4);
+  out += Printable(message.substr(0, kMaxResultMessage), kMaxResultMessage);
+  if (out.size() > kRequestBytes + kMaxResultMessage) out.resize(kRequestBytes + kMaxResultMessage);
+  PutLE(&out, kSumAt, Sum(out), 8);
+  return out;
+}
+
+Status ClusterResult::Decode(std::string_view b, ClusterResult* out) {
+  if (b.size() < kRequestBytes || b.size() > kRequestBytes + kMaxResultMessage)
+    return Bad("result of " + std::to_string(b.size()) + " bytes");
+  if (GetLE(b, 0, 4) != kResultMagic || GetLE(b, 4, 2) != kVersion)
+    return Bad("result has a wrong magic or version");
+  if (GetLE(b, kSumAt, 8) != Sum(b)) return Bad("result checksum mismatch");
+  out->code = Code(GetLE(b, 6, 2));
+  out->nonce = GetLE(b, 8, 8);
+  out->assigned = uint32_t(GetLE(b, 16, 4));
+  out->moved = uint32_t(GetLE(b, 20, 4));
+  out->message = Printable(b.substr(kRequestBytes), kMaxResultMessage);
+  return Status::Ok();
+}
+
+}  // namespace rkv::cluster

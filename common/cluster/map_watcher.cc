@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/cluster/map_watcher.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <vector>
+
+namespace rkv::cluster {
+
+namespace {
+constexpr int kWatchMs = 1000;   // one watch call; the destructor waits at most this long
+constexpr int kRetryMs = 200;    // pause after an etcd error
+}  // namespace
+
+Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap on_map,
+                         std::unique_ptr<MapWatcher>* out) {
+  std::unique_ptr<MapWatcher> w(new MapWatcher(etcd, cluster.Prefix() + "map", std::move(on_map)));
+  bool found = false;
+  EtcdKv kv;
+  int64_t revision = 0;
+  Status s = etcd->Get(w->key_, &found, &kv, &revision);
+  if (!s.ok()) return Status(s.code(), "reading cluster '" + cluster.name + "': " + s.message());
+  if (!found)
+    return Status(Code::kNotFound, "cluster '" + cluster.name +
+                                       "' does not exist in etcd (no " + w->key_ +
+                                       "; create it with kvctl cluster init)");
+  SlotMap first;
+  s = SlotMap::Decode(kv.value, &first);
+  if (!s.ok())
+    return Status(Code::kProtocolError,
+                  "cluster '" + cluster.name + "': its slot map does not decode: " + s.message());
+  if (!w->Offer(kv.value, kv.mod_revision))
+    return Status(Code::kProtocolError, "cluster '" + cluster.name + "': its slot map was refused");
+  w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  *out = std::move(w);
+  return Status::Ok();
+}
+
+MapWatcher::~MapWatcher() {
+  {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<const SlotMap> MapWatcher::current() const {
+  MutexLock l(&mu_);
+  return map_;
+}
+
+bool MapWatcher::Offer(const std::string& value, int64_t mod_revision) {
+  auto next = std::make_shared<SlotMap>();
+  Status s = SlotMap::Decode(value, next.get());
+  std::lock_guard<std::mutex> apply(apply_mu_);
+  {
+    MutexLock l(&mu_);
+    if (mod_revision != 0 && mod_revision <= revision_) return true;  // seen already
+    std::string why;
+    if (!s.ok()) {
+      why = s.message();
+    } else if (map_ && (next->num_slots() != map_->num_slots() ||
+                        next->slot_seed() != map_->slot_seed())) {
+      why = "its slot count or seed differs from the map this process started with (" +
+            std::to_string(map_->num_slots()) + " slots)";
+    } else if (map_ && next->epoch() <= map_->epoch()) {
+      why = "its epoch " + std::to_string(next->epoch()) + " is not above the current " +
+            std::to_string(map_->epoch());
+    } else if (next->epoch() > (uint64_t{1} << 48) - 1) {
+      why = "its epoch exceeds 2^48-1";
+    }
+    if (!why.empty()) {
+      bad_maps_.fetch_add(1);
+      LOG(ERROR) << "cluster map at " << key_ << " (revision " << mod_revision
+                 << ") refused, keeping epoch " << (map_ ? map_->epoch() : 0) << ": " << why;
+      revision_ = std::max(revision_, mod_revision);
+      return false;
+    }
+    map_ = next;
+    revision_ = mod_revision;
+    epoch_.store(next->epoch(), std::memory_order_release);
+  }
+  if (on_map_) on_map_(*next);
+  return true;
+}
+
+Status MapWatcher::Refresh() {
+  bool found = false;
+  EtcdKv kv;
+  int64_t revision = 0;
+  Status s = etcd_->Get(key_, &found, &kv, &revision);
+  if (!s.ok()) return s;
+  if (!found) {
+    bad_maps_.fetch_add(1);
+    return Status(Code::kUnavailable, "the cluster's slot map is gone from etcd (" + key_ + ")");
+  }
+  Offer(kv.value, kv.mod_revision);
+  return Status::Ok();
+}
+
+void MapWatcher::Loop() {
+  auto stopping = [this] {
+    std::lock_guard<std::mutex> l(stop_mu_);
+    return stop_;
+  };
+  auto pause = [this](int ms) {
+    std::unique_lock<std::mutex> l(stop_mu_);
+    stop_cv_.wait_for(l, std::chrono::milliseconds(ms), [this] { return stop_; });
+  };
+  while (!stopping()) {
+    int64_t from;
+    {
+      MutexLock l(&mu_);
+      from = revision_ + 1;
+    }
+    Status s = etcd_->Watch(key_, false, from, kWatchMs,
+                            [&](const std::vector<EtcdEvent>& events, int64_t) {
+                              for (const EtcdEvent& e : events) {
+                                if (e.deleted) {
+                                  bad_maps_.fetch_add(1);
+                                  LOG(ERROR) << "cluster map " << key_
+                                             << " deleted; keeping the last map";
+                                  MutexLock l(&mu_);
+                                  revision_ = std::max(revision_, e.kv.mod_revision);
+                                } else {
+                                  Offer(e.kv.value, e.kv.mod_revision);
+                                }
+                              }
+                              return stopping();
+                            });
+    if (s.ok() || s.code() == Code::kTimeout) continue;
+    // Compacted past `from`, or etcd unreachable: read the map again, then watch from there.
+    LOG_EVERY_N(WARNING, 20) << "watching " << key_ << ": " << s.ToString();
+    pause(kRetryMs);
+    if (!stopping()) (void)Refresh();
+  }
+}
+
+}  // namespace rkv::cluster

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/cluster/cluster_node.h"
+
+#include <glog/logging.h>
+
+#include "common/wire.h"
+
+namespace rkv::cluster {
+
+Status ClusterNode::Prepare(ClusterNodeOptions o, std::unique_ptr<ClusterNode>* out) {
+  std::unique_ptr<ClusterNode> n(new ClusterNode(std::move(o)));
+  EtcdSettings settings = n->o_.etcd;
+  settings.endpoints = n->o_.cluster.endpoints;
+  Status s = EtcdClient::Open(settings, &n->etcd_);
+  if (!s.ok()) return s;
+  bool found = false;
+  EtcdKv kv;
+  int64_t revision = 0;
+  s = n->etcd_->Get(n->o_.cluster.Prefix() + "map", &found, &kv, &revision);
+  if (!s.ok()) return Status(s.code(), "--cluster: reading the slot map: " + s.message());
+  if (!found)
+    return Status(Code::kNotFound, "--cluster: cluster '" + n->o_.cluster.name +
+                                       "' does not exist (create it with kvctl cluster init)");
+  SlotMap map;
+  s = SlotMap::Decode(kv.value, &map);
+  if (!s.ok())
+    return Status(Code::kProtocolError, "--cluster: the cluster's slot map does not decode: " +
+                                            s.message());
+  n->num_slots_ = map.num_slots();
+  n->slot_seed_ = map.slot_seed();
+  *out = std::move(n);
+  return Status::Ok();
+}
+
+ClusterNode::~ClusterNode() {
+  coordinator_.reset();  // resigns first: the next candidate leads at once
+  watcher_.reset();
+  membership_.reset();   // revokes the lease
+}
+
+Status ClusterNode::Join(OwnershipTable* owners, uint16_t port) {
+  owners_ = owners;
+  Membership::Options m;
+  m.cluster = o_.cluster;
+  m.etcd = o_.etcd;
+  m.host = o_.host;
+  m.port = o_.port != 0 ? o_.port : port;
+  m.zone = o_.zone;
+  m.lease_ttl_s = o_.lease_ttl_s;
+  Status s = Membership::Join(m, &membership_);
+  if (!s.ok()) return Status(s.code(), "--cluster: joining: " + s.message());
+  s = MapWatcher::Start(etcd_.get(), o_.cluster, [this](const SlotMap& map) { Apply(map); },
+                        &watcher_);
+  if (!s.ok()) return s;
+  Membership* mem = membership_.get();
+  coordinator_ = std::make_unique<Coordinator>(etcd_.get(), o_.cluster, mem->id(),
+                                               [mem] { return mem->lease(); });
+  coordinator_->Start();
+  LOG(INFO) << "cluster '" << o_.cluster.name << "': joined as server " << mem->id() << " ("
+            << m.host << ":" << m.port << "), map epoch " << watcher_->epoch() << ", "
+            << owners_->CountOwned() << " slot(s) owned";
+  return Status::Ok();
+}
+
+void ClusterNode::Apply(const SlotMap& map) {
+  if (map.num_slots() != owners_->num_slots() || map.slot_seed() != slot_seed_) {
+    LOG(ERROR) << "cluster map of epoch " << map.epoch()
+               << " has another slot count or seed than this server's; not applied";
+    return;
+  }
+  const uint16_t me = membership_ ? map.IndexOf(membership_->id()) : kUnassigned;
+  std::vector<uint32_t> owner_ids(map.num_slots(), wire::kNoOwner);
+  uint32_t gained = 0, lost = 0;
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
+    const uint16_t o = map.OwnerIndex(slot);
+    if (o != kUnassigned) owner_ids[slot] = map.servers()[o].id;
+    const uint64_t word = owners_->Word(slot);
+    const SlotState st = WordState(word);
+    const bool held = st == SlotState::kOwned || st == SlotState::kMoving;
+    if (o == me && me != kUnassigned) {
+      if (!held) {
+        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
+        ++gained;
+      }
+    } else if (held) {
+      owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
+      ++lost;
+    }
+  }
+  owners_->SetRouting(map.epoch(), std::move(owner_ids));
+  applied_epoch_.store(map.epoch());
+  LOG(INFO) << "cluster map epoch " << map.epoch() << " applied: " << gained << " slot(s) gained, "
+            << lost << " released, " << owners_->CountOwned() << " owned";
+}
+
+void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
+  v->push_back(StatValue::U("cluster_server_id", id()));
+  v->push_back(StatValue::U("cluster_epoch", applied_epoch_.load()));
+  v->push_back(StatValue::U("cluster_slots_owned", owners_ ? owners_->CountOwned() : 0));
+  v->push_back(StatValue::U("cluster_bad_maps", watcher_ ? watcher_->bad_maps() : 0));
+  v->push_back(
+      StatValue::U("cluster_reregistrations", membership_ ? membership_->reregistrations() : 0));
+  v->push_back(StatValue::U("cluster_coordinator", coordinator_ && coordinator_->leading()));
+}
+
+}  // namespace rkv::cluster

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClusterNode: kvserver's part in a cluster (kvserver --cluster=etcd://.../NAME;
+// docs/cluster.md). Prepare reads the cluster's slot map (its slot count sizes the ownership
+// table the server puts in its region). Join, once the server listens, registers this server
+// (server/cluster/membership.h), follows the map (common/cluster/map_watcher.h), applying each
+// new map to the ownership table — a slot the map gives this server becomes OWNED at the map's
+// epoch, a slot it no longer gives becomes NOT_OWNED — and stands for coordinator
+// (server/cluster/coordinator.h).
+// Lifecycle: Prepare -> Join -> destructor (coordinator resigns, watcher stops, the membership
+// lease is revoked so the record goes at once).
+// Thread safety: AppendStats from any thread; the rest from the owner. Ownership: owns its
+// etcd client, membership, watcher and coordinator; borrows the OwnershipTable (the server's,
+// which outlives the node: the server destroys the node first).
+#ifndef RKV_SERVER_CLUSTER_CLUSTER_NODE_H_
+#define RKV_SERVER_CLUSTER_CLUSTER_NODE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/cluster/cluster_address.h"
+#include "common/cluster/map_watcher.h"
+#include "common/etcd/etcd_client.h"
+#include "server/cluster/coordinator.h"
+#include "server/cluster/membership.h"
+#include "server/cluster/ownership_table.h"
+#include "server/metrics/stat_value.h"
+
+namespace rkv::cluster {
+
+struct ClusterNodeOptions {
+  ClusterAddress cluster;
+  EtcdSettings etcd;  // TLS and auth; the endpoints come from `cluster`
+  std::string host;   // the address clients dial (--listen's)
+  uint16_t port = 0;  // 0: the bound port, given to Join
+  std::string zone;
+  int lease_ttl_s = 5;
+};
+
+class ClusterNode {
+ public:
+  [[nodiscard]] static Status Prepare(ClusterNodeOptions o, std::unique_ptr<ClusterNode>* out);
+  ~ClusterNode();
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+  uint32_t num_slots() const { return num_slots_; }
+  uint64_t slot_seed() const { return slot_seed_; }
+  // `port`: the port the server is bound to.
+  [[nodiscard]] Status Join(OwnershipTable* owners, uint16_t port);
+  uint32_t id() const { return membership_ ? membership_->id() : 0; }
+  void AppendStats(std::vector<StatValue>* v) const;
+
+ private:
+  explicit ClusterNode(ClusterNodeOptions o) : o_(std::move(o)) {}
+  void Apply(const SlotMap& map);
+
+  ClusterNodeOptions o_;
+  std::unique_ptr<EtcdClient> etcd_;
+  uint32_t num_slots_ = 0;
+  uint64_t slot_seed_ = 0;
+  OwnershipTable* owners_ = nullptr;
+  std::unique_ptr<Membership> membership_;
+  std::unique_ptr<MapWatcher> watcher_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::atomic<uint64_t> applied_epoch_{0};
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_CLUSTER_NODE_H_

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/cluster/coordinator.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <vector>
+
+#include "common/cluster/member_record.h"
+#include "common/cluster/rebalance_plan.h"
+#include "common/cluster/slot_map.h"
+
+namespace rkv::cluster {
+
+namespace {
+constexpr int kWaitMs = 1000;   // one wait for a request; bounds the destructor
+constexpr int kRetryMs = 200;   // after an etcd error or lost compare
+constexpr int kCommitTries = 16;
+}  // namespace
+
+Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
+                         std::function<int64_t()> lease)
+    : etcd_(etcd), cluster_(std::move(cluster)), my_id_(my_id), lease_(std::move(lease)) {}
+
+void Coordinator::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+Coordinator::~Coordinator() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Coordinator::Stopping() {
+  std::lock_guard<std::mutex> l(mu_);
+  return stop_;
+}
+
+void Coordinator::Pause(int ms) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, std::chrono::milliseconds(ms), [this] { return stop_; });
+}
+
+void Coordinator::Loop() {
+  while (!Stopping()) {
+    const int64_t lease = lease_();
+    if (lease == 0) {
+      Pause(kRetryMs);
+      continue;
+    }
+    Election e(etcd_, Key("coordinator/"), lease);
+    Status s = e.Campaign(std::to_string(my_id_), kWaitMs);
+    if (s.code() == Code::kTimeout) continue;
+    if (!s.ok()) {
+      LOG_EVERY_N(WARNING, 20) << "cluster coordinator: campaign: " << s.ToString();
+      Pause(kRetryMs);
+      continue;
+    }
+    leading_.store(true);
+    LOG(INFO) << "cluster coordinator: server " << my_id_ << " leads (fencing token "
+              << e.fencing_token() << ")";
+    while (!Stopping() && lease_() == lease) {
+      s = ServeOnce(&e);
+      if (!s.ok()) {
+        LOG(WARNING) << "cluster coordinator: " << s.ToString();
+        if (s.code() == Code::kUnauthenticated) break;  // no longer the leader
+        Pause(kRetryMs);
+      }
+    }
+    leading_.store(false);
+    if (Stopping()) (void)e.Resign();
+  }
+}
+
+Status Coordinator::ServeOnce(Election* e) {
+  bool found = false;
+  EtcdKv req_kv;
+  int64_t revision = 0;
+  Status s = etcd_->Get(Key("request"), &found, &req_kv, &revision);
+  if (!s.ok()) return s;
+  if (!found) {
+    s = etcd_->Watch(Key("request"), false, revision + 1, kWaitMs,
+                     [&](const std::vector<EtcdEvent>& ev, int64_t) {
+                       for (const EtcdEvent& x : ev)
+                         if (!x.deleted) return true;
+                       return Stopping();
+                     });
+    return s.code() == Code::kTimeout ? Status::Ok() : s;
+  }
+  ClusterRequest req;
+  ClusterResult res;
+  s = ClusterRequest::Decode(req_kv.value, &req);
+  if (!s.ok()) {
+    res.code = s.code();
+    res.message = "request refused: " + s.message();
+  } else {
+    res.nonce = req.nonce;
+    s = Carry(e, req, &res);
+    if (s.code() == Code::kUnauthenticated) return s;
+    if (!s.ok()) {
+      res.code = s.code();
+      res.message = s.message();
+    }
+  }
+  bool ok = false;
+  s = etcd_->Txn({e->StillLeader(),
+                  {Key("request"), EtcdClient::Compare::kModRevision,
+                   EtcdClient::Compare::kEqual, req_kv.mod_revision, {}}},
+                 {EtcdClient::Op::Delete(Key("request")),
+                  EtcdClient::Op::Put(Key("result"), res.Encode())},
+                 {}, &ok);
+  if (!s.ok()) return s;
+  if (ok) {
+    requests_done_.fetch_add(1);
+    LOG(INFO) << "cluster coordinator: request " << req.nonce << " done: "
+              << CodeName(res.code) << " " << res.message;
+  }
+  return Status::Ok();
+}
+
+Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult* res) {
+  for (int attempt = 0; attempt < kCommitTries; ++attempt) {
+    bool found = false;
+    EtcdKv map_kv;
+    int64_t revision = 0;
+    Status s = etcd_->Get(Key("map"), &found, &map_kv, &revision);
+    if (!s.ok()) return s;
+    if (!found) return Status(Code::kNotFound, "the cluster's map is gone");
+    SlotMap map;
+    s = SlotMap::Decode(map_kv.value, &map);
+    if (!s.ok()) return Status(Code::kProtocolError, "the cluster's map does not decode: " + s.message());
+    std::vector<EtcdKv> members;
+    bool more = false;
+    s = etcd_->GetPrefix(Key("servers/"), &members, nullptr, false, &more);
+    if (!s.ok()) return s;
+    std::vector<ServerEntry> live;
+    for (const EtcdKv& kv : members) {
+      MemberRecord r;
+      if (!MemberRecord::Decode(kv.value, &r).ok()) {
+        LOG(WARNING) << "cluster coordinator: ignoring " << kv.key << ": not a member record";
+        continue;
+      }
+      live.push_back({r.id, r.host, r.port});
+    }
+    if (req.kind == ClusterRequest::kRemove && map.IndexOf(req.server_id) == kUnassigned)
+      return Status(Code::kNotFound, "server " + std::to_string(req.server_id) + " is not in the map");
+    RebalancePlan plan;
+    s = PlanRebalance(map, live, req.kind == ClusterRequest::kRemove ? req.server_id : 0, &plan);
+    if (!s.ok()) return s;
+    uint32_t assigned = 0;
+    for (uint32_t slot = 0; slot < map.num_slots(); ++slot)
+      if (map.OwnerIndex(slot) == kUnassigned && plan.assigned.OwnerIndex(slot) != kUnassigned)
+        ++assigned;
+    const bool changed = assigned > 0 || plan.assigned.servers().size() != map.servers().size();
+    if (changed) {
+      plan.assigned.set_epoch(map.epoch() + 1);
+      std::string value;
+      plan.assigned.Encode(&value);
+      bool ok = false;
+      s = etcd_->Txn({e->StillLeader(),
+                      {Key("map"), EtcdClient::Compare::kModRevision, EtcdClient::Compare::kEqual,
+                       map_kv.mod_revision, {}}},
+                     {EtcdClient::Op::Put(Key("map"), value)}, {}, &ok);
+      if (!s.ok()) return s;
+      if (!ok) {
+        // The map changed under us, or we no longer lead: find out which.
+        std::string leader;
+        int64_t token = 0;
+        bool any = false;
+        s = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
+        if (s.ok() && (!any || token != e->fencing_token()))
+          return Status(Code::kUnauthenticated, "no longer the coordinator");
+        Pause(kRetryMs);
+        continue;
+      }
+    }
+    res->assigned = assigned;
+    if (!plan.moves.empty()) {
+      return Status(Code::kUnavailable,
+                    std::to_string(assigned) + " unassigned slot(s) given; " +
+                        std::to_string(plan.moves.size()) +
+                        " slot(s) would have to move between live servers, and online migration "
+                        "is not built yet");
+    }
+    res->message = std::to_string(assigned) + " unassigned slot(s) given to " +
+                   std::to_string(live.size()) + " live server(s); map epoch " +
+                   std::to_string(changed ? map.epoch() + 1 : map.epoch());
+    return Status::Ok();
+  }
+  return Status(Code::kTimeout, "the map kept changing during the request");
+}
+
+}  // namespace rkv::cluster

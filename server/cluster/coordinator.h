@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// Coordinator: the candidacy every cluster kvserver runs for the cluster's decisions
+// (docs/cluster.md, "The coordinator" and "Requests"). A thread stands in the election
+// (server/cluster/election.h) under the server's membership lease; while it leads, it carries
+// out the requests kvctl puts at NAME/request (rebalance, remove), one at a time: it reads the
+// map and the live members, plans (common/cluster/rebalance_plan.h), commits the new map with
+// a raised epoch in one transaction that compares the map's mod revision and its own
+// leadership (a deposed coordinator commits nothing), and answers at NAME/result in a
+// transaction that also deletes the request.
+// Slots that must move between live servers need online migration (not built yet): such a
+// request is answered UNAVAILABLE, naming how many; slots that are unassigned are given.
+// Thread safety: leading() from any thread. Ownership: borrows the EtcdClient and the lease
+// source (both outlive it); owns its thread, stopped (and the leadership resigned) by the
+// destructor within about a second.
+#ifndef RKV_SERVER_CLUSTER_COORDINATOR_H_
+#define RKV_SERVER_CLUSTER_COORDINATOR_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "common/cluster/cluster_address.h"
+#include "common/cluster/cluster_request.h"
+#include "common/etcd/etcd_client.h"
+#include "server/cluster/election.h"
+
+namespace rkv::cluster {
+
+class Coordinator {
+ public:
+  // lease(): the membership's current lease (0 while it has none).
+  Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
+              std::function<int64_t()> lease);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+  void Start();
+  bool leading() const { return leading_.load(); }
+  uint64_t requests_done() const { return requests_done_.load(); }
+
+ private:
+  void Loop();
+  bool Stopping();
+  void Pause(int ms);
+  // Handles NAME/request if present, else waits up to a second for one. kAborted-like
+  // failures (lost leadership) are returned as errors; the loop campaigns again.
+  Status ServeOnce(Election* e);
+  // Carries out one decoded request; fills the result.
+  Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
+  std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }
+
+  EtcdClient* const etcd_;
+  const ClusterAddress cluster_;
+  const uint32_t my_id_;
+  const std::function<int64_t()> lease_;
+  std::atomic<bool> leading_{false};
+  std::atomic<uint64_t> requests_done_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_COORDINATOR_H_

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/cluster/ownership_table.h"
+
+#include <thread>
+
+#include "common/cluster/slot_map.h"
+#include "common/wire.h"
+
+namespace rkv::cluster {
+
+OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slot_seed)
+    : words_(words),
+      num_slots_(num_slots),
+      slot_seed_(slot_seed),
+      inflight_(new std::atomic<uint32_t>[num_slots]) {
+  for (uint32_t i = 0; i < num_slots; ++i) inflight_[i].store(0);
+}
+
+uint32_t OwnershipTable::SlotOf(std::string_view key) const {
+  return SlotMap::SlotOf(key, slot_seed_, num_slots_);
+}
+
+bool OwnershipTable::BeginWrite(uint32_t slot, uint64_t* word) {
+  inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
+  *word = Word(slot);
+  if (WordState(*word) == SlotState::kOwned) return true;
+  inflight_[slot].fetch_sub(1, std::memory_order_seq_cst);
+  return false;
+}
+
+bool OwnershipTable::Pause(uint32_t slot, std::chrono::steady_clock::time_point deadline) {
+  Set(slot, OwnerWord(WordEpoch(Word(slot)), SlotState::kMoving));
+  while (inflight_[slot].load(std::memory_order_seq_cst) != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+uint32_t OwnershipTable::CountOwned() const {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < num_slots_; ++i) {
+    const SlotState st = WordState(Word(i));
+    if (st == SlotState::kOwned || st == SlotState::kMoving) ++n;
+  }
+  return n;
+}
+
+void OwnershipTable::SetRouting(uint64_t epoch, std::vector<uint32_t> owner_ids) {
+  MutexLock l(&mu_);
+  routing_epoch_ = epoch;
+  owner_ids_ = std::move(owner_ids);
+}
+
+void OwnershipTable::Route(uint32_t slot, uint64_t* epoch, uint32_t* owner_id) const {
+  MutexLock l(&mu_);
+  *epoch = routing_epoch_;
+  *owner_id = slot < owner_ids_.size() ? owner_ids_[slot] : wire::kNoOwner;
+}
+
+}  // namespace rkv::cluster

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// OwnershipTable: this server's ownership words (common/cluster/ownership_word.h), one per hash
+// slot, in the registered region after the table, so that clients read them with their GETs;
+// and the write gate that makes "check ownership, then apply" atomic with a hand-over.
+//
+// Writes (PUT/DELETE, the request executor): BeginWrite(slot) counts the write in flight on the
+// slot, then reads the word; only an OWNED word admits the write; EndWrite ends it. A hand-over
+// (Pause) stores MOVING, then waits until no write admitted before it is still in flight. Both
+// sides use sequentially consistent operations (the write's increment before its word load, the
+// pause's store before its count load), so either the write sees MOVING or the pause sees the
+// write and waits for it: no write is applied after Pause returns.
+// The routing (the map's epoch and each slot's owner id) answers MOVED replies.
+// Thread safety: every method from any thread. Ownership: borrows the words (the server's
+// region, which outlives this); owns the in-flight counters and the routing.
+#ifndef RKV_SERVER_CLUSTER_OWNERSHIP_TABLE_H_
+#define RKV_SERVER_CLUSTER_OWNERSHIP_TABLE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "common/cluster/ownership_word.h"
+#include "common/mutex.h"
+
+namespace rkv::cluster {
+
+class OwnershipTable {
+ public:
+  // `words`: num_slots 8-byte aligned words, zero (NOT_OWNED) at start.
+  OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slot_seed);
+  uint32_t num_slots() const { return num_slots_; }
+  uint32_t SlotOf(std::string_view key) const;
+  uint64_t Word(uint32_t slot) const { return __atomic_load_n(&words_[slot], __ATOMIC_SEQ_CST); }
+  // One 8-byte store (readers see the old word or the new one).
+  void Set(uint32_t slot, uint64_t word) { __atomic_store_n(&words_[slot], word, __ATOMIC_SEQ_CST); }
+
+  // True (and the write counted in flight) if the slot is OWNED; otherwise *word says why.
+  bool BeginWrite(uint32_t slot, uint64_t* word);
+  void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
+  // Sets the slot MOVING (at its current epoch) and waits until its admitted writes are done.
+  // False if they were not done by `deadline` (the slot stays MOVING).
+  bool Pause(uint32_t slot, std::chrono::steady_clock::time_point deadline);
+  uint32_t CountOwned() const;
+
+  // What MOVED replies name: the map epoch the server went by and each slot's owner id.
+  void SetRouting(uint64_t epoch, std::vector<uint32_t> owner_ids);
+  void Route(uint32_t slot, uint64_t* epoch, uint32_t* owner_id) const;
+
+ private:
+  uint64_t* const words_;
+  const uint32_t num_slots_;
+  const uint64_t slot_seed_;
+  std::unique_ptr<std::atomic<uint32_t>[]> inflight_;
+  mutable Mutex mu_;
+  uint64_t routing_epoch_ GUARDED_BY(mu_) = 0;
+  std::vector<uint32_t> owner_ids_ GUARDED_BY(mu_);
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_OWNERSHIP_TABLE_H_
