@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "client/client_impl.h"
+#include "client/cluster_router.h"
+#include "common/cluster/cluster_address.h"
 #include "client/refusal.h"
 #include "common/parse.h"
 #include "common/printable.h"
@@ -235,6 +237,16 @@ Status ClientImpl::LostWrite(const char* op, bool sent, const Status& cause) {
 
 Status Client::Connect(const std::string& address, const Options& options,
                        std::unique_ptr<Client>* client) {
+  if (cluster::IsClusterAddress(address)) {
+    cluster::ClusterAddress where;
+    Status s = cluster::ParseClusterAddress(address, &where);
+    if (!s.ok()) return s;
+    std::unique_ptr<ClusterRouter> router;
+    s = ClusterRouter::Open(where, options, &router);
+    if (!s.ok()) return s;
+    client->reset(new Client(std::move(router)));
+    return Status::Ok();
+  }
   std::string host;
   uint16_t port;
   Status s = ParseHostPort(address, &host, &port);
@@ -249,10 +261,12 @@ Status Client::Connect(const std::string& address, const Options& options,
 }
 
 Client::Client(std::unique_ptr<ClientImpl> impl) : impl_(std::move(impl)) {}
+Client::Client(std::unique_ptr<ClusterRouter> router) : router_(std::move(router)) {}
 Client::~Client() = default;
 // The reconnect policy (rkv/client.h, "Reconnection"). On success and on errors of a usable
 // connection (NOT_FOUND included) a call pays one inline test; the rest is the error path.
 Status Client::Get(std::string_view key, std::string* value) {
+  if (router_) return router_->Get(key, value);
   Status s = impl_->Get(key, value);
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   bool restarted = false;
@@ -262,6 +276,7 @@ Status Client::Get(std::string_view key, std::string* value) {
 }
 Status Client::MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                         std::vector<Status>* statuses) {
+  if (router_) return router_->MultiGet(keys, values, statuses);
   Status s = impl_->MultiGet(keys, values, statuses);
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   bool restarted = false;
@@ -270,18 +285,21 @@ Status Client::MultiGet(const std::vector<std::string_view>& keys, std::vector<s
   return impl_->MultiGet(keys, values, statuses);
 }
 Status Client::Put(std::string_view key, std::string_view value) {
+  if (router_) return router_->Put(key, value);
   const uint64_t rpcs = impl_->counters().rpcs;
   Status s = impl_->Put(key, value);
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   return impl_->LostWrite("PUT", impl_->counters().rpcs != rpcs, s);
 }
 Status Client::Delete(std::string_view key) {
+  if (router_) return router_->Delete(key);
   const uint64_t rpcs = impl_->counters().rpcs;
   Status s = impl_->Delete(key);
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   return impl_->LostWrite("DELETE", impl_->counters().rpcs != rpcs, s);
 }
 Status Client::Execute(BatchOp* ops, size_t n) {
+  if (router_) return router_->Execute(ops, n);
   Status s = impl_->Execute(ops, n);
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   bool restarted = false;
@@ -291,6 +309,7 @@ Status Client::Execute(BatchOp* ops, size_t n) {
   return s;
 }
 Status Client::Stats(std::string* text) {
+  if (router_) return router_->Stats(text);
   Status s = impl_->Stats(text);
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   bool restarted = false;
@@ -299,6 +318,9 @@ Status Client::Stats(std::string* text) {
   return impl_->Stats(text);
 }
 Status Client::RequestSnapshot(std::string* message) {
+  if (router_)
+    return Status(Code::kInvalidArgument,
+                  "snapshots are per server: ask each server's ADDR:PORT (kvctl cluster status)");
   Status s = impl_->RequestSnapshot(message);
   if (s.ok() || !impl_->ShouldReconnect()) return s;
   bool restarted = false;
@@ -306,8 +328,12 @@ Status Client::RequestSnapshot(std::string* message) {
   if (!s.ok()) return s;
   return impl_->RequestSnapshot(message);  // asking twice is harmless
 }
-Status Client::Reconnect() { return impl_->Reconnect(); }
-const ClientCounters& Client::counters() const { return impl_->counters(); }
-const ServerInfo& Client::server_info() const { return impl_->info(); }
+Status Client::Reconnect() { return router_ ? router_->Reconnect() : impl_->Reconnect(); }
+const ClientCounters& Client::counters() const {
+  return router_ ? router_->counters() : impl_->counters();
+}
+const ServerInfo& Client::server_info() const {
+  return router_ ? router_->info() : impl_->info();
+}
 
 }  // namespace rkv

@@ -49,6 +49,18 @@ class ClientImpl {
   const ClientCounters& counters() const { return counters_; }
   const ServerInfo& info() const { return info_; }
 
+  // Cluster (client/cluster_router.h): the GETs that follow read `slot`'s ownership word after
+  // their entry, in the same doorbell, and fail with MOVED unless it says this server owns the
+  // slot at an epoch no newer than `map_epoch` (common/cluster/ownership_word.h). The server
+  // must have an ownership table (OPEN's owner_slots); slot < owner_slots.
+  void ExpectOwner(uint32_t slot, uint64_t map_epoch) {
+    owner_check_ = true;
+    owner_slot_ = slot;
+    owner_epoch_ = map_epoch;
+  }
+  uint32_t owner_slots() const { return conn_ ? conn_->hello().owner_slots : 0; }
+  bool broken() const { return !conn_ || conn_->state() != Connection::State::kConnected; }
+
  private:
   enum class Step { kDone, kRetry };
   // The GET attempt loop for a validated, already counted key.
@@ -89,6 +101,11 @@ class ClientImpl {
   LocationCache cache_;
   ServerInfo info_;
   std::minstd_rand jitter_;  // backoff jitter (not seeded from random_device: it may throw)
+  bool owner_check_ = false;  // ExpectOwner
+  uint32_t owner_slot_ = 0;
+  uint64_t owner_epoch_ = 0;
+  // RoundTrip's tail in cluster mode: posts ops plus the word's READ, waits, checks the word.
+  Status OwnedRoundTrip(const Connection::ReadOp* ops, int n);
 };
 
 }  // namespace rkv

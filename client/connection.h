@@ -47,10 +47,14 @@ class Connection {
   static constexpr uint64_t kPipeSendSize = 256 * 1024;  // >= 3 requests of the largest size
   static constexpr uint64_t kPipeRecvArea = kPipeSendArea + kPipeSendSize;
   static constexpr uint64_t kPipeRecvSlot = 4096;  // wire::kMaxReplySize
-  static constexpr uint64_t kBufferSize = kPipeRecvArea + kMaxPipeline * kPipeRecvSlot;
+  // Cluster: the slot's ownership word a GET reads after its entry (client/cluster_router.h).
+  static constexpr uint64_t kOwnerArea = kPipeRecvArea + kMaxPipeline * kPipeRecvSlot;
+  static constexpr uint64_t kBufferSize = kOwnerArea + 64;
   static constexpr uint64_t kOverflowAreaSize = kBlockArea - kOverflowArea;  // 8 KiB
   static constexpr uint64_t kBlockAreaSize = kSendArea - kBlockArea;         // 72 KiB
   static constexpr int kMaxReads = 2 * kMaxBatch * 2;  // READs in one PostReads
+  // READs a ReadPlan may hold: one is left for a cluster GET's ownership word.
+  static constexpr int kMaxPlanReads = kMaxReads - 1;
 
   struct ReadOp {
     uint64_t local_offset;   // into buf()

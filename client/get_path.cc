@@ -18,6 +18,7 @@ using layout::kBucketSize;
 using layout::Probe;
 
 Status ClientImpl::RoundTrip(const Connection::ReadOp* ops, int n) {
+  if (owner_check_) return OwnedRoundTrip(ops, n);
   Status s = conn_->PostReads(ops, n);
   if (s.ok()) s = conn_->WaitReads();
   counters_.reads_posted += n;

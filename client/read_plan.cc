@@ -7,7 +7,7 @@ ReadPlan::Result ReadPlan::Add(uint64_t area, uint64_t area_size, uint64_t* used
                                uint32_t len) {
   if (len == 0 || len > area_size || remote > region_size_ || len > region_size_ - remote)
     return Result::kInvalid;
-  if (n_ == Connection::kMaxReads || *used + len > area_size) return Result::kNoRoom;
+  if (n_ == Connection::kMaxPlanReads || *used + len > area_size) return Result::kNoRoom;
   ops_[n_++] = {area + *used, remote, len};
   *used += (len + 7) & ~uint64_t{7};
   return Result::kAdded;

@@ -8,6 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <chrono>
+#include <thread>
+
+#include "common/cluster/cluster_request.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/slot_map.h"
 #include "common/etcd/etcd_client.h"
@@ -129,20 +133,75 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
   return 0;
 }
 
+// rebalance | remove ADDR:PORT: one request at a time (create-if-absent), then its answer.
+int Request(EtcdClient* etcd, const ClusterArgs& a) {
+  const std::string prefix = a.address.Prefix();
+  cluster::ClusterRequest req;
+  Status s = SecureRandom::Fill(&req.nonce, sizeof req.nonce);
+  if (!s.ok()) return Fail(s);
+  bool found = false;
+  EtcdKv kv;
+  s = etcd->Get(prefix + "map", &found, &kv, nullptr);
+  if (!s.ok()) return Fail(s);
+  if (!found) return Fail("cluster '" + a.address.name + "' does not exist (kvctl cluster init)");
+  if (a.words[0] == "remove") {
+    req.kind = cluster::ClusterRequest::kRemove;
+    s = etcd->Get(prefix + "ids/" + a.words[1], &found, &kv, nullptr);
+    if (!s.ok()) return Fail(s);
+    if (!found || !cluster::DecodeId(kv.value, &req.server_id) || req.server_id == 0)
+      return Fail("no server " + a.words[1] + " ever joined cluster '" + a.address.name + "'");
+  }
+  using C = EtcdClient::Compare;
+  bool created = false;
+  int64_t revision = 0;
+  s = etcd->Txn({C{prefix + "request", C::kCreateRevision, C::kEqual, 0, {}}},
+                {EtcdClient::Op::Put(prefix + "request", req.Encode())}, {}, &created, &revision);
+  if (!s.ok()) return Fail(s);
+  if (!created) {
+    s = etcd->Get(prefix + "request", &found, &kv, nullptr);
+    if (!s.ok()) return Fail(s);
+    if (!found || kv.value != req.Encode())
+      return Fail("another request is pending at " + prefix +
+                  "request; wait for it (or delete that key if no coordinator runs)");
+  }
+  // Wait for NAME/result with our nonce.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(a.wait_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    s = etcd->Get(prefix + "result", &found, &kv, nullptr);
+    cluster::ClusterResult res;
+    if (s.ok() && found && cluster::ClusterResult::Decode(kv.value, &res).ok() &&
+        res.nonce == req.nonce) {
+      if (res.code != Code::kOk) return Fail(Status(res.code, res.message));
+      std::cout << "cluster " << a.address.name << " " << a.words[0] << ": " << res.message << "\n";
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Fail(Status(Code::kTimeout, "no answer from the cluster's coordinator within " +
+                                         std::to_string(a.wait_ms) +
+                                         " ms (is a kvserver of the cluster running?); the "
+                                         "request stays pending"));
+}
+
 }  // namespace
 
 int RunClusterCommand(const ClusterArgs& a) {
-  if (a.words.size() != 1 || (a.words[0] != "init" && a.words[0] != "status"))
+  const bool ok = a.words.size() == 1 && (a.words[0] == "init" || a.words[0] == "status" ||
+                                          a.words[0] == "rebalance");
+  if (!ok && !(a.words.size() == 2 && a.words[0] == "remove"))
     return Fail(
         "usage: kvctl --server=etcd://HOST:PORT/NAME cluster init [--slots=N] "
-        "[--replicas=R] | cluster status [--json]");
+        "[--replicas=R] | cluster status [--json] | cluster rebalance | cluster remove "
+        "ADDR:PORT");
   if (a.json && a.words[0] != "status") return Fail("--json applies to cluster status");
   EtcdSettings e = a.etcd;
   e.endpoints = a.address.endpoints;
   std::unique_ptr<EtcdClient> etcd;
   Status s = EtcdClient::Open(e, &etcd);
   if (!s.ok()) return Fail(s);
-  return a.words[0] == "init" ? Init(etcd.get(), a) : StatusCmd(etcd.get(), a);
+  if (a.words[0] == "init") return Init(etcd.get(), a);
+  if (a.words[0] == "status") return StatusCmd(etcd.get(), a);
+  return Request(etcd.get(), a);
 }
 
 }  // namespace rkv::kvctl

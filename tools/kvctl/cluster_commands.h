@@ -3,7 +3,9 @@
 // docs/cluster.md): `cluster init [--slots=N] [--replicas=R]` creates the cluster's slot map
 // once (refused if it exists: one transaction, create-if-absent); `cluster status [--json]`
 // shows the map's epoch, each server (from the map and from the live membership records),
-// whether it is live, and its slots. Errors are one line on stderr.
+// whether it is live, and its slots; `cluster rebalance` and `cluster remove ADDR:PORT` put a
+// request for the elected coordinator (common/cluster/cluster_request.h) and wait for its
+// answer. Errors are one line on stderr.
 // Thread safety: single-threaded (kvctl's main).
 #ifndef RKV_TOOLS_KVCTL_CLUSTER_COMMANDS_H_
 #define RKV_TOOLS_KVCTL_CLUSTER_COMMANDS_H_
@@ -23,6 +25,8 @@ struct ClusterArgs {
   uint32_t slots = 16384;
   uint32_t replicas = 1;
   bool json = false;
+  int timeout_ms = 5000;   // each etcd call
+  int wait_ms = 600000;    // rebalance/remove: how long to wait for the coordinator's answer
 };
 
 // Runs the command; returns kvctl's exit status (0 OK, 2 an error, printed).

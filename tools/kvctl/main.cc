@@ -47,6 +47,8 @@ DEFINE_string(auth_token_file, "",
               "file holding the server's token (kvserver --auth_token_file); needed when the "
               "server requires authentication. Must not be accessible by group or others");
 DEFINE_int32(timeout_ms, 5000, "connect and RPC timeout");
+DEFINE_int32(wait_ms, 600000,
+             "cluster rebalance|remove: how long to wait for the coordinator's answer");
 DEFINE_int32(snapshot_wait_s, 600, "snapshot: how long to wait for it to finish");
 DEFINE_bool(json, false, "stats, info: print one JSON object instead of text");
 DEFINE_bool(verbose, false, "log what the client library does on stderr (also -v)");
@@ -68,7 +70,8 @@ int Usage() {
   std::cerr << "usage: kvctl [-v] --server=ADDR:PORT get KEY | put KEY [VALUE] | del KEY | "
                "stats [--json] | info [--json] | check | snapshot\n"
                "       kvctl --server=etcd://HOST:PORT/NAME cluster init [--slots=N] "
-               "[--replicas=R] | cluster status [--json]\n";
+               "[--replicas=R] | cluster status [--json] | cluster rebalance | cluster remove "
+               "ADDR:PORT\n";
   return 2;
 }
 
@@ -242,10 +245,9 @@ int main(int argc, char** argv) {
     std::cerr << "kvctl: cluster commands take --server=etcd://HOST:PORT[,HOST:PORT]/NAME\n";
     return 2;
   }
-  if (cmd != "cluster" && cluster_address) {
+  if (cluster_address && (cmd == "info" || cmd == "check" || cmd == "snapshot")) {
     std::cerr << "kvctl: " << cmd
-              << " through a cluster address is not built yet (issue 24); give a server's "
-                 "ADDR:PORT\n";
+              << " is per server: give a server's ADDR:PORT (kvctl cluster status lists them)\n";
     return 2;
   }
 
@@ -268,6 +270,8 @@ int main(int argc, char** argv) {
     a.etcd.user = opt.exchange.etcd_user;
     a.etcd.password_file = opt.exchange.etcd_password_file;
     a.words = words;
+    a.timeout_ms = FLAGS_timeout_ms;
+    a.wait_ms = FLAGS_wait_ms;
     if (FLAGS_slots < 1 || FLAGS_replicas < 1) {
       std::cerr << "kvctl: --slots and --replicas must be positive\n";
       return 2;

@@ -13,7 +13,9 @@ cli::Usage KvctlUsage() {
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] del KEY\n"
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] stats|info [--json]\n"
       "kvctl [-v] [--server=ADDR:PORT] [FLAGS] check|snapshot\n"
-      "kvctl [-v] --server=etcd://HOST:PORT[,HOST:PORT]/NAME cluster init|status",
+      "kvctl [-v] --server=etcd://HOST:PORT[,HOST:PORT]/NAME get|put|del|stats ...\n"
+      "kvctl [-v] --server=etcd://HOST:PORT[,HOST:PORT]/NAME cluster "
+      "init|status|rebalance|remove ADDR:PORT",
       "Shell access to a kvserver: quiet on success, values byte-exact both ways, errors one\n"
       "line on stderr.\n"
       "  get KEY          write the value to stdout (a newline only when stdout is a terminal)\n"
@@ -27,9 +29,12 @@ cli::Usage KvctlUsage() {
       "  cluster init     create cluster NAME's slot map in etcd (--slots, --replicas); refused\n"
       "                   if the cluster exists\n"
       "  cluster status   the cluster's epoch, servers (live or down) and their slots (--json)\n"
+      "  cluster rebalance  spread the slots evenly over the live servers; waits for the\n"
+      "                   coordinator (--wait_ms)\n"
+      "  cluster remove ADDR:PORT  move every slot of that server to the others; waits\n"
       "After get, put and del every word is taken literally (a value may start with '-').",
       {{"Server", {"server", "auth_token_file", "timeout_ms", "snapshot_wait_s"}},
-       {"Cluster", {"slots", "replicas"}},
+       {"Cluster", {"slots", "replicas", "wait_ms"}},
        {"Output", {"json", "verbose"}}},
       "Exit status: 0 OK; 1 NOT_FOUND (get, del) or a broken rule (check); 2 any other error\n"
       "(bad usage, cannot connect, refused by the server, reading stdin or writing stdout).\n"

@@ -105,6 +105,10 @@ struct ClientCounters {
   uint64_t bytes_read = 0;        // bytes requested by the READs posted (GET and MultiGet)
   uint64_t cache_hits = 0;        // Gets answered through a cached location
   uint64_t cache_misses = 0;      // Gets that read the bucket pair (no entry, or it was stale)
+  // Cluster clients (Connect("etcd://...")): operations sent again after MOVED or TRY_AGAIN,
+  // and reads of the slot map from etcd made for them.
+  uint64_t redirects = 0;
+  uint64_t map_refreshes = 0;
 };
 // (A Get or MultiGet retried after an automatic reconnect counts its keys in `gets` again.)
 // Sums and differences, field by field (e.g. several clients' counters, or a phase's share).
@@ -119,6 +123,8 @@ inline ClientCounters& operator+=(ClientCounters& a, const ClientCounters& b) {
   a.bytes_read += b.bytes_read;
   a.cache_hits += b.cache_hits;
   a.cache_misses += b.cache_misses;
+  a.redirects += b.redirects;
+  a.map_refreshes += b.map_refreshes;
   return a;
 }
 inline ClientCounters& operator-=(ClientCounters& a, const ClientCounters& b) {
@@ -132,6 +138,8 @@ inline ClientCounters& operator-=(ClientCounters& a, const ClientCounters& b) {
   a.bytes_read -= b.bytes_read;
   a.cache_hits -= b.cache_hits;
   a.cache_misses -= b.cache_misses;
+  a.redirects -= b.redirects;
+  a.map_refreshes -= b.map_refreshes;
   return a;
 }
 
@@ -164,6 +172,7 @@ struct ServerInfo {
 };
 
 class ClientImpl;
+class ClusterRouter;
 
 // One operation of a pipelined batch (Client::Execute).
 struct BatchOp {
@@ -236,7 +245,9 @@ class Client {
 
  private:
   explicit Client(std::unique_ptr<ClientImpl> impl);
-  std::unique_ptr<ClientImpl> impl_;
+  explicit Client(std::unique_ptr<ClusterRouter> router);
+  std::unique_ptr<ClientImpl> impl_;      // one server (ADDR:PORT)
+  std::unique_ptr<ClusterRouter> router_;  // a cluster (etcd://...)
 };
 
 }  // namespace rkv

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "client/cluster_router.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace rkv {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+constexpr int kMaxBackoffUs = 50000;
+// Figures summed over the servers by Stats (the rest are per server only).
+bool Additive(const std::string& name) {
+  static const std::set<std::string> kNot = {
+      "instance_id",   "load_factor",     "request_credits", "num_buckets",
+      "workers",       "durable",         "cluster_server_id", "cluster_epoch",
+      "wal_generation", "wal_broken",     "cluster_coordinator"};
+  return kNot.count(name) == 0;
+}
+}  // namespace
+
+Status ClusterRouter::Open(const cluster::ClusterAddress& address, const Options& options,
+                           std::unique_ptr<ClusterRouter>* out) {
+  Status s = ClientImpl::ValidateOptions(options);
+  if (!s.ok()) return s;
+  std::unique_ptr<ClusterRouter> r(new ClusterRouter(address, options));
+  EtcdSettings e;
+  e.endpoints = address.endpoints;
+  e.cacert = options.exchange.etcd_cacert;
+  e.cert = options.exchange.etcd_cert;
+  e.key = options.exchange.etcd_key;
+  e.user = options.exchange.etcd_user;
+  e.password_file = options.exchange.etcd_password_file;
+  s = EtcdClient::Open(e, &r->etcd_);
+  if (!s.ok()) return s;
+  s = cluster::MapWatcher::Start(r->etcd_.get(), address, nullptr, &r->watcher_);
+  if (!s.ok()) return s;
+  *out = std::move(r);
+  return Status::Ok();
+}
+
+ClusterRouter::~ClusterRouter() {
+  conns_.clear();
+  watcher_.reset();  // before the etcd client it borrows
+}
+
+void ClusterRouter::Drop(uint32_t id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  closed_ += it->second->counters();
+  conns_.erase(it);
+}
+
+ClientImpl* ClusterRouter::ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s) {
+  const cluster::ServerEntry& e = map.servers()[index];
+  const std::string where =
+      "server " + std::to_string(e.id) + " (" + e.host + ":" + std::to_string(e.port) + ")";
+  auto it = conns_.find(e.id);
+  if (it != conns_.end() && !it->second->broken()) return it->second.get();
+  if (it != conns_.end()) Drop(e.id);
+  auto down = down_until_.find(e.id);
+  if (down != down_until_.end() && SteadyClock::now() < down->second) {
+    *s = Status(Code::kUnavailable, where + " could not be reached a moment ago: " + down_why_[e.id]);
+    return nullptr;
+  }
+  auto c = std::make_unique<ClientImpl>(e.host, e.port, options_);
+  Status o = c->Open();
+  if (o.ok() && c->owner_slots() != map.num_slots())
+    o = Status(Code::kProtocolError, "it has no ownership table for cluster '" + address_.name +
+                                         "' (" + std::to_string(c->owner_slots()) + " slots, the map has " +
+                                         std::to_string(map.num_slots()) + ")");
+  if (!o.ok()) {
+    // A dead server is not dialled again for a second: its slots fail fast meanwhile.
+    down_until_[e.id] = SteadyClock::now() + std::chrono::seconds(1);
+    down_why_[e.id] = o.ToString();
+    *s = Status(Code::kUnavailable, where + " cannot be reached: " + o.ToString());
+    return nullptr;
+  }
+  down_until_.erase(e.id);
+  info_ = c->info();
+  ClientImpl* p = c.get();
+  conns_[e.id] = std::move(c);
+  return p;
+}
+
+Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view value,
+                            std::string* result) {
+  if (key.empty()) return Status(Code::kInvalidArgument, "empty key");
+  const auto deadline =
+      SteadyClock::now() + std::chrono::milliseconds(std::max(0, options_.rpc_timeout_ms));
+  int backoff_us = 200;
+  bool refreshed_unassigned = false, retried_lost = false;
+  for (;;) {
+    std::shared_ptr<const cluster::SlotMap> map = watcher_->current();
+    const uint32_t slot = map->SlotOf(key);
+    const uint16_t owner = map->OwnerIndex(slot);
+    if (owner == cluster::kUnassigned) {
+      if (!refreshed_unassigned) {  // maybe our map is old
+        refreshed_unassigned = true;
+        ++map_refreshes_;
+        if (watcher_->Refresh().ok() && watcher_->epoch() > map->epoch()) continue;
+      }
+      return Status(Code::kUnavailable, "slot " + std::to_string(slot) + " of cluster '" +
+                                            address_.name + "' has no owner (map epoch " +
+                                            std::to_string(map->epoch()) +
+                                            "); kvctl cluster rebalance assigns it");
+    }
+    Status s;
+    ClientImpl* c = ConnectionTo(*map, owner, &s);
+    if (c == nullptr) return s;
+    const uint64_t rpcs = c->counters().rpcs;
+    switch (kind) {
+      case Kind::kGet:
+        c->ExpectOwner(slot, map->epoch());
+        s = c->Get(key, result);
+        break;
+      case Kind::kPut:
+        s = c->Put(key, value);
+        break;
+      case Kind::kDelete:
+        s = c->Delete(key);
+        break;
+    }
+    if (s.code() == Code::kMoved || s.code() == Code::kTryAgain) {
+      ++redirects_;
+      if (SteadyClock::now() >= deadline)
+        return Status(s.code(), s.message() + "; still so at rpc_timeout_ms (" +
+                                    std::to_string(options_.rpc_timeout_ms) + " ms)");
+      if (s.code() == Code::kMoved) {
+        ++map_refreshes_;
+        if (watcher_->Refresh().ok() && watcher_->epoch() > map->epoch()) continue;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(backoff_us));
+      backoff_us = std::min(backoff_us * 2, kMaxBackoffUs);
+      continue;
+    }
+    if (!c->broken()) return s;
+    const bool rpcs_sent = c->counters().rpcs != rpcs;
+    // The connection failed: drop it (the next use opens a new one). `c` dies here.
+    const uint32_t id = map->servers()[owner].id;
+    const std::string where = map->servers()[owner].host + ":" +
+                              std::to_string(map->servers()[owner].port);
+    Drop(id);
+    if (kind == Kind::kGet) {
+      if (retried_lost) return s;
+      retried_lost = true;  // a read is safe to repeat, once, on a new connection
+      continue;
+    }
+    const char* op = kind == Kind::kPut ? "PUT" : "DELETE";
+    return Status(Code::kConnectionLost,
+                  std::string(op) + " to " + where + ": " + s.ToString() +
+                      (rpcs_sent ? "; the write was not retried: it may or may not have been applied"
+                                 : "; the write was not sent"));
+  }
+}
+
+Status ClusterRouter::Get(std::string_view key, std::string* value) {
+  return Route(Kind::kGet, key, {}, value);
+}
+Status ClusterRouter::Put(std::string_view key, std::string_view value) {
+  return Route(Kind::kPut, key, value, nullptr);
+}
+Status ClusterRouter::Delete(std::string_view key) {
+  return Route(Kind::kDelete, key, {}, nullptr);
+}
+
+Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
+                               std::vector<std::string>* values, std::vector<Status>* statuses) {
+  values->resize(keys.size());
+  statuses->resize(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) (*statuses)[i] = Get(keys[i], &(*values)[i]);
+  return Status::Ok();
+}
+
+Status ClusterRouter::Execute(BatchOp* ops, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    BatchOp& op = ops[i];
+    switch (op.type) {
+      case BatchOp::Type::kGet:
+        op.status = op.result ? Get(op.key, op.result)
+                              : Status(Code::kInvalidArgument, "a GET needs a result string");
+        break;
+      case BatchOp::Type::kPut:
+        op.status = Put(op.key, op.value);
+        break;
+      case BatchOp::Type::kDelete:
+        op.status = Delete(op.key);
+        break;
+    }
+  }
+  return Status::Ok();
+}
+
+Status ClusterRouter::Stats(std::string* text) {
+  std::shared_ptr<const cluster::SlotMap> map = watcher_->current();
+  std::map<std::string, uint64_t> sums;
+  std::vector<std::string> order;
+  std::ostringstream per;
+  Status first_error;
+  for (uint16_t i = 0; i < map->servers().size(); ++i) {
+    const uint32_t id = map->servers()[i].id;
+    Status s;
+    ClientImpl* c = ConnectionTo(*map, i, &s);
+    std::string t;
+    if (c != nullptr) s = c->Stats(&t);
+    if (!s.ok()) {
+      per << "server" << id << ".unreachable 1\n";
+      if (first_error.ok()) first_error = s;
+      continue;
+    }
+    std::istringstream in(t);
+    std::string name, v;
+    while (in >> name >> v) {
+      per << "server" << id << "." << name << " " << v << "\n";
+      if (!Additive(name) || v.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (!sums.count(name)) order.push_back(name);
+      sums[name] += std::stoull(v);
+    }
+  }
+  std::ostringstream out;
+  out << "cluster_servers " << map->servers().size() << "\ncluster_epoch " << map->epoch() << "\n";
+  for (const std::string& name : order) out << name << " " << sums[name] << "\n";
+  *text = out.str() + per.str();
+  return Status::Ok();
+}
+
+Status ClusterRouter::Reconnect() {
+  std::vector<uint32_t> ids;
+  for (const auto& [id, c] : conns_) ids.push_back(id);
+  for (uint32_t id : ids) Drop(id);
+  down_until_.clear();
+  return watcher_->Refresh();
+}
+
+const ClientCounters& ClusterRouter::counters() {
+  sum_ = closed_;
+  for (const auto& [id, c] : conns_) sum_ += c->counters();
+  sum_.redirects = redirects_;
+  sum_.map_refreshes = map_refreshes_;
+  return sum_;
+}
+
+}  // namespace rkv

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClusterRouter: rkv::Client over a cluster (Client::Connect("etcd://HOST:PORT/NAME");
+// docs/cluster.md, "Clients"). It follows the cluster's slot map (common/cluster/map_watcher.h:
+// read at connect, then watched), routes each key to its slot's owner over a single-server
+// connection (ClientImpl) opened on first use, and follows the cluster's redirections:
+// - a write refused MOVED: re-read the map (at once, not waiting for the watch) and send it to
+//   the owner the map names; TRY_AGAIN (the slot is being handed over): wait a little and
+//   resend. Neither was applied, so resending is safe.
+// - a GET: every round trip also reads the slot's ownership word (ClientImpl::ExpectOwner); a
+//   word that does not say "owned at an epoch no newer than this map" fails the GET with MOVED
+//   before anything it read is used, and the GET is retried the same way.
+// Retries end at rpc_timeout_ms (the last MOVED or TRY_AGAIN is returned). A slot without an
+// owner, or whose owner cannot be reached, is UNAVAILABLE (naming the slot and the server) at
+// once. A write whose connection failed after it was sent is "outcome unknown"
+// (CONNECTION_LOST), never resent; the broken connection is dropped and the next call opens a
+// new one.
+// Thread safety: none (one thread at a time, as Client); the map watcher's thread only swaps
+// the map under its own lock. Ownership: owns the etcd client, the watcher and every
+// connection.
+#ifndef RKV_CLIENT_CLUSTER_ROUTER_H_
+#define RKV_CLIENT_CLUSTER_ROUTER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client_impl.h"
+#include "common/cluster/cluster_address.h"
+#include "common/cluster/map_watcher.h"
+#include "common/etcd/etcd_client.h"
+#include "rkv/client.h"
+
+namespace rkv {
+
+class ClusterRouter {
+ public:
+  [[nodiscard]] static Status Open(const cluster::ClusterAddress& address, const Options& options,
+                                   std::unique_ptr<ClusterRouter>* out);
+  ~ClusterRouter();
+  Status Get(std::string_view key, std::string* value);
+  Status MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
+                  std::vector<Status>* statuses);
+  Status Put(std::string_view key, std::string_view value);
+  Status Delete(std::string_view key);
+  Status Execute(BatchOp* ops, size_t n);
+  // Every server's stats: first the sums of the additive figures, then each server's figures
+  // as "server<ID>.<name> <value>".
+  Status Stats(std::string* text);
+  Status Reconnect();
+  const ClientCounters& counters();
+  const ServerInfo& info() const { return info_; }
+
+ private:
+  ClusterRouter(cluster::ClusterAddress address, Options options)
+      : address_(std::move(address)), options_(std::move(options)) {}
+  enum class Kind { kGet, kPut, kDelete };
+  // Runs `kind` for `key` at its owner, following MOVED and TRY_AGAIN until rpc_timeout_ms.
+  Status Route(Kind kind, std::string_view key, std::string_view value, std::string* result);
+  // The connection to server `id` of `map` (opened on first use). Null with *s set on failure.
+  ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s);
+  void Drop(uint32_t id);
+
+  const cluster::ClusterAddress address_;
+  const Options options_;
+  std::unique_ptr<EtcdClient> etcd_;
+  std::unique_ptr<cluster::MapWatcher> watcher_;
+  std::map<uint32_t, std::unique_ptr<ClientImpl>> conns_;  // by server id
+  ClientCounters closed_;  // counters of dropped connections
+  ClientCounters sum_;     // counters(): closed_ + open connections + routing
+  uint64_t redirects_ = 0, map_refreshes_ = 0;
+  // Servers whose connect failed: not dialled again before this time (fail fast), and why.
+  std::map<uint32_t, std::chrono::steady_clock::time_point> down_until_;
+  std::map<uint32_t, std::string> down_why_;
+  ServerInfo info_;
+};
+
+}  // namespace rkv
+
+#endif  // RKV_CLIENT_CLUSTER_ROUTER_H_
