@@ -115,7 +115,11 @@ Status ClientImpl::RpcStatus(wire::Op op, std::string_view key, std::string_view
   s = conn_->Rpc(op, key, value, &code, payload ? payload : &msg);
   if (!s.ok()) return s;
   if (code == Code::kOk) return Status::Ok();
-  return Status(code, Printable(payload ? *payload : msg, 2048));  // the server's words, escaped
+  std::string_view text = payload ? *payload : msg;
+  // MOVED and TRY_AGAIN lead with a wire::MovedPayload; the words follow it.
+  if ((code == Code::kMoved || code == Code::kTryAgain) && text.size() >= sizeof(wire::MovedPayload))
+    text.remove_prefix(sizeof(wire::MovedPayload));
+  return Status(code, Printable(text, 2048));  // the server's words, escaped
 }
 
 Status ClientImpl::Put(std::string_view key, std::string_view value) {

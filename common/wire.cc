@@ -146,7 +146,7 @@ Status DecodeReply(const void* data, size_t len, Reply* out) {
   std::memcpy(&h, data, sizeof(h));
   if (h.magic != kReplyMagic) return Proto("reply has bad magic");
   if (sizeof(h) + uint64_t{h.payload_size} != len) return Proto("reply length mismatch");
-  if (h.status > static_cast<uint16_t>(Code::kBusy)) return Proto("reply has unknown status");
+  if (h.status > static_cast<uint16_t>(Code::kUnavailable)) return Proto("reply has unknown status");
   out->status = static_cast<Code>(h.status);
   out->op = static_cast<Op>(h.op);
   out->request_id = h.request_id;

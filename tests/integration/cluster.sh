@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A cluster of kvservers in one sandbox VM (issue 24; docs/cluster.md):
+#   tests/integration/cluster.sh BUILD_DIR             (enters the RDMA sandbox)
+#   tests/integration/cluster.sh BUILD_DIR ADDR LOG_DIR  (inside it)
+# A real etcd (Debian's etcd-server, data on a tmpfs), `kvctl cluster init`, three kvservers
+# --cluster on three addresses of the rxe interface (ip addr add; one port each otherwise),
+# `kvctl cluster rebalance`, then:
+#  - a verifying kvbench load and run through the cluster address: 0 failed operations, 0
+#    verify failures, every server holds a fair share (none more than twice another's entries);
+#  - a write sent straight to a server that does not own the key's slot: refused MOVED naming
+#    the owner; through the cluster address the same write lands;
+#  - bad input: a server with an unknown cluster name and a second process on a registered
+#    address fail to start with a clear error; a malformed map written into etcd is refused
+#    by servers and clients, which go on with the map they have (cluster_bad_maps counts it);
+#  - etcd stopped (SIGSTOP) during a verifying run: it goes on with the map the client has;
+#    etcd back: a new client connects;
+#  - a server killed (no replicas): keys of its slots report UNAVAILABLE naming it (no wrong
+#    answer, no hang), other keys work; restarted with its --data_dir: its keys read back.
+# One "[case PASS|FAIL] cluster: ..." line per case; exit 1 if any failed.
+set -uo pipefail
+build=$(cd "${1:?usage: cluster.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
+if [ $# -eq 1 ] && [ -z "${RKV_IN_SANDBOX:-}" ]; then
+  export RKV_IN_SANDBOX=1
+  exec "$(dirname "$0")/../../tools/rdma-sandbox" --timeout 1700 -- sh -c \
+    "$0 \"$build\" \$RKV_SANDBOX_ADDR \$(mktemp -d /tmp/rkv-cluster.XXXXXX)"
+fi
+addr=${2:?usage: cluster.sh BUILD_DIR ADDR LOG_DIR}
+logs=${3:?usage: cluster.sh BUILD_DIR ADDR LOG_DIR}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+source "$src/tests/integration/common.sh"
+rc=0
+pass() { echo "[case PASS] cluster: $1"; }
+fail() { echo "[case FAIL] cluster: $1${2:+ ($2)}"; rc=1; }
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  [ -n "${etcd_pid:-}" ] && kill "$etcd_pid" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "${etcd_dir:-/nonexistent}" "${data:-/nonexistent}"
+}
+trap cleanup EXIT
+
+# --- etcd on a tmpfs --------------------------------------------------------------------------
+etcd_dir=$(mktemp -d /dev/shm/rkv-cluster-etcd.XXXXXX)
+start_etcd() {
+  etcd --data-dir "$etcd_dir" --listen-client-urls http://127.0.0.1:2379 \
+    --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
+    > "$logs/etcd.log" 2>&1 &
+  etcd_pid=$!
+  for _ in $(seq 120); do
+    etcdctl --endpoints=127.0.0.1:2379 endpoint health > /dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  return 1
+}
+start_etcd || { echo "[case FAIL] cluster: etcd did not start"; cat "$logs/etcd.log"; exit 1; }
+cl=etcd://127.0.0.1:2379/it
+ctl() { "$build/kvctl" --timeout_ms=10000 "$@"; }
+
+# --- three addresses -----------------------------------------------------------------------------
+dev=$(ip -o -4 addr show | awk -v a="$addr" '$4 ~ "^"a"/" {print $2; exit}')
+base=${addr%.*}
+last=${addr##*.}
+addrs=("$addr")
+for k in 1 2 3; do
+  a2="$base.$(( (last + 100 + k) % 250 + 1 ))"
+  if [ -n "$dev" ] && ip addr add "$a2/24" dev "$dev" 2>> "$logs/ip.log"; then
+    addrs+=("$a2")
+  else
+    addrs+=("$addr")  # one address, several ports
+  fi
+done
+echo "# cluster servers on ${addrs[*]} (device ${dev:-?})"
+port() { echo $((7600 + $1)); }
+data=$(mktemp -d /dev/shm/rkv-cluster-data.XXXXXX)
+start_server() {  # start_server I [extra flags]: server I on addrs[I]:port(I)
+  local i=$1
+  shift
+  "$build/kvserver" --listen="${addrs[$i]}:$(port "$i")" --memory=64M --allow_unauthenticated \
+    --cluster="$cl" --cluster_lease_ttl=3 --data_dir="$data/s$i" --fsync=no "$@" \
+    >> "$logs/server$i.log" 2>&1 &
+  spid[$i]=$!
+  pids+=("${spid[$i]}")
+  for _ in $(seq 150); do
+    "$build/kvctl" --server="${addrs[$i]}:$(port "$i")" stats > /dev/null 2>&1 && return 0
+    kill -0 "${spid[$i]}" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
+declare -A spid
+stat_of() {  # stat_of I NAME
+  "$build/kvctl" --server="${addrs[$1]}:$(port "$1")" stats 2>/dev/null | awk -v n="$2" '$1 == n {print $2}'
+}
+
+ctl --server="$cl" cluster init --slots=4096 > "$logs/init.out" 2>&1 &&
+  pass "cluster init" || fail "cluster init" "$(cat "$logs/init.out")"
+ok=1
+for i in 0 1 2; do start_server "$i" || { ok=0; fail "server $i started" "$(tail -5 "$logs/server$i.log")"; }; done
+[ $ok = 1 ] && pass "three servers joined"
+
+# Bad input at start: an unknown cluster name; a second process on a registered address.
+"$build/kvserver" --listen="${addrs[0]}:$(port 5)" --memory=16M --allow_unauthenticated \
+  --cluster=etcd://127.0.0.1:2379/nosuch > "$logs/nosuch.log" 2>&1
+grep -q "does not exist" "$logs/nosuch.log" && pass "a server with an unknown cluster name refuses to start" ||
+  fail "unknown cluster name" "$(tail -3 "$logs/nosuch.log")"
+
+ctl --server="$cl" cluster rebalance > "$logs/rebalance.out" 2>&1 &&
+  grep -q "4096 unassigned slot" "$logs/rebalance.out" &&
+  pass "cluster rebalance gives the 4096 slots to the live servers" ||
+  fail "cluster rebalance" "$(cat "$logs/rebalance.out")"
+sleep 1
+owned=()
+for i in 0 1 2; do owned+=("$(stat_of "$i" cluster_slots_owned)"); done
+[ "$(( ${owned[0]:-0} + ${owned[1]:-0} + ${owned[2]:-0} ))" = 4096 ] &&
+  pass "every slot owned by one server (${owned[*]})" || fail "slots owned" "${owned[*]}"
+ctl --server="$cl" cluster status > "$logs/status.out" 2>&1
+grep -c " live slots " "$logs/status.out" | grep -q 3 && pass "cluster status lists three live servers" ||
+  fail "cluster status" "$(cat "$logs/status.out")"
+
+# --- load through the cluster address ------------------------------------------------------------
+bench() { "$build/kvbench" --server="$cl" --records=3000 --key_size=16 --value_size=32-200 "$@"; }
+bench load --threads=2 --verify > "$logs/load.out" 2>&1; lrc=$?
+bench run --workload=a --operations=6000 --threads=2 --verify > "$logs/run.out" 2>&1; rrc=$?
+fails=$(grep -h "^\[VERIFY\], Failures" "$logs/load.out" "$logs/run.out" | awk -F', ' '{s += $3} END {print s + 0}')
+[ $lrc = 0 ] && [ $rrc = 0 ] && [ "$fails" = 0 ] &&
+  pass "kvbench load + run (workload a, --verify) through $cl: 0 failures" ||
+  fail "kvbench through the cluster" "rc $lrc/$rrc failures $fails; $(tail -3 "$logs/run.out")"
+e=()
+for i in 0 1 2; do e+=("$(stat_of "$i" entries)"); done
+min=${e[0]:-0}; max=${e[0]:-0}
+for x in "${e[@]}"; do [ "${x:-0}" -lt "$min" ] && min=${x:-0}; [ "${x:-0}" -gt "$max" ] && max=${x:-0}; done
+[ "$min" -gt 0 ] && [ "$max" -le $((2 * min)) ] &&
+  pass "fair share: entries per server ${e[*]} (max <= 2 x min)" || fail "fair share" "${e[*]}"
+ctl --server="$cl" stats > "$logs/stats.out" 2>&1 &&
+  [ "$(awk '$1 == "entries" {print $2}' "$logs/stats.out")" = "$(( ${e[0]} + ${e[1]} + ${e[2]} ))" ] &&
+  grep -q "^server[0-9]*\.entries " "$logs/stats.out" &&
+  pass "kvctl stats through the cluster sums the servers' figures and lists each server's" ||
+  fail "kvctl stats aggregate" "$(head -5 "$logs/stats.out")"
+
+# --- MOVED ----------------------------------------------------------------------------------------
+moved_ok=0
+for k in $(seq 1 40); do
+  key="moved-$k"
+  for i in 0 1 2; do
+    if ! "$build/kvctl" --server="${addrs[$i]}:$(port "$i")" put "$key" v > /dev/null 2> "$logs/moved.err"; then
+      grep -q "MOVED: slot [0-9]* is owned by server" "$logs/moved.err" && moved_ok=1
+      break 2
+    fi
+  done
+done
+[ $moved_ok = 1 ] && pass "a write sent to a server that does not own the slot is refused MOVED naming the owner" ||
+  fail "MOVED" "$(cat "$logs/moved.err")"
+ctl --server="$cl" put "$key" through-cluster && [ "$(ctl --server="$cl" get "$key")" = through-cluster ] &&
+  pass "the same write through the cluster address lands at the owner" || fail "write through the cluster"
+before=0
+for i in 0 1 2; do before=$((before + $(stat_of "$i" rpc_moved))); done
+[ "$before" -ge 1 ] && pass "servers count MOVED answers (rpc_moved $before)" || fail "rpc_moved counter"
+
+# --- a malformed map in etcd ----------------------------------------------------------------------
+# A verifying run goes on meanwhile with the map its client has; a new client is refused clearly.
+good_map=$(mktemp "$logs/map.XXXXXX")
+etcdctl --endpoints=127.0.0.1:2379 get --print-value-only /rkv/cluster/it/map > "$good_map"
+bench run --workload=a --operations=12000 --threads=1 --verify > "$logs/badmap.out" 2>&1 &
+bpid=$!
+sleep 2
+printf 'garbage' | etcdctl --endpoints=127.0.0.1:2379 put /rkv/cluster/it/map > /dev/null
+sleep 2
+bad=$(stat_of 0 cluster_bad_maps)
+ctl --server="$cl" get moved-1 > /dev/null 2> "$logs/badmap-new.err"; nrc=$?
+head -c -1 "$good_map" | etcdctl --endpoints=127.0.0.1:2379 put /rkv/cluster/it/map > /dev/null
+wait $bpid; brc=$?
+[ $brc = 0 ] && [ "${bad:-0}" -ge 1 ] && [ "$(stat_of 0 cluster_slots_owned)" = "${owned[0]}" ] &&
+  pass "a malformed map is refused (cluster_bad_maps $bad); servers keep their slots, a running verified client goes on" ||
+  fail "malformed map" "bad_maps ${bad:-?}, run rc $brc: $(tail -2 "$logs/badmap.out")"
+[ $nrc = 2 ] && grep -q "slot map does not decode" "$logs/badmap-new.err" &&
+  pass "a new client meeting the malformed map is refused clearly" || fail "new client on a bad map" "$(cat "$logs/badmap-new.err")"
+ctl --server="$cl" get moved-1 > /dev/null 2>&1 || [ $? = 1 ] && pass "map restored: new clients connect" || fail "map restored"
+
+# --- a second process on a registered address ------------------------------------------------------
+"$build/kvserver" --listen="${addrs[1]}:$(port 1)" --memory=16M --allow_unauthenticated \
+  --cluster="$cl" > "$logs/dup.log" 2>&1
+grep -qiE "busy|already|in use|Address" "$logs/dup.log" &&
+  pass "a second kvserver on a registered address does not start" || fail "duplicate address" "$(tail -2 "$logs/dup.log")"
+
+# --- etcd stopped ---------------------------------------------------------------------------------
+ctl --server="$cl" put during-etcd-outage before > /dev/null
+bench run --workload=a --operations=20000 --threads=1 --verify > "$logs/outage.out" 2>&1 &
+bpid=$!
+sleep 2
+kill -STOP "$etcd_pid"
+sleep 5
+kill -CONT "$etcd_pid"
+wait $bpid; orc=$?
+[ $orc = 0 ] && pass "etcd stopped: a verifying run through the cluster goes on with the client's map" ||
+  fail "etcd outage" "$(tail -3 "$logs/outage.out")"
+ctl --server="$cl" get during-etcd-outage > /dev/null && pass "etcd back: a new client connects and reads" ||
+  fail "after the outage"
+
+# --- a server killed (no replicas) -------------------------------------------------------------------
+for k in $(seq 0 59); do ctl --server="$cl" put "probe-$k" "value-$k" || fail "probe put $k"; done
+kill -9 "${spid[2]}"
+wait "${spid[2]}" 2>/dev/null
+unavail=0; others=0; wrong=0
+for k in $(seq 0 59); do
+  out=$(timeout 20 "$build/kvctl" --server="$cl" --timeout_ms=3000 get "probe-$k" 2>&1 > "$logs/probe.out"); r=$?
+  case $r in
+    0) [ "$(cat "$logs/probe.out")" = "value-$k" ] && others=$((others + 1)) || wrong=$((wrong + 1)) ;;
+    124) wrong=$((wrong + 1)) ;;
+    *) if echo "$out" | grep -q "UNAVAILABLE"; then unavail=$((unavail + 1)); else wrong=$((wrong + 1)); echo "$out" >> "$logs/killed.err"; fi ;;
+  esac
+done
+[ "$unavail" -gt 0 ] && [ "$others" -gt 0 ] && [ "$wrong" = 0 ] &&
+  pass "server killed: its keys UNAVAILABLE ($unavail), the others read ($others), no hang, no other error" ||
+  fail "killed server" "unavailable $unavail others $others wrong $wrong; $(head -3 "$logs/killed.err" 2>/dev/null)"
+sleep 4  # its lease expires (3 s)
+start_server 2 || fail "server 2 restarted" "$(tail -5 "$logs/server2.log")"
+bench run --workload=c --operations=3000 --threads=1 --verify > "$logs/back.out" 2>&1; brc=$?
+back=0
+for k in $(seq 0 59); do [ "$(ctl --server="$cl" get "probe-$k" 2>/dev/null)" = "value-$k" ] && back=$((back + 1)); done
+[ $brc = 0 ] && [ $back = 60 ] && pass "restarted with its --data_dir: every key reads back (60 probes, verified run)" ||
+  fail "after restart" "$(tail -3 "$logs/back.out")"
+
+for i in 0 1 2; do
+  if grep -qE "$CRASH_PATTERN" "$logs/server$i.log"; then fail "server $i log clean" "$(grep -E "$CRASH_PATTERN" "$logs/server$i.log" | head -2)"; fi
+done
+exit $rc
