@@ -60,6 +60,10 @@ class ClientImpl {
   }
   uint32_t owner_slots() const { return conn_ ? conn_->hello().owner_slots : 0; }
   bool broken() const { return !conn_ || conn_->state() != Connection::State::kConnected; }
+  // One request of any op and its reply (kvserver's migration uses it for MIGRATE_*).
+  Status Call(wire::Op op, std::string_view key, std::string_view value, std::string* payload) {
+    return RpcStatus(op, key, value, payload);
+  }
 
  private:
   enum class Step { kDone, kRetry };

@@ -128,7 +128,13 @@ enum class Op : uint8_t {
   kStats = 3,
   kParams = 4,
   kSnapshot = 5,
-  kOpen = 6
+  kOpen = 6,
+  // Cluster migration, server to server (docs/cluster.md, "Migration"): BEGIN's key is 1..256
+  // little-endian u32 slots, which the receiver purges and marks IMPORTING (refused if it owns
+  // any); PUT and DELETE then apply to keys of IMPORTING slots only.
+  kMigrateBegin = 7,
+  kMigratePut = 8,
+  kMigrateDelete = 9
 };
 
 struct __attribute__((packed)) RequestHeader {

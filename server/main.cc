@@ -103,6 +103,9 @@ DEFINE_string(zone, "", "--cluster: this server's failure domain (0..32 printabl
 DEFINE_int32(cluster_lease_ttl, 5,
              "--cluster: seconds this server's etcd lease lives without a keepalive (2..60); a "
              "dead server's record goes after this");
+DEFINE_string(migration_rate, "64M",
+              "--cluster: bytes per second a slot migration copies at most (0: unpaced), so "
+              "that foreground latency stays bounded while slots move");
 DEFINE_bool(check_config, false,
             "check every flag, the table's geometry and --auth_token_file as a start does "
             "before it opens the device, print 'kvserver: configuration OK' and exit 0; "
@@ -137,7 +140,7 @@ rkv::cli::Usage KvserverUsage() {
         {"memory", "buckets", "index_fraction", "workers", "poll_spin_us", "reply_signal_every"}},
        {"Security", {"auth_token_file", "allow_unauthenticated", "client_rkeys"}},
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
-       {"Cluster", {"cluster", "zone", "cluster_lease_ttl"}},
+       {"Cluster", {"cluster", "zone", "cluster_lease_ttl", "migration_rate"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
       "Exit status: 0 after SIGTERM or SIGINT (a clean stop), or for --check_config, --help,\n"
       "--version; 2 for a bad flag or a failed start (the message names the flag or the call).\n"
@@ -255,6 +258,8 @@ int main(int argc, char** argv) {
     if (FLAGS_zone.size() > 32) return Fail("--zone is longer than 32 bytes");
     o.zone = FLAGS_zone;
     o.cluster_lease_ttl_s = FLAGS_cluster_lease_ttl;
+    s = rkv::ParseSize(FLAGS_migration_rate, &o.migration_rate);
+    if (!s.ok()) return Fail("--migration_rate: " + s.message());
     o.cluster_etcd.cacert = o.exchange.etcd_cacert;
     o.cluster_etcd.cert = o.exchange.etcd_cert;
     o.cluster_etcd.key = o.exchange.etcd_key;

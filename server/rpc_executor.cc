@@ -53,7 +53,13 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     } else {
       s = table_->Delete(req.key);
     }
-    if (owners_ != nullptr && code == Code::kOk) owners_->EndWrite(slot);
+    if (owners_ != nullptr && code == Code::kOk) {
+      if (owners_->Tracked(slot)) owners_->MarkDirty(req.key);  // a migration ships it again
+      owners_->EndWrite(slot);
+    }
+  } else if (req.op == wire::Op::kMigrateBegin || req.op == wire::Op::kMigratePut ||
+             req.op == wire::Op::kMigrateDelete) {
+    s = ExecuteMigration(req, &payload);
   } else if (req.op == wire::Op::kSnapshot) {
     counters_->rpc_snapshot.fetch_add(1, std::memory_order_relaxed);
     if (snapshot_) {

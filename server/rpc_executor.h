@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "common/wire.h"
 #include "server/cluster/ownership_table.h"
 #include "server/metrics/counters.h"
 #include "server/store/table.h"
@@ -58,6 +59,8 @@ class RpcExecutor {
   const std::function<std::string()> stats_text_;
   std::function<std::string()> snapshot_;
   cluster::OwnershipTable* owners_ = nullptr;
+  // MIGRATE_BEGIN/PUT/DELETE (rpc_executor_migration.cc): a migration's receiving side.
+  Status ExecuteMigration(const wire::Request& req, std::string* payload);
   // Fills the MOVED/TRY_AGAIN answer for a write the gate refused.
   Code Refuse(uint32_t slot, uint64_t word, std::string* payload);
 };

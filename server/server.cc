@@ -167,6 +167,8 @@ Status Server::Start() {
     co.port = cm_->bound_port();
     co.zone = opt_.zone;
     co.lease_ttl_s = opt_.cluster_lease_ttl_s;
+    co.auth_token = opt_.auth_token;
+    co.migration_rate = opt_.migration_rate;
     s = cluster::ClusterNode::Prepare(co, &cluster_);
     if (!s.ok()) return s;
     owner_offset_ = (opt_.memory + 4095) / 4096 * 4096;
@@ -327,7 +329,7 @@ Status Server::Start() {
   if (cluster_) {
     // Registered last: once the record is in etcd, clients and the coordinator may count on
     // this server.
-    s = cluster_->Join(owners_.get(), cm_->bound_port());
+    s = cluster_->Join(owners_.get(), table_.get(), cm_->bound_port());
     if (!s.ok()) return s;
   }
   LOG(INFO) << "kvserver listening on " << opt_.host << ":" << cm_->bound_port() << " device "

@@ -25,6 +25,7 @@ struct ServerOptions {
   EtcdSettings cluster_etcd;
   std::string zone;
   int cluster_lease_ttl_s = 5;
+  uint64_t migration_rate = 64ull << 20;  // bytes/s a slot migration copies at most (0: unpaced)
   uint64_t memory = 256ull << 20;
   uint32_t buckets = 0;  // 0: derived from memory and index_fraction
   double index_fraction = 0.25;

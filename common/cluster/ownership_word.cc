@@ -11,6 +11,8 @@ const char* SlotStateName(SlotState s) {
       return "OWNED";
     case SlotState::kMoving:
       return "MOVING";
+    case SlotState::kImporting:
+      return "IMPORTING";
   }
   return "INVALID";
 }

@@ -33,12 +33,13 @@ Status ClusterNode::Prepare(ClusterNodeOptions o, std::unique_ptr<ClusterNode>* 
 }
 
 ClusterNode::~ClusterNode() {
+  migrator_.reset();
   coordinator_.reset();  // resigns first: the next candidate leads at once
   watcher_.reset();
   membership_.reset();   // revokes the lease
 }
 
-Status ClusterNode::Join(OwnershipTable* owners, uint16_t port) {
+Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   owners_ = owners;
   Membership::Options m;
   m.cluster = o_.cluster;
@@ -56,6 +57,14 @@ Status ClusterNode::Join(OwnershipTable* owners, uint16_t port) {
   coordinator_ = std::make_unique<Coordinator>(etcd_.get(), o_.cluster, mem->id(),
                                                [mem] { return mem->lease(); });
   coordinator_->Start();
+  MigratorOptions mo;
+  mo.cluster = o_.cluster;
+  mo.my_id = mem->id();
+  mo.client.auth_token = o_.auth_token;
+  mo.client.location_cache_entries = 0;
+  mo.rate_bytes_s = o_.migration_rate;
+  migrator_ = std::make_unique<Migrator>(etcd_.get(), table, owners, mo);
+  migrator_->Start();
   LOG(INFO) << "cluster '" << o_.cluster.name << "': joined as server " << mem->id() << " ("
             << m.host << ":" << m.port << "), map epoch " << watcher_->epoch() << ", "
             << owners_->CountOwned() << " slot(s) owned";
@@ -74,6 +83,7 @@ void ClusterNode::Apply(const SlotMap& map) {
   for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
     const uint16_t o = map.OwnerIndex(slot);
     if (o != kUnassigned) owner_ids[slot] = map.servers()[o].id;
+    if (owners_->HandingOver(slot)) continue;  // the migration sets these words
     const uint64_t word = owners_->Word(slot);
     const SlotState st = WordState(word);
     const bool held = st == SlotState::kOwned || st == SlotState::kMoving;
@@ -101,6 +111,9 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(
       StatValue::U("cluster_reregistrations", membership_ ? membership_->reregistrations() : 0));
   v->push_back(StatValue::U("cluster_coordinator", coordinator_ && coordinator_->leading()));
+  v->push_back(StatValue::U("migrations_out", migrator_ ? migrator_->batches_done() : 0));
+  v->push_back(StatValue::U("migrations_failed", migrator_ ? migrator_->batches_failed() : 0));
+  v->push_back(StatValue::U("migrated_keys_out", migrator_ ? migrator_->keys_sent() : 0));
 }
 
 }  // namespace rkv::cluster

@@ -25,6 +25,7 @@
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/coordinator.h"
 #include "server/cluster/membership.h"
+#include "server/cluster/migrator.h"
 #include "server/cluster/ownership_table.h"
 #include "server/metrics/stat_value.h"
 
@@ -37,6 +38,8 @@ struct ClusterNodeOptions {
   uint16_t port = 0;  // 0: the bound port, given to Join
   std::string zone;
   int lease_ttl_s = 5;
+  std::string auth_token;          // proven to other servers when migrating to them
+  uint64_t migration_rate = 0;     // bytes/s a migration copies at most (0: unpaced)
 };
 
 class ClusterNode {
@@ -48,7 +51,8 @@ class ClusterNode {
   uint32_t num_slots() const { return num_slots_; }
   uint64_t slot_seed() const { return slot_seed_; }
   // `port`: the port the server is bound to.
-  [[nodiscard]] Status Join(OwnershipTable* owners, uint16_t port);
+  // `table`: the server's (migrations copy from it); outlives the node.
+  [[nodiscard]] Status Join(OwnershipTable* owners, Table* table, uint16_t port);
   uint32_t id() const { return membership_ ? membership_->id() : 0; }
   void AppendStats(std::vector<StatValue>* v) const;
 
@@ -64,6 +68,7 @@ class ClusterNode {
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<MapWatcher> watcher_;
   std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<Migrator> migrator_;
   std::atomic<uint64_t> applied_epoch_{0};
 };
 

@@ -6,7 +6,12 @@
 #include <chrono>
 #include <vector>
 
+#include <algorithm>
+#include <map>
+
 #include "common/cluster/member_record.h"
+#include "common/cluster/migration_record.h"
+#include "common/secure_random.h"
 #include "common/cluster/rebalance_plan.h"
 #include "common/cluster/slot_map.h"
 
@@ -16,6 +21,8 @@ namespace {
 constexpr int kWaitMs = 1000;   // one wait for a request; bounds the destructor
 constexpr int kRetryMs = 200;   // after an etcd error or lost compare
 constexpr int kCommitTries = 16;
+constexpr size_t kBatchSlots = 512;
+constexpr int kMigrationTimeoutMs = 300000;
 }  // namespace
 
 Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
@@ -177,19 +184,78 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
       }
     }
     res->assigned = assigned;
-    if (!plan.moves.empty()) {
-      return Status(Code::kUnavailable,
-                    std::to_string(assigned) + " unassigned slot(s) given; " +
-                        std::to_string(plan.moves.size()) +
-                        " slot(s) would have to move between live servers, and online migration "
-                        "is not built yet");
-    }
-    res->message = std::to_string(assigned) + " unassigned slot(s) given to " +
-                   std::to_string(live.size()) + " live server(s); map epoch " +
-                   std::to_string(changed ? map.epoch() + 1 : map.epoch());
+    uint32_t moved = 0;
+    s = Move(e, plan.moves, &moved);
+    res->moved = moved;
+    if (!s.ok())
+      return Status(s.code(), std::to_string(assigned) + " unassigned slot(s) given, " +
+                                  std::to_string(moved) + " of " +
+                                  std::to_string(plan.moves.size()) + " moved; then: " + s.message());
+    res->message = std::to_string(assigned) + " unassigned slot(s) given, " +
+                   std::to_string(moved) + " slot(s) moved; " + std::to_string(live.size()) +
+                   " live server(s)";
     return Status::Ok();
   }
   return Status(Code::kTimeout, "the map kept changing during the request");
+}
+
+Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32_t* moved) {
+  using C = EtcdClient::Compare;
+  // Batches of one (from, to) pair, at most kBatchSlots slots each, in slot order.
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> by_pair;
+  for (const SlotMove& m : moves) by_pair[{m.from_id, m.to_id}].push_back(m.slot);
+  for (auto& [pair, slots] : by_pair) {
+    for (size_t i = 0; i < slots.size(); i += kBatchSlots) {
+      MigrationRecord rec;
+      rec.from_id = pair.first;
+      rec.to_id = pair.second;
+      rec.slots.assign(slots.begin() + i, slots.begin() + std::min(slots.size(), i + kBatchSlots));
+      Status s = SecureRandom::Fill(&rec.nonce, sizeof rec.nonce);
+      if (!s.ok()) return s;
+      bool ok = false;
+      int64_t revision = 0;
+      // Replaces any earlier record (a former coordinator's): its source can no longer commit.
+      s = etcd_->Txn({e->StillLeader()}, {EtcdClient::Op::Put(Key("migration"), rec.Encode())}, {},
+                     &ok, &revision);
+      if (!s.ok()) return s;
+      if (!ok) return Status(Code::kUnauthenticated, "no longer the coordinator");
+      // Wait for the source to finish: DONE or FAILED. No progress for kMigrationTimeoutMs
+      // (the source died or cannot reach etcd): cancel it.
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(kMigrationTimeoutMs);
+      MigrationRecord now;
+      for (;;) {
+        if (Stopping()) return Status(Code::kUnavailable, "coordinator stopping");
+        bool found = false;
+        EtcdKv kv;
+        s = etcd_->Get(Key("migration"), &found, &kv, nullptr);
+        if (s.ok() && found && MigrationRecord::Decode(kv.value, &now).ok() &&
+            now.nonce == rec.nonce && now.state != MigrationRecord::kCopy)
+          break;
+        if (s.ok() && (!found || now.nonce != rec.nonce))
+          return Status(Code::kUnavailable, "the migration record was replaced");
+        if (std::chrono::steady_clock::now() > deadline) {
+          MigrationRecord failed = rec;
+          failed.state = MigrationRecord::kFailed;
+          (void)etcd_->Txn({e->StillLeader(), {Key("migration"), C::kModRevision, C::kEqual,
+                                               revision, {}}},
+                           {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &ok);
+          return Status(Code::kTimeout, "server " + std::to_string(rec.from_id) +
+                                            " did not finish moving " +
+                                            std::to_string(rec.slots.size()) +
+                                            " slot(s) in time; cancelled");
+        }
+        Pause(kRetryMs);
+      }
+      if (now.state != MigrationRecord::kDone)
+        return Status(Code::kUnavailable, "server " + std::to_string(rec.from_id) +
+                                              " could not move slots to server " +
+                                              std::to_string(rec.to_id) + " (see its log)");
+      *moved += uint32_t(rec.slots.size());
+      LOG(INFO) << "cluster coordinator: " << *moved << " of " << moves.size() << " slots moved";
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace rkv::cluster

@@ -7,8 +7,8 @@
 // a raised epoch in one transaction that compares the map's mod revision and its own
 // leadership (a deposed coordinator commits nothing), and answers at NAME/result in a
 // transaction that also deletes the request.
-// Slots that must move between live servers need online migration (not built yet): such a
-// request is answered UNAVAILABLE, naming how many; slots that are unassigned are given.
+// Slots that must move between live servers move online, one batch at a time
+// (server/cluster/migrator.h runs in the source); the request is answered when all moved.
 // Thread safety: leading() from any thread. Ownership: borrows the EtcdClient and the lease
 // source (both outlive it); owns its thread, stopped (and the leadership resigned) by the
 // destructor within about a second.
@@ -24,6 +24,7 @@
 
 #include "common/cluster/cluster_address.h"
 #include "common/cluster/cluster_request.h"
+#include "common/cluster/rebalance_plan.h"
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/election.h"
 
@@ -48,6 +49,8 @@ class Coordinator {
   // Handles NAME/request if present, else waits up to a second for one. kAborted-like
   // failures (lost leadership) are returned as errors; the loop campaigns again.
   Status ServeOnce(Election* e);
+  // Moves the slots, one migration batch (NAME/migration) at a time; *moved counts them.
+  Status Move(Election* e, const std::vector<SlotMove>& moves, uint32_t* moved);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }

@@ -12,8 +12,45 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
     : words_(words),
       num_slots_(num_slots),
       slot_seed_(slot_seed),
-      inflight_(new std::atomic<uint32_t>[num_slots]) {
-  for (uint32_t i = 0; i < num_slots; ++i) inflight_[i].store(0);
+      inflight_(new std::atomic<uint32_t>[num_slots]),
+      tracked_(new std::atomic<uint8_t>[num_slots]),
+      handover_(new std::atomic<uint8_t>[num_slots]) {
+  for (uint32_t i = 0; i < num_slots; ++i) {
+    inflight_[i].store(0);
+    tracked_[i].store(0);
+    handover_[i].store(0);
+  }
+}
+
+void OwnershipTable::SetHandingOver(const std::vector<uint32_t>& slots, bool on) {
+  for (uint32_t s : slots) handover_[s].store(on ? 1 : 0);
+}
+
+void OwnershipTable::Track(const std::vector<uint32_t>& slots, bool on) {
+  for (uint32_t s : slots) tracked_[s].store(on ? 1 : 0, std::memory_order_seq_cst);
+  if (!on) {
+    MutexLock l(&dirty_mu_);
+    dirty_.clear();
+    dirty_overflow_ = false;
+  }
+}
+
+void OwnershipTable::MarkDirty(std::string_view key) {
+  MutexLock l(&dirty_mu_);
+  if (dirty_.size() >= kMaxDirty) {
+    dirty_overflow_ = true;
+    return;
+  }
+  dirty_.emplace(key);
+}
+
+void OwnershipTable::TakeDirty(std::vector<std::string>* out, bool* overflowed) {
+  out->clear();
+  MutexLock l(&dirty_mu_);
+  out->reserve(dirty_.size());
+  for (auto it = dirty_.begin(); it != dirty_.end();) out->push_back(std::move(dirty_.extract(it++).value()));
+  *overflowed = dirty_overflow_;
+  dirty_overflow_ = false;
 }
 
 uint32_t OwnershipTable::SlotOf(std::string_view key) const {

@@ -19,7 +19,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "common/cluster/ownership_word.h"
@@ -45,6 +47,20 @@ class OwnershipTable {
   bool Pause(uint32_t slot, std::chrono::steady_clock::time_point deadline);
   uint32_t CountOwned() const;
 
+  // Migration's dirty keys: while a slot is tracked, every write admitted to it records its
+  // key (MarkDirty, called by the executor before EndWrite, so Pause also waits for it). At
+  // most kMaxDirty distinct keys are kept; past that TakeDirty reports an overflow and the
+  // migration copies the slots again.
+  static constexpr size_t kMaxDirty = 1 << 20;
+  void Track(const std::vector<uint32_t>& slots, bool on);
+  // Slots being handed over by this server: map changes leave their words to the migration.
+  void SetHandingOver(const std::vector<uint32_t>& slots, bool on);
+  bool HandingOver(uint32_t slot) const { return handover_[slot].load() != 0; }
+  bool Tracked(uint32_t slot) const { return tracked_[slot].load(std::memory_order_seq_cst) != 0; }
+  void MarkDirty(std::string_view key);
+  // Moves the recorded keys to *out (cleared first); *overflowed: some were not kept.
+  void TakeDirty(std::vector<std::string>* out, bool* overflowed);
+
   // What MOVED replies name: the map epoch the server went by and each slot's owner id.
   void SetRouting(uint64_t epoch, std::vector<uint32_t> owner_ids);
   void Route(uint32_t slot, uint64_t* epoch, uint32_t* owner_id) const;
@@ -54,6 +70,11 @@ class OwnershipTable {
   const uint32_t num_slots_;
   const uint64_t slot_seed_;
   std::unique_ptr<std::atomic<uint32_t>[]> inflight_;
+  std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
+  std::unique_ptr<std::atomic<uint8_t>[]> handover_;
+  Mutex dirty_mu_;
+  std::unordered_set<std::string> dirty_ GUARDED_BY(dirty_mu_);
+  bool dirty_overflow_ GUARDED_BY(dirty_mu_) = false;
   mutable Mutex mu_;
   uint64_t routing_epoch_ GUARDED_BY(mu_) = 0;
   std::vector<uint32_t> owner_ids_ GUARDED_BY(mu_);

@@ -71,7 +71,9 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
   if (env_.writes == nullptr) return false;
   wire::Request req;
   if (!wire::DecodeRequest(msg, len, &req).ok()) return false;  // answered here: BAD_REQUEST
-  if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete) return false;
+  if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete && req.op != wire::Op::kMigratePut &&
+      req.op != wire::Op::kMigrateDelete && req.op != wire::Op::kMigrateBegin)
+    return false;
   // No hand-over when the log will not make this thread wait for the disk (--fsync=no|everysec
   // and no write in progress or slow: WriteLog::WriteInline), unless this connection has writes
   // in the pool (its writes apply in order).

@@ -37,6 +37,9 @@ std::vector<StatValue> CollectStats(const ServerCounters& c, const Table& table,
   add("rpc_errors", c.rpc_errors);
   add("rpc_moved", c.rpc_moved);
   add("rpc_try_again", c.rpc_try_again);
+  add("migrations_in", c.migrations_in);
+  add("migrated_keys_in", c.migrated_keys_in);
+  add("migration_purged", c.migration_purged);
   add("clients_dropped", c.clients_dropped);
   add("credit_drops", c.credit_drops);
   add("keepalives_sent", c.keepalives_sent);

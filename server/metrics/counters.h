@@ -40,6 +40,8 @@ struct ServerCounters {
   // Cluster: writes refused for a slot this server does not own (MOVED) or is handing over
   // (TRY_AGAIN).
   C rpc_moved{0}, rpc_try_again{0};
+  // Cluster migration: batches begun here (this server receiving), keys received, keys purged.
+  C migrations_in{0}, migrated_keys_in{0}, migration_purged{0};
   C clients_dropped{0};  // closed for malformed requests
   C credit_drops{0};     // closed for exceeding their request credits
   C keepalives_sent{0};

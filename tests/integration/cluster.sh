@@ -15,6 +15,9 @@
 #    by servers and clients, which go on with the map they have (cluster_bad_maps counts it);
 #  - etcd stopped (SIGSTOP) during a verifying run: it goes on with the map the client has;
 #    etcd back: a new client connects;
+#  - a fourth server joins and `cluster rebalance` runs under a verifying workload a: 0 failed
+#    operations and verify failures, the fourth server holds keys; `cluster remove` drains a
+#    server to 0 entries under load, it is killed, and every key reads back;
 #  - a server killed (no replicas): keys of its slots report UNAVAILABLE naming it (no wrong
 #    answer, no hang), other keys work; restarted with its --data_dir: its keys read back.
 # One "[case PASS|FAIL] cluster: ..." line per case; exit 1 if any failed.
@@ -198,6 +201,43 @@ wait $bpid; orc=$?
 ctl --server="$cl" get during-etcd-outage > /dev/null && pass "etcd back: a new client connects and reads" ||
   fail "after the outage"
 
+# --- a fourth server joins; rebalance under a verifying load ------------------------------------
+start_server 3 || fail "server 3 started" "$(tail -5 "$logs/server3.log")"
+bench run --workload=a --operations=30000 --threads=2 --verify > "$logs/rebal-run.out" 2>&1 &
+bpid=$!
+sleep 2
+ctl --server="$cl" cluster rebalance > "$logs/rebalance2.out" 2>&1; rbrc=$?
+wait $bpid; brc=$?
+e3=$(stat_of 3 entries)
+[ $rbrc = 0 ] && grep -q " slot(s) moved" "$logs/rebalance2.out" &&
+  pass "cluster rebalance with a fourth server: $(cat "$logs/rebalance2.out")" ||
+  fail "rebalance to a fourth server" "$(cat "$logs/rebalance2.out")"
+[ $brc = 0 ] && [ "${e3:-0}" -gt 0 ] &&
+  pass "a verifying workload a through the rebalance: 0 failed operations, 0 verify failures; server 3 holds ${e3} entries" ||
+  fail "workload through the rebalance" "rc $brc, server 3 entries ${e3:-?}; $(grep -E "Failures|errors|FAILED" "$logs/rebal-run.out" | head -3)"
+o=()
+for i in 0 1 2 3; do o+=("$(stat_of "$i" cluster_slots_owned)"); done
+[ "$(( ${o[0]:-0} + ${o[1]:-0} + ${o[2]:-0} + ${o[3]:-0} ))" = 4096 ] && [ "${o[3]:-0}" -ge 1000 ] &&
+  pass "slots after the rebalance: ${o[*]}" || fail "slots after the rebalance" "${o[*]}"
+
+# --- cluster remove drains a server under load; then it is killed and every key reads back -----------
+bench run --workload=a --operations=20000 --threads=2 --verify > "$logs/remove-run.out" 2>&1 &
+bpid=$!
+sleep 2
+ctl --server="$cl" cluster remove "${addrs[1]}:$(port 1)" > "$logs/remove.out" 2>&1; rmrc=$?
+wait $bpid; brc=$?
+e1=$(stat_of 1 entries); o1=$(stat_of 1 cluster_slots_owned)
+[ $rmrc = 0 ] && [ "${o1:-1}" = 0 ] && [ "${e1:-1}" = 0 ] &&
+  pass "cluster remove drained server 1 to 0 slots and 0 entries: $(cat "$logs/remove.out")" ||
+  fail "cluster remove" "rc $rmrc slots ${o1:-?} entries ${e1:-?}: $(cat "$logs/remove.out")"
+[ $brc = 0 ] && pass "a verifying workload a through the remove: 0 failures" ||
+  fail "workload through the remove" "$(grep -E "Failures|errors" "$logs/remove-run.out" | head -3)"
+kill -9 "${spid[1]}"; wait "${spid[1]}" 2>/dev/null
+bench run --workload=c --operations=3000 --threads=1 --verify > "$logs/after-remove.out" 2>&1; brc=$?
+[ $brc = 0 ] && ! grep -q "Return=NOT_FOUND" "$logs/after-remove.out" &&
+  pass "server 1 killed after the remove: every key read reads back (no NOT_FOUND, verified)" ||
+  fail "reads after the remove" "$(grep -E "NOT_FOUND|Failures|errors" "$logs/after-remove.out" | head -3)"
+
 # --- a server killed (no replicas) -------------------------------------------------------------------
 for k in $(seq 0 59); do ctl --server="$cl" put "probe-$k" "value-$k" || fail "probe put $k"; done
 kill -9 "${spid[2]}"
@@ -222,7 +262,7 @@ for k in $(seq 0 59); do [ "$(ctl --server="$cl" get "probe-$k" 2>/dev/null)" = 
 [ $brc = 0 ] && [ $back = 60 ] && pass "restarted with its --data_dir: every key reads back (60 probes, verified run)" ||
   fail "after restart" "$(tail -3 "$logs/back.out")"
 
-for i in 0 1 2; do
+for i in 0 1 2 3; do
   if grep -qE "$CRASH_PATTERN" "$logs/server$i.log"; then fail "server $i log clean" "$(grep -E "$CRASH_PATTERN" "$logs/server$i.log" | head -2)"; fi
 done
 exit $rc

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/cluster/migrator.h"
+
+#include <glog/logging.h>
+
+#include <chrono>
+
+#include "client/client_impl.h"
+#include "common/cluster/slot_map.h"
+#include "server/cluster/slot_scan.h"
+
+namespace rkv::cluster {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+constexpr int kWaitMs = 1000;
+constexpr int kRetryMs = 200;
+constexpr int kGraceMs = 20;         // read grace period between NOT_OWNED and the commit
+constexpr int kPauseWaitMs = 5000;   // for writes admitted before the pause
+constexpr size_t kDirtyRounds = 8;
+constexpr size_t kFewDirty = 64;     // pause once a round leaves at most this many keys
+}  // namespace
+
+Migrator::Migrator(EtcdClient* etcd, Table* table, OwnershipTable* owners, MigratorOptions o)
+    : etcd_(etcd), table_(table), owners_(owners), o_(std::move(o)) {}
+
+void Migrator::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+Migrator::~Migrator() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Migrator::Stopping() {
+  std::lock_guard<std::mutex> l(mu_);
+  return stop_;
+}
+
+void Migrator::Pause(int ms) {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait_for(l, std::chrono::milliseconds(ms), [this] { return stop_; });
+}
+
+void Migrator::Loop() {
+  while (!Stopping()) {
+    bool found = false;
+    EtcdKv kv;
+    int64_t revision = 0;
+    Status s = etcd_->Get(Key("migration"), &found, &kv, &revision);
+    if (!s.ok()) {
+      Pause(kRetryMs);
+      continue;
+    }
+    MigrationRecord rec;
+    if (found && MigrationRecord::Decode(kv.value, &rec).ok() &&
+        rec.state == MigrationRecord::kCopy && rec.from_id == o_.my_id &&
+        rec.nonce != last_nonce_) {
+      last_nonce_ = rec.nonce;
+      Run(rec, kv.mod_revision);
+      continue;
+    }
+    (void)etcd_->Watch(Key("migration"), false, revision + 1, kWaitMs,
+                       [&](const std::vector<EtcdEvent>& ev, int64_t) {
+                         return !ev.empty() || Stopping();
+                       });
+  }
+}
+
+void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
+  LOG(INFO) << "migration " << rec.nonce << ": " << rec.slots.size() << " slot(s) to server "
+            << rec.to_id;
+  // The map must name this server as the owner of every slot, and the target by address.
+  bool found = false;
+  EtcdKv kv;
+  std::string why;
+  SlotMap map;
+  Status s = etcd_->Get(Key("map"), &found, &kv, nullptr);
+  if (!s.ok() || !found || !SlotMap::Decode(kv.value, &map).ok()) {
+    why = "cannot read the map: " + (s.ok() ? std::string("missing or malformed") : s.ToString());
+  } else if (map.num_slots() != owners_->num_slots()) {
+    why = "the map's slot count changed";
+  }
+  const uint16_t me = map.IndexOf(o_.my_id), to = map.IndexOf(rec.to_id);
+  if (why.empty() && to == kUnassigned) why = "target server " + std::to_string(rec.to_id) + " is not in the map";
+  for (size_t i = 0; why.empty() && i < rec.slots.size(); ++i) {
+    const uint32_t slot = rec.slots[i];
+    if (slot >= map.num_slots() || map.OwnerIndex(slot) != me || me == kUnassigned ||
+        WordState(owners_->Word(slot)) != SlotState::kOwned)
+      why = "slot " + std::to_string(slot) + " is not owned here";
+  }
+  if (!why.empty()) {
+    Resume(rec, rec_revision, why);
+    return;
+  }
+  owners_->SetHandingOver(rec.slots, true);
+  if (!Copy(rec, map.servers()[to].host, map.servers()[to].port, &why)) {
+    Resume(rec, rec_revision, why);
+    return;
+  }
+  const Outcome outcome = Commit(rec, rec_revision);
+  if (outcome == Outcome::kUnknown) return;  // stopping; words NOT_OWNED, record as it is
+  if (outcome == Outcome::kCancelled) {
+    Resume(rec, rec_revision, "the migration record changed before the hand-over (cancelled)");
+    return;
+  }
+  owners_->SetHandingOver(rec.slots, false);
+  done_.fetch_add(1);
+  LOG(INFO) << "migration " << rec.nonce << ": " << rec.slots.size()
+            << " slot(s) handed over to server " << rec.to_id;
+  Purge(rec.slots);
+}
+
+bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_t port,
+                    std::string* why) {
+  ClientImpl target(host, port, o_.client);
+  Status s = target.Open();
+  if (s.ok() && target.owner_slots() != owners_->num_slots())
+    s = Status(Code::kProtocolError, "the target has no ownership table of this cluster");
+  for (size_t i = 0; s.ok() && i < rec.slots.size(); i += 256) {
+    std::string key;
+    for (size_t j = i; j < rec.slots.size() && j < i + 256; ++j)
+      for (int b = 0; b < 4; ++b) key.push_back(char((rec.slots[j] >> (8 * b)) & 0xff));
+    std::string reply;
+    s = target.Call(wire::Op::kMigrateBegin, key, {}, &reply);
+  }
+  if (!s.ok()) {
+    *why = "target " + host + ":" + std::to_string(port) + ": " + s.ToString();
+    return false;
+  }
+  std::vector<bool> in_set(owners_->num_slots(), false);
+  for (uint32_t slot : rec.slots) in_set[slot] = true;
+  const auto start = SteadyClock::now();
+  uint64_t bytes = 0;
+  auto send = [&](const std::string& k, const std::string* v) {
+    std::string reply;
+    s = v ? target.Call(wire::Op::kMigratePut, k, *v, &reply)
+          : target.Call(wire::Op::kMigrateDelete, k, {}, &reply);
+    keys_sent_.fetch_add(1, std::memory_order_relaxed);
+    bytes += k.size() + (v ? v->size() : 0);
+    if (o_.rate_bytes_s > 0) {  // paced: never ahead of rate x elapsed
+      const auto due = start + std::chrono::microseconds(bytes * 1000000 / o_.rate_bytes_s);
+      if (due > SteadyClock::now()) std::this_thread::sleep_until(due);
+    }
+    return s.ok() && !Stopping();
+  };
+  auto ship_dirty = [&](size_t* count, bool* overflow) {
+    std::vector<std::string> keys;
+    owners_->TakeDirty(&keys, overflow);
+    *count = keys.size();
+    std::string value;
+    for (const std::string& k : keys) {
+      Status g = table_->Get(k, &value);
+      if (!send(k, g.ok() ? &value : nullptr)) return false;
+    }
+    return true;
+  };
+  owners_->Track(rec.slots, true);
+  auto fail = [&](const std::string& what) {
+    owners_->Track(rec.slots, false);
+    *why = what + (s.ok() ? std::string() : ": " + s.ToString());
+    return false;
+  };
+  bool rescan = true;
+  size_t dirty = 0;
+  for (size_t round = 0; round < kDirtyRounds; ++round) {
+    if (rescan &&
+        !ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string& v) {
+          return send(k, &v);
+        }))
+      return fail("copying the slots' entries");
+    rescan = false;
+    if (!ship_dirty(&dirty, &rescan)) return fail("shipping the keys written meanwhile");
+    if (dirty <= kFewDirty && !rescan) break;
+  }
+  // Pause the slots' writes and wait for the admitted ones; then the last dirty keys are exact.
+  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(kPauseWaitMs);
+  for (uint32_t slot : rec.slots)
+    if (!owners_->Pause(slot, deadline)) {
+      for (uint32_t t : rec.slots) owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
+      return fail("writes admitted before the pause did not finish in time");
+    }
+  bool overflow = false;
+  if (!ship_dirty(&dirty, &overflow) || overflow) {
+    for (uint32_t t : rec.slots) owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
+    return fail("shipping the last keys");
+  }
+  owners_->Track(rec.slots, false);
+  for (uint32_t slot : rec.slots)
+    owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kNotOwned));
+  std::this_thread::sleep_for(std::chrono::milliseconds(kGraceMs));
+  return true;
+}
+
+Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revision) {
+  using C = EtcdClient::Compare;
+  MigrationRecord done = rec;
+  done.state = MigrationRecord::kDone;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt > 0) Pause(kRetryMs);
+    if (Stopping()) return Outcome::kUnknown;
+    bool found = false;
+    EtcdKv rec_kv, map_kv;
+    Status s = etcd_->Get(Key("migration"), &found, &rec_kv, nullptr);
+    if (!s.ok()) continue;  // etcd unreachable: keep the writes paused and try again
+    if (!found || rec_kv.mod_revision != rec_revision) {
+      // Our own commit whose answer was lost left the record DONE with our nonce.
+      MigrationRecord now;
+      return found && MigrationRecord::Decode(rec_kv.value, &now).ok() &&
+                     now.nonce == rec.nonce && now.state == MigrationRecord::kDone
+                 ? Outcome::kCommitted
+                 : Outcome::kCancelled;
+    }
+    s = etcd_->Get(Key("map"), &found, &map_kv, nullptr);
+    SlotMap map;
+    if (!s.ok() || !found || !SlotMap::Decode(map_kv.value, &map).ok()) continue;
+    const uint16_t to = map.IndexOf(rec.to_id);
+    if (to == kUnassigned) return Outcome::kCancelled;  // cannot happen: ids stay in the map
+    for (uint32_t slot : rec.slots) (void)map.Assign(slot, 0, to);
+    map.set_epoch(map.epoch() + 1);
+    std::string value;
+    map.Encode(&value);
+    bool ok = false;
+    s = etcd_->Txn({C{Key("map"), C::kModRevision, C::kEqual, map_kv.mod_revision, {}},
+                    C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}}},
+                   {EtcdClient::Op::Put(Key("map"), value),
+                    EtcdClient::Op::Put(Key("migration"), done.Encode())},
+                   {}, &ok);
+    if (s.ok() && ok) return Outcome::kCommitted;
+  }
+}
+
+void Migrator::Resume(const MigrationRecord& rec, int64_t rec_revision, const std::string& why) {
+  // Nothing was handed over (the commit did not happen), so the map still names this server.
+  for (uint32_t slot : rec.slots) {
+    if (slot >= owners_->num_slots() || !owners_->HandingOver(slot)) continue;
+    owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
+  }
+  owners_->SetHandingOver(rec.slots, false);
+  failed_.fetch_add(1);
+  LOG(WARNING) << "migration " << rec.nonce << " failed: " << why;
+  MigrationRecord failed = rec;
+  failed.state = MigrationRecord::kFailed;
+  using C = EtcdClient::Compare;
+  bool ok = false;
+  (void)etcd_->Txn({C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}}},
+                   {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &ok);
+}
+
+void Migrator::Purge(const std::vector<uint32_t>& slots) {
+  std::vector<bool> in_set(owners_->num_slots(), false);
+  for (uint32_t slot : slots) in_set[slot] = true;
+  std::vector<std::string> keys;
+  ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string&) {
+    keys.push_back(k);
+    return true;
+  });
+  for (const std::string& k : keys) (void)table_->Delete(k);
+  LOG(INFO) << "migration: purged " << keys.size() << " entries of the slots handed over";
+}
+
+}  // namespace rkv::cluster

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// Migrator: the source side of moving slots to another server (docs/cluster.md, "Migration";
+// the argument in docs/design.md, "Reads while slots move"). A thread follows NAME/migration;
+// when a record in state COPY names this server as its source, it:
+//  1. connects to the target as a client (proving the cluster's --auth_token_file, and checking
+//     the target proves it back: a process without the token gets no data) and sends
+//     MIGRATE_BEGIN (the target purges what it holds of the slots and marks them IMPORTING);
+//  2. tracks the slots' writes (dirty keys), copies every entry of the slots (one table pass),
+//     then ships the keys written meanwhile, in rounds, paced to --migration_rate bytes/s;
+//  3. pauses the slots' writes (MOVING: TRY_AGAIN to clients) and waits for the admitted ones,
+//     ships the last dirty keys (now exact), sets the words NOT_OWNED, waits a read grace
+//     period;
+//  4. commits the hand-over: one etcd transaction comparing the map's and the record's mod
+//     revisions puts the map with the slots given to the target (epoch + 1) and the record DONE.
+//     Until it is known to have failed (the record changed: a new coordinator cancelled it),
+//     it keeps trying with writes paused: nothing is lost, PUTs fail clearly with TRY_AGAIN.
+//  5. purges its copy of the slots.
+// Any failure before the commit resumes the slots (OWNED again: the map still names this
+// server, since only this commit could change that) and marks the record FAILED.
+// Thread safety: counters from any thread. Ownership: borrows everything it is given (the
+// ClusterNode's etcd client, the server's table and ownership table outlive it); owns its
+// thread, stopped by the destructor (within about a second, or when a copy step fails).
+#ifndef RKV_SERVER_CLUSTER_MIGRATOR_H_
+#define RKV_SERVER_CLUSTER_MIGRATOR_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cluster/cluster_address.h"
+#include "common/cluster/migration_record.h"
+#include "common/etcd/etcd_client.h"
+#include "rkv/client.h"
+#include "server/cluster/ownership_table.h"
+#include "server/store/table.h"
+
+namespace rkv::cluster {
+
+struct MigratorOptions {
+  ClusterAddress cluster;
+  uint32_t my_id = 0;
+  Options client;              // for the connection to the target (auth token, timeouts)
+  uint64_t rate_bytes_s = 0;   // copy pacing; 0: unpaced
+};
+
+class Migrator {
+ public:
+  Migrator(EtcdClient* etcd, Table* table, OwnershipTable* owners, MigratorOptions o);
+  ~Migrator();
+  Migrator(const Migrator&) = delete;
+  Migrator& operator=(const Migrator&) = delete;
+  void Start();
+  uint64_t batches_done() const { return done_.load(); }
+  uint64_t batches_failed() const { return failed_.load(); }
+  uint64_t keys_sent() const { return keys_sent_.load(); }
+
+ private:
+  void Loop();
+  bool Stopping();
+  void Pause(int ms);
+  // Carries out one record; the record's final state is written before it returns.
+  void Run(const MigrationRecord& rec, int64_t rec_revision);
+  // Steps 1-3; false (with *why) when the copy failed before anything was handed over.
+  bool Copy(const MigrationRecord& rec, const std::string& host, uint16_t port, std::string* why);
+  // Step 4. kUnknown only when stopping before the outcome was learnt (the words stay
+  // NOT_OWNED: nothing is served wrongly).
+  enum class Outcome { kCommitted, kCancelled, kUnknown };
+  Outcome Commit(const MigrationRecord& rec, int64_t rec_revision);
+  void Resume(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
+  void Purge(const std::vector<uint32_t>& slots);
+  std::string Key(const char* rest) const { return o_.cluster.Prefix() + rest; }
+
+  EtcdClient* const etcd_;
+  Table* const table_;
+  OwnershipTable* const owners_;
+  const MigratorOptions o_;
+  std::atomic<uint64_t> done_{0}, failed_{0}, keys_sent_{0};
+  uint64_t last_nonce_ = 0;  // the loop thread's
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_MIGRATOR_H_
