@@ -78,6 +78,27 @@ const Mapping kMappings[] = {
      "Cluster: times this server found its etcd lease lost and registered again."},
     {"cluster_coordinator", "rkv_cluster_coordinator", kG,
      "Cluster: 1 while this server is the elected coordinator."},
+    // Migration. The two sides count different things, so they are separate families:
+    // MIGRATE_BEGIN requests received (a batch of up to 512 slots sends one or two) and
+    // batches this server ran as the source, by outcome.
+    {"migrations_in", "rkv_cluster_migration_begins_total", kC,
+     "Cluster: MIGRATE_BEGIN requests this server accepted as a migration's target (each "
+     "names up to 256 slots, which it purged and marked IMPORTING)."},
+    {"migrations_out", "rkv_cluster_migrations_total", kC,
+     "Cluster: migration batches this server ran as the source, by outcome: handed_over "
+     "(committed: the map gives the slots to the target), failed (nothing handed over; the "
+     "slots stay here and the record is marked FAILED).",
+     "outcome=handed_over"},
+    {"migrations_failed", "rkv_cluster_migrations_total", kC, "", "outcome=failed"},
+    {"migrated_keys_in", "rkv_cluster_migrated_keys_total", kC,
+     "Cluster: migration key writes (MIGRATE_PUT and MIGRATE_DELETE), by direction: in "
+     "(received for an IMPORTING slot, applied or not), out (sent to a target, answered or "
+     "not).",
+     "direction=in"},
+    {"migrated_keys_out", "rkv_cluster_migrated_keys_total", kC, "", "direction=out"},
+    {"migration_purged", "rkv_cluster_migration_purged_keys_total", kC,
+     "Cluster: entries a MIGRATE_BEGIN deleted here (left in the slots from an earlier "
+     "ownership or an aborted migration)."},
     {"keepalives_sent", "rkv_keepalives_sent_total", kC,
      "Keepalives (zero-length RDMA WRITEs) sent to silent clients."},
     {"writes_inline", "rkv_writes_inline_total", kC,

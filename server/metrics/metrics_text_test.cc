@@ -152,7 +152,11 @@ TEST(MetricsRegistry, PageIsValidAndNamed) {
       StatValue::U("credit_drops", 4),       StatValue::U("rpc_put", 2),
       StatValue::D("load_factor", 0.25),     StatValue::U("heap_bytes_in_use", 100),
       StatValue::U("heap_capacity", 1000),   StatValue::U("snapshot_last_ms", 1500),
-      StatValue::U("brand_new_figure", 9),
+      StatValue::U("brand_new_figure", 9),   StatValue::U("rpc_moved", 5),
+      StatValue::U("rpc_try_again", 6),      StatValue::U("migrations_in", 2),
+      StatValue::U("migrated_keys_in", 30),  StatValue::U("migration_purged", 7),
+      StatValue::U("migrations_failed", 1),  StatValue::U("migrations_out", 3),
+      StatValue::U("migrated_keys_out", 40),
   };
   std::string text = RenderPrometheusText(MetricsRegistry::Families(stats, &rpcs, 1.7e9));
   Checked c = CheckText(text);
@@ -168,6 +172,21 @@ TEST(MetricsRegistry, PageIsValidAndNamed) {
   EXPECT_EQ(c.values["rkv_heap_free_bytes"], 900);
   EXPECT_EQ(c.values["rkv_snapshot_last_duration_seconds"], 1.5);
   EXPECT_EQ(c.values["rkv_stat_brand_new_figure"], 9);
+  EXPECT_EQ(c.values["rkv_cluster_redirects_total{answer=\"moved\"}"], 5);
+  EXPECT_EQ(c.values["rkv_cluster_redirects_total{answer=\"try_again\"}"], 6);
+  EXPECT_EQ(c.type["rkv_cluster_migration_begins_total"], "counter");
+  EXPECT_EQ(c.values["rkv_cluster_migration_begins_total"], 2);
+  EXPECT_EQ(c.values["rkv_cluster_migrated_keys_total{direction=\"in\"}"], 30);
+  EXPECT_EQ(c.values["rkv_cluster_migrated_keys_total{direction=\"out\"}"], 40);
+  EXPECT_EQ(c.values["rkv_cluster_migration_purged_keys_total"], 7);
+  // The failed outcome comes first here: the family's help is the handed_over mapping's.
+  EXPECT_EQ(c.values["rkv_cluster_migrations_total{outcome=\"failed\"}"], 1);
+  EXPECT_EQ(c.values["rkv_cluster_migrations_total{outcome=\"handed_over\"}"], 3);
+  EXPECT_NE(text.find("# HELP rkv_cluster_migrations_total Cluster: migration batches"),
+            std::string::npos);
+  for (const char* stat : {"migrations_in", "migrations_out", "migrations_failed",
+                           "migrated_keys_in", "migrated_keys_out", "migration_purged"})
+    EXPECT_EQ(c.values.count(std::string("rkv_stat_") + stat), 0u) << stat;
   EXPECT_EQ(c.values.count("rkv_rpc_put"), 0u);
   EXPECT_EQ(c.values["rkv_rpcs_total{op=\"put\",code=\"OK\"}"], 1);
   EXPECT_EQ(c.values["rkv_rpcs_total{op=\"put\",code=\"TABLE_FULL\"}"], 1);
