@@ -26,7 +26,9 @@ TEST(Wire, MalformedRequests) {
   EXPECT_EQ(DecodeRequest(buf.data(), 10, &r).code(), Code::kBadRequest);     // truncated
   EXPECT_EQ(DecodeRequest(buf.data(), n - 1, &r).code(), Code::kBadRequest);  // length mismatch
   EXPECT_EQ(DecodeRequest(buf.data(), n + 1, &r).code(), Code::kBadRequest);
-  buf[6] = 9;  // unknown op
+  buf[6] = 10;  // unknown op (9, MIGRATE_DELETE, is the last one)
+  EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
+  buf[6] = 0;
   EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
   buf[6] = 2;
   buf[0] ^= 1;  // magic
@@ -37,6 +39,21 @@ TEST(Wire, MalformedRequests) {
   h.key_size = 0xffffffff;  // overflow attempt
   std::memcpy(buf.data(), &h, sizeof(h));
   EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
+}
+// Protocol 7 adds the migration ops 7..9 (server to server): they decode like the others.
+TEST(Wire, MigrationOpsDecode) {
+  std::vector<char> buf(256);
+  const std::string slots("\x05\0\0\0\x06\0\0\0", 8);
+  for (Op op : {Op::kMigrateBegin, Op::kMigratePut, Op::kMigrateDelete}) {
+    const std::string value = op == Op::kMigratePut ? "v" : "";
+    size_t n = EncodeRequest(op, 5, op == Op::kMigrateBegin ? slots : "key", value, buf.data(),
+                             buf.size());
+    Request r;
+    ASSERT_TRUE(DecodeRequest(buf.data(), n, &r).ok()) << int(op);
+    EXPECT_EQ(r.op, op);
+    EXPECT_EQ(r.value, value);
+  }
+  EXPECT_EQ(static_cast<int>(Op::kMigrateDelete), 9);
 }
 TEST(Wire, EncodeRefusesOverflow) {
   char buf[30];
@@ -51,6 +68,26 @@ TEST(Wire, ReplyRoundTrip) {
   EXPECT_EQ(r.request_id, 7u);
   EXPECT_EQ(r.payload, "x 1\n");
   EXPECT_FALSE(DecodeReply(buf, n - 1, &r).ok());
+}
+// Statuses up to UNAVAILABLE (17; MOVED 15, TRY_AGAIN 16 with a MovedPayload) decode; beyond
+// it a reply is refused.
+TEST(Wire, ClusterStatusesDecode) {
+  char buf[kMaxReplySize];
+  MovedPayload m{9, 1234, 4};
+  const std::string payload =
+      std::string(reinterpret_cast<const char*>(&m), sizeof m) + "slot 1234 moved";
+  for (Code c : {Code::kMoved, Code::kTryAgain, Code::kUnavailable}) {
+    size_t n = EncodeReply(Op::kPut, 8, c, payload, buf, sizeof(buf));
+    Reply r;
+    ASSERT_TRUE(DecodeReply(buf, n, &r).ok()) << CodeName(c);
+    EXPECT_EQ(r.status, c);
+    EXPECT_EQ(r.payload, payload);
+  }
+  size_t n = EncodeReply(Op::kPut, 8, Code(18), "", buf, sizeof(buf));
+  Reply r;
+  EXPECT_EQ(DecodeReply(buf, n, &r).code(), Code::kProtocolError);
+  n = EncodeReply(Op::kPut, 8, Code(0xffff), "", buf, sizeof(buf));
+  EXPECT_EQ(DecodeReply(buf, n, &r).code(), Code::kProtocolError);
 }
 TEST(Wire, ServerHelloValidation) {
   ServerHello h{};
@@ -149,6 +186,86 @@ TEST(Wire, OpenReplyValidation) {
   EXPECT_NE(decode(bad).message().find("bucket size 2048"), std::string::npos);
   bad = h;
   bad.slot_size = 64;
+  EXPECT_FALSE(decode(bad).ok());
+}
+
+// The ownership table (protocol 7): owner_slots words of 8 bytes at owner_offset, after the
+// overflow area and inside the region; none (0 slots) means the server is not in a cluster.
+TEST(Wire, OpenReplyOwnerTableValidation) {
+  OpenReply h{};
+  h.magic = kHelloMagic;
+  h.version = kProtocolVersion;
+  h.region_size = 1 << 20;
+  h.num_buckets = 16;
+  h.bucket_size = 1024;
+  h.slot_size = 128;
+  h.overflow_offset = 17 * 1024;
+  h.overflow_slots = 14;
+  h.max_key_size = 1024;
+  h.max_value_size = 65536;
+  h.max_request_size = kMaxRequestSize;
+  h.credits = 4;
+  const uint64_t table_end = 17 * 1024 + 14 * 128;
+  h.owner_slots = 1024;
+  h.owner_offset = table_end;
+  auto decode = [](const OpenReply& r) {
+    OpenReply out;
+    Status s = DecodeOpenReply(std::string_view(reinterpret_cast<const char*>(&r), sizeof r), &out);
+    if (s.ok()) {
+      EXPECT_EQ(out.owner_slots, r.owner_slots);
+      EXPECT_EQ(out.owner_offset, r.owner_offset);
+    } else {
+      EXPECT_EQ(s.code(), Code::kProtocolError);
+    }
+    return s;
+  };
+  EXPECT_TRUE(decode(h).ok());
+  OpenReply ok = h;
+  ok.owner_slots = 1;
+  EXPECT_TRUE(decode(ok).ok());
+  ok.owner_slots = 65536;  // the slot map's largest
+  EXPECT_TRUE(decode(ok).ok());
+  ok = h;
+  ok.owner_offset = table_end + 4096;  // a gap after the table is allowed
+  EXPECT_TRUE(decode(ok).ok());
+  ok.owner_offset = h.region_size - 8 * h.owner_slots;  // ending exactly at the region's end
+  EXPECT_TRUE(decode(ok).ok());
+  ok = h;
+  ok.owner_slots = 0;  // not in a cluster
+  ok.owner_offset = 0;
+  EXPECT_TRUE(decode(ok).ok());
+
+  OpenReply bad = h;
+  for (uint32_t n : {3u, 100u, 1023u, 1025u, 0x80000001u, 131072u, 0xffffffffu}) {
+    bad.owner_slots = n;
+    EXPECT_FALSE(decode(bad).ok()) << n << " slots";
+  }
+  bad = h;
+  for (uint64_t off : {table_end + 1, table_end + 4, table_end + 7}) {
+    bad.owner_offset = off;
+    EXPECT_FALSE(decode(bad).ok()) << "offset " << off << " not a multiple of 8";
+  }
+  bad = h;
+  bad.owner_offset = table_end - 8;  // overlaps the overflow area
+  EXPECT_FALSE(decode(bad).ok());
+  bad.owner_offset = 0;  // over the index
+  EXPECT_FALSE(decode(bad).ok());
+  bad.owner_offset = h.region_size - 8 * h.owner_slots + 8;  // one word past the end
+  EXPECT_FALSE(decode(bad).ok());
+  bad.owner_offset = h.region_size;
+  EXPECT_FALSE(decode(bad).ok());
+  bad.owner_offset = h.region_size + 8;
+  EXPECT_FALSE(decode(bad).ok());
+  bad.owner_offset = ~uint64_t{7};  // near 2^64: compared without wrapping
+  EXPECT_FALSE(decode(bad).ok());
+  bad = h;
+  bad.owner_slots = 65536;
+  bad.region_size = table_end + 8 * 65536 - 8;  // the table does not fit
+  EXPECT_FALSE(decode(bad).ok());
+  bad = h;
+  bad.owner_slots = 0;  // an offset without slots
+  EXPECT_NE(decode(bad).message().find("without slots"), std::string::npos);
+  bad.owner_offset = 8;
   EXPECT_FALSE(decode(bad).ok());
 }
 }  // namespace rkv::wire
