@@ -36,7 +36,8 @@ Status ClusterRouter::Open(const cluster::ClusterAddress& address, const Options
   e.password_file = options.exchange.etcd_password_file;
   s = EtcdClient::Open(e, &r->etcd_);
   if (!s.ok()) return s;
-  s = cluster::MapWatcher::Start(r->etcd_.get(), address, nullptr, &r->watcher_);
+  s = cluster::MapWatcher::Start(r->etcd_.get(), address, nullptr, &r->watcher_,
+                                 options.watch_cluster_map);
   if (!s.ok()) return s;
   *out = std::move(r);
   return Status::Ok();

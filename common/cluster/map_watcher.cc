@@ -14,7 +14,7 @@ constexpr int kRetryMs = 200;    // pause after an etcd error
 }  // namespace
 
 Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap on_map,
-                         std::unique_ptr<MapWatcher>* out) {
+                         std::unique_ptr<MapWatcher>* out, bool watch) {
   std::unique_ptr<MapWatcher> w(new MapWatcher(etcd, cluster.Prefix() + "map", std::move(on_map)));
   bool found = false;
   EtcdKv kv;
@@ -32,7 +32,7 @@ Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap 
                   "cluster '" + cluster.name + "': its slot map does not decode: " + s.message());
   if (!w->Offer(kv.value, kv.mod_revision))
     return Status(Code::kProtocolError, "cluster '" + cluster.name + "': its slot map was refused");
-  w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  if (watch) w->thread_ = std::thread([p = w.get()] { p->Loop(); });
   *out = std::move(w);
   return Status::Ok();
 }

@@ -37,8 +37,9 @@ class MapWatcher {
   // Reads the map (kNotFound naming `cluster init` if absent; the decoder's error if it does not
   // decode) and starts the thread. on_map (may be empty) is called with the first map before
   // Start returns, on the caller's thread.
+  // watch false: no thread; the map changes only by Refresh().
   [[nodiscard]] static Status Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap on_map,
-                                    std::unique_ptr<MapWatcher>* out);
+                                    std::unique_ptr<MapWatcher>* out, bool watch = true);
   ~MapWatcher();
   MapWatcher(const MapWatcher&) = delete;
   MapWatcher& operator=(const MapWatcher&) = delete;

@@ -17,7 +17,8 @@
 #    etcd back: a new client connects;
 #  - a fourth server joins and `cluster rebalance` runs under a verifying workload a: 0 failed
 #    operations and verify failures, the fourth server holds keys; `cluster remove` drains a
-#    server to 0 entries under load, it is killed, and every key reads back;
+#    server to 0 entries under load, it is killed, and every key reads back; lin_load runs
+#    through both (half its clients with a stale map) and its history must be linearizable;
 #  - a server killed (no replicas): keys of its slots report UNAVAILABLE naming it (no wrong
 #    answer, no hang), other keys work; restarted with its --data_dir: its keys read back.
 # One "[case PASS|FAIL] cluster: ..." line per case; exit 1 if any failed.
@@ -203,11 +204,24 @@ ctl --server="$cl" get during-etcd-outage > /dev/null && pass "etcd back: a new 
 
 # --- a fourth server joins; rebalance under a verifying load ------------------------------------
 start_server 3 || fail "server 3 started" "$(tail -5 "$logs/server3.log")"
+# lin_load beside it: per-key linearizability through the moves, 3 of its 6 clients with a
+# deliberately stale map (no watch: they learn of a move only from the ownership word or MOVED).
+lin() {  # lin NAME SEED: a lin_load run until $logs/NAME.stop exists
+  "$build/lin_load" --server="$cl" --clients=6 --stale_map_clients=3 --hot_keys=4 --keys=100 \
+    --prefill=0 --seed="$2" --stop_file="$logs/$1.stop" --history="$logs/$1.hist" \
+    > "$logs/$1.out" 2>&1
+}
+lin lin-rebalance 11 &
+lpid=$!
 bench run --workload=a --operations=30000 --threads=2 --verify > "$logs/rebal-run.out" 2>&1 &
 bpid=$!
 sleep 2
 ctl --server="$cl" cluster rebalance > "$logs/rebalance2.out" 2>&1; rbrc=$?
 wait $bpid; brc=$?
+sleep 1; touch "$logs/lin-rebalance.stop"
+wait $lpid; lrc=$?
+[ $lrc = 0 ] && pass "linearizable through the rebalance, stale-map clients included: $(grep -m1 -E "^lin_load: [0-9]+ " "$logs/lin-rebalance.out"); $(tail -1 "$logs/lin-rebalance.out")" ||
+  fail "linearizability through the rebalance" "$(tail -5 "$logs/lin-rebalance.out")"
 e3=$(stat_of 3 entries)
 [ $rbrc = 0 ] && grep -q " slot(s) moved" "$logs/rebalance2.out" &&
   pass "cluster rebalance with a fourth server: $(cat "$logs/rebalance2.out")" ||
@@ -221,11 +235,17 @@ for i in 0 1 2 3; do o+=("$(stat_of "$i" cluster_slots_owned)"); done
   pass "slots after the rebalance: ${o[*]}" || fail "slots after the rebalance" "${o[*]}"
 
 # --- cluster remove drains a server under load; then it is killed and every key reads back -----------
+lin lin-remove 12 &
+lpid=$!
 bench run --workload=a --operations=20000 --threads=2 --verify > "$logs/remove-run.out" 2>&1 &
 bpid=$!
 sleep 2
 ctl --server="$cl" cluster remove "${addrs[1]}:$(port 1)" > "$logs/remove.out" 2>&1; rmrc=$?
 wait $bpid; brc=$?
+sleep 1; touch "$logs/lin-remove.stop"
+wait $lpid; lrc=$?
+[ $lrc = 0 ] && pass "linearizable through the remove, stale-map clients included: $(grep -m1 -E "^lin_load: [0-9]+ " "$logs/lin-remove.out"); $(tail -1 "$logs/lin-remove.out")" ||
+  fail "linearizability through the remove" "$(tail -5 "$logs/lin-remove.out")"
 e1=$(stat_of 1 entries); o1=$(stat_of 1 cluster_slots_owned)
 [ $rmrc = 0 ] && [ "${o1:-1}" = 0 ] && [ "${e1:-1}" = 0 ] &&
   pass "cluster remove drained server 1 to 0 slots and 0 entries: $(cat "$logs/remove.out")" ||

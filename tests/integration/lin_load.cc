@@ -90,6 +90,9 @@ DEFINE_double(execute_share, 0.15,
               "GETs, PUTs and DELETEs; each is recorded with the batch's call and return times");
 DEFINE_int32(max_value, 6144, "largest value in bytes");
 DEFINE_bool(check, true, "run the checker on the history");
+DEFINE_int32(stale_map_clients, 0,
+             "cluster addresses: this many clients do not watch the slot map (they learn of a "
+             "move only when a server redirects them: a deliberately stale map)");
 DEFINE_int32(rogue_replays, 0,
              "negative control: during the run, a client that records nothing puts back, up to "
              "this many times, a value of the first test key that it read 20 ms earlier, and once "
@@ -778,7 +781,9 @@ int main(int argc, char** argv) {
   std::vector<std::unique_ptr<Worker>> workers;
   for (int t = 0; t < FLAGS_clients; ++t) {
     workers.push_back(std::make_unique<Worker>(uint32_t(t), &hot, &cold));
-    if (!workers.back()->Connect(options)) return Fail("connect " + FLAGS_server);
+    rkv::Options o = options;
+    if (t < FLAGS_stale_map_clients) o.watch_cluster_map = false;
+    if (!workers.back()->Connect(o)) return Fail("connect " + FLAGS_server);
   }
   // 1. The test keys first (recorded ops), so that they have their slots before the prefill.
   {

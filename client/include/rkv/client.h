@@ -91,6 +91,13 @@ struct Options {
   // entry, allocated at Connect (65536: 2 MiB); rounded up to a power of two; 0 turns the cache
   // off. At most 4194304 (Connect returns kInvalidArgument naming the option).
   int location_cache_entries = 65536;
+
+  // Cluster addresses (etcd://HOST:PORT/NAME) only. true: a thread watches the cluster's slot
+  // map in etcd, so a client learns of moves as they are committed. false: no watch; the client
+  // re-reads the map only when a server redirects it (MOVED), at the cost of a redirection per
+  // moved slot it meets (for many short-lived clients; tests use it for a deliberately stale
+  // map). Either way no stale value is returned (docs/cluster.md).
+  bool watch_cluster_map = true;
 };
 
 // Counters kept by the client; cumulative since Connect.
