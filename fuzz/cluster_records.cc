@@ -102,17 +102,14 @@ void CheckResult(std::string_view in) {
   FUZZ_CHECK(in.size() >= cluster::kRequestBytes &&
              in.size() <= cluster::kRequestBytes + cluster::kMaxResultMessage);
   FUZZ_CHECK(IsPrintable(r.message));
-  FUZZ_CHECK(r.message.size() <= 4 * cluster::kMaxResultMessage);
+  FUZZ_CHECK(r.message.size() <= cluster::kMaxResultMessage);
   const std::string again = r.Encode();
   ClusterResult d;
   FUZZ_CHECK(ClusterResult::Decode(again, &d).ok());
   FUZZ_CHECK(d.code == r.code && d.nonce == r.nonce && d.assigned == r.assigned &&
              d.moved == r.moved);
-  const std::string_view stored = in.substr(cluster::kRequestBytes);
-  if (IsPrintable(stored) && stored.find('\\') == std::string_view::npos) {
-    FUZZ_CHECK(r.message == stored);
-    FUZZ_CHECK(again == in);
-  }
+  FUZZ_CHECK(r.message == in.substr(cluster::kRequestBytes));
+  FUZZ_CHECK(again == in);
 }
 
 void CheckMigration(std::string_view in) {

@@ -90,6 +90,8 @@ const std::map<std::string, Setter>& Setters() {
       {"max_get_retries", IntField(&Options::max_get_retries, 1)},
       {"auto_reconnect",
        [](py::handle v, const std::string& n, Options* o) { o->auto_reconnect = Bool(v, n); }},
+      {"watch_cluster_map",
+       [](py::handle v, const std::string& n, Options* o) { o->watch_cluster_map = Bool(v, n); }},
       {"reconnect_initial_backoff_ms", IntField(&Options::reconnect_initial_backoff_ms)},
       {"reconnect_max_backoff_ms", IntField(&Options::reconnect_max_backoff_ms)},
       {"reconnect_timeout_ms", IntField(&Options::reconnect_timeout_ms)},

@@ -335,7 +335,8 @@ PYBIND11_MODULE(_rkv, m) {
   m.doc() = "rkv's C++ client (rkv::Client); use the rkv package.";
   py::class_<PyClient>(m, "Client", R"(A connection to one kvserver.
 
-Client(address, **options) connects to "HOST:PORT" (see docs/python.md for the options).
+Client(address, **options) connects to "HOST:PORT", or to a cluster at
+"etcd://HOST:PORT[,HOST:PORT]/NAME" (see docs/python.md for the options).
 Keys and values are bytes (bytes-like objects and str, encoded as UTF-8, are accepted as
 input). Failures raise rkv.Error subclasses carrying .code and .code_name. The GIL is released
 while a call waits on the network; one Client may be shared by threads (calls are serialized).)")

@@ -5,7 +5,6 @@
 
 #include <cstring>
 
-#include "common/printable.h"
 
 namespace rkv::cluster {
 
@@ -68,8 +67,12 @@ std::string ClusterResult::Encode() const {
   PutLE(&out, 8, nonce, 8);
   PutLE(&out, 16, assigned, 4);
   PutLE(&out, 20, moved, 4);
-  out += Printable(message.substr(0, kMaxResultMessage), kMaxResultMessage);
-  if (out.size() > kRequestBytes + kMaxResultMessage) out.resize(kRequestBytes + kMaxResultMessage);
+  // Printable ASCII only, so that Decode(Encode(x)) re-encodes to the same bytes: any other byte
+  // becomes '?' (the message is for people).
+  std::string text = message.substr(0, kMaxResultMessage);
+  for (char& c : text)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  out += text;
   PutLE(&out, kSumAt, Sum(out), 8);
   return out;
 }
@@ -80,11 +83,15 @@ Status ClusterResult::Decode(std::string_view b, ClusterResult* out) {
   if (GetLE(b, 0, 4) != kResultMagic || GetLE(b, 4, 2) != kVersion)
     return Bad("result has a wrong magic or version");
   if (GetLE(b, kSumAt, 8) != Sum(b)) return Bad("result checksum mismatch");
+  if (GetLE(b, 6, 2) > uint64_t(Code::kUnavailable)) return Bad("result has an unknown code");
   out->code = Code(GetLE(b, 6, 2));
   out->nonce = GetLE(b, 8, 8);
   out->assigned = uint32_t(GetLE(b, 16, 4));
   out->moved = uint32_t(GetLE(b, 20, 4));
-  out->message = Printable(b.substr(kRequestBytes), kMaxResultMessage);
+  // Encode wrote Printable text; anything else was not written by it.
+  for (char c : b.substr(kRequestBytes))
+    if (c < 0x20 || c > 0x7e) return Bad("result message has a byte that is not printable");
+  out->message = std::string(b.substr(kRequestBytes));
   return Status::Ok();
 }
 

@@ -8,7 +8,7 @@
 // to drain; else 0), 0 u32, XXH3-64 of the 32 bytes with these 8 read as zero.
 // Result (32 + message bytes): magic 0x53564b52 ("RKVS") u32, version u16, code u16 (rkv::Code),
 // nonce u64 (the request's), slots assigned u32, slots moved u32, XXH3-64 as above, then a
-// message of at most 1024 printable bytes.
+// message of at most 1024 printable ASCII bytes (Encode turns any other byte into '?').
 // Thread safety: value types and pure functions.
 #ifndef RKV_COMMON_CLUSTER_CLUSTER_REQUEST_H_
 #define RKV_COMMON_CLUSTER_CLUSTER_REQUEST_H_
@@ -37,7 +37,7 @@ struct ClusterResult {
   Code code = Code::kOk;
   uint64_t nonce = 0;
   uint32_t assigned = 0, moved = 0;
-  std::string message;  // truncated to kMaxResultMessage by Encode
+  std::string message;  // truncated to kMaxResultMessage, non-printable bytes '?', by Encode
   std::string Encode() const;
   [[nodiscard]] static Status Decode(std::string_view bytes, ClusterResult* out);
 };

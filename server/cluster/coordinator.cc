@@ -153,6 +153,17 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     }
     if (req.kind == ClusterRequest::kRemove && map.IndexOf(req.server_id) == kUnassigned)
       return Status(Code::kNotFound, "server " + std::to_string(req.server_id) + " is not in the map");
+    if (req.kind == ClusterRequest::kRemove) {
+      bool is_live = false;
+      for (const ServerEntry& l : live) is_live = is_live || l.id == req.server_id;
+      const uint32_t held = map.SlotsOwnedBy(map.IndexOf(req.server_id));
+      if (!is_live && held > 0)
+        return Status(Code::kUnavailable,
+                      "server " + std::to_string(req.server_id) + " is down and holds " +
+                          std::to_string(held) +
+                          " slot(s): without replicas only it has their data; start it again "
+                          "first");
+    }
     RebalancePlan plan;
     s = PlanRebalance(map, live, req.kind == ClusterRequest::kRemove ? req.server_id : 0, &plan);
     if (!s.ok()) return s;

@@ -37,7 +37,7 @@ void OwnershipTable::Track(const std::vector<uint32_t>& slots, bool on) {
 
 void OwnershipTable::MarkDirty(std::string_view key) {
   MutexLock l(&dirty_mu_);
-  if (dirty_.size() >= kMaxDirty) {
+  if (dirty_.size() >= kMaxDirty && dirty_.count(std::string(key)) == 0) {
     dirty_overflow_ = true;
     return;
   }

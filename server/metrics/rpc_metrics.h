@@ -23,8 +23,8 @@ namespace rkv::metrics {
 
 class RpcMetrics {
  public:
-  static constexpr size_t kOps = 7;
-  static constexpr size_t kMaxCode = 14;  // rkv::Code::kBusy
+  static constexpr size_t kOps = 10;
+  static constexpr size_t kMaxCode = 17;  // rkv::Code::kUnavailable
   static constexpr size_t kCodes = kMaxCode + 2;
 
   RpcMetrics();

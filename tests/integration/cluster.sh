@@ -162,6 +162,22 @@ before=0
 for i in 0 1 2; do before=$((before + $(stat_of "$i" rpc_moved))); done
 [ "$before" -ge 1 ] && pass "servers count MOVED answers (rpc_moved $before)" || fail "rpc_moved counter"
 
+# --- the Python module through the cluster address ---------------------------------------------
+if [ -d "$build/python/rkv" ]; then
+  PYTHONPATH="$build/python" python3 - "$cl" > "$logs/python.out" 2>&1 <<'PY'
+import sys, rkv
+c = rkv.Client(sys.argv[1])
+for i in range(50):
+    c.put(b"py-%d" % i, b"v-%d" % i)
+assert all(c.get(b"py-%d" % i) == b"v-%d" % i for i in range(50))
+c.delete(b"py-7")
+assert c.get(b"py-7") is None
+print("ok")
+PY
+  grep -q "^ok" "$logs/python.out" && pass "the Python module puts, gets and deletes through $cl" ||
+    fail "python through the cluster" "$(tail -3 "$logs/python.out")"
+fi
+
 # --- a malformed map in etcd ----------------------------------------------------------------------
 # A verifying run goes on meanwhile with the map its client has; a new client is refused clearly.
 good_map=$(mktemp "$logs/map.XXXXXX")

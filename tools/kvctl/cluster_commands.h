@@ -25,7 +25,6 @@ struct ClusterArgs {
   uint32_t slots = 16384;
   uint32_t replicas = 1;
   bool json = false;
-  int timeout_ms = 5000;   // each etcd call
   int wait_ms = 600000;    // rebalance/remove: how long to wait for the coordinator's answer
 };
 

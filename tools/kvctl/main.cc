@@ -35,6 +35,7 @@
 #include "common/cli/flag_check.h"
 #include "common/cli/usage.h"
 #include "common/cluster/cluster_address.h"
+#include "common/wire.h"
 #include "common/verbs/conn_flags.h"
 #include "common/verbs/conn_params.h"
 #include "rkv/client.h"
@@ -270,8 +271,11 @@ int main(int argc, char** argv) {
     a.etcd.user = opt.exchange.etcd_user;
     a.etcd.password_file = opt.exchange.etcd_password_file;
     a.words = words;
-    a.timeout_ms = FLAGS_timeout_ms;
     a.wait_ms = FLAGS_wait_ms;
+    if (FLAGS_wait_ms < 1) {
+      std::cerr << "kvctl: --wait_ms must be positive\n";
+      return 2;
+    }
     if (FLAGS_slots < 1 || FLAGS_replicas < 1) {
       std::cerr << "kvctl: --slots and --replicas must be positive\n";
       return 2;
@@ -309,7 +313,11 @@ int main(int argc, char** argv) {
     } else {
       // Bounded by the server's limit (one byte more is refused here, not after reading a
       // stream without end).
-      const int rc = ReadStdin(client->server_info().max_value_size, &v);
+      // Through a cluster no server is asked before the PUT: the protocol's own limit applies.
+      const uint32_t limit = client->server_info().max_value_size != 0
+                                 ? client->server_info().max_value_size
+                                 : rkv::wire::kMaxValueSize;
+      const int rc = ReadStdin(limit, &v);
       if (rc != 0) return rc;
     }
     return Report(client->Put(words[0], v));
