@@ -4,6 +4,7 @@
 #ifndef RKV_CLIENT_CLIENT_IMPL_H_
 #define RKV_CLIENT_CLIENT_IMPL_H_
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <string>
@@ -53,9 +54,13 @@ class ClientImpl {
   // their entry, in the same doorbell, and fail with MOVED unless it says this server owns the
   // slot at an epoch no newer than `map_epoch` (common/cluster/ownership_word.h). The server
   // must have an ownership table (OPEN's owner_slots); slot < owner_slots.
-  void ExpectOwner(uint32_t slot, uint64_t map_epoch) {
-    owner_check_ = true;
-    owner_slot_ = slot;
+  void ExpectOwner(uint32_t slot, uint64_t map_epoch) { ExpectOwners(&slot, 1, map_epoch); }
+  // The same for a MultiGet's keys: up to Connection::kMaxBatch distinct slots, each word read
+  // in every round trip.
+  void ExpectOwners(const uint32_t* slots, int n, uint64_t map_epoch) {
+    owner_check_ = n > 0;
+    owner_count_ = std::min(n, int(Connection::kMaxBatch));
+    for (int i = 0; i < owner_count_; ++i) owner_slots_[i] = slots[i];
     owner_epoch_ = map_epoch;
   }
   uint32_t owner_slots() const { return conn_ ? conn_->hello().owner_slots : 0; }
@@ -105,8 +110,9 @@ class ClientImpl {
   LocationCache cache_;
   ServerInfo info_;
   std::minstd_rand jitter_;  // backoff jitter (not seeded from random_device: it may throw)
-  bool owner_check_ = false;  // ExpectOwner
-  uint32_t owner_slot_ = 0;
+  bool owner_check_ = false;  // ExpectOwners
+  int owner_count_ = 0;
+  uint32_t owner_slots_[Connection::kMaxBatch] = {};
   uint64_t owner_epoch_ = 0;
   // RoundTrip's tail in cluster mode: posts ops plus the word's READ, waits, checks the word.
   Status OwnedRoundTrip(const Connection::ReadOp* ops, int n);

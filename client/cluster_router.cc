@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/cluster_router.h"
 
+#include "client/connection.h"
+
 #include <algorithm>
 #include <chrono>
 #include <set>
@@ -171,8 +173,62 @@ Status ClusterRouter::Delete(std::string_view key) {
 Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
                                std::vector<std::string>* values, std::vector<Status>* statuses) {
   values->resize(keys.size());
-  statuses->resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) (*statuses)[i] = Get(keys[i], &(*values)[i]);
+  statuses->assign(keys.size(), Status());
+  std::shared_ptr<const cluster::SlotMap> map = watcher_->current();
+  // Keys by owner; each owner's keys in batches of Connection::kMaxBatch (one round trip for
+  // all of them, each slot's ownership word read with it). A key whose batch met a moved slot
+  // or a lost connection, or without an owner, goes through the single-key path (Route).
+  std::map<uint16_t, std::vector<size_t>> by_owner;
+  std::vector<size_t> single;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].empty()) {
+      (*statuses)[i] = Status(Code::kInvalidArgument, "empty key");
+      continue;
+    }
+    const uint16_t o = map->OwnerIndex(map->SlotOf(keys[i]));
+    (o == cluster::kUnassigned ? single : by_owner[o]).push_back(i);
+  }
+  std::vector<std::string_view> sub_keys;
+  std::vector<std::string> sub_values;
+  std::vector<Status> sub_statuses;
+  for (const auto& [owner, idx] : by_owner) {
+    Status s;
+    ClientImpl* c = ConnectionTo(*map, owner, &s);
+    if (c == nullptr) {
+      for (size_t i : idx) (*statuses)[i] = s;
+      continue;
+    }
+    for (size_t from = 0; from < idx.size(); from += Connection::kMaxBatch) {
+      const size_t n = std::min<size_t>(Connection::kMaxBatch, idx.size() - from);
+      uint32_t slots[Connection::kMaxBatch];
+      int distinct = 0;
+      sub_keys.clear();
+      for (size_t j = 0; j < n; ++j) {
+        const std::string_view k = keys[idx[from + j]];
+        sub_keys.push_back(k);
+        const uint32_t slot = map->SlotOf(k);
+        if (std::find(slots, slots + distinct, slot) == slots + distinct) slots[distinct++] = slot;
+      }
+      c->ExpectOwners(slots, distinct, map->epoch());
+      (void)c->MultiGet(sub_keys, &sub_values, &sub_statuses);
+      for (size_t j = 0; j < n; ++j) {
+        const size_t i = idx[from + j];
+        const Code code = sub_statuses[j].code();
+        if (code == Code::kMoved || code == Code::kConnectionLost || c->broken()) {
+          single.push_back(i);
+        } else {
+          (*statuses)[i] = std::move(sub_statuses[j]);
+          (*values)[i] = std::move(sub_values[j]);
+        }
+      }
+      if (c->broken()) {  // the rest of this owner's keys go one by one (reconnecting)
+        for (size_t j = from + n; j < idx.size(); ++j) single.push_back(idx[j]);
+        Drop(map->servers()[owner].id);
+        break;
+      }
+    }
+  }
+  for (size_t i : single) (*statuses)[i] = Get(keys[i], &(*values)[i]);
   return Status::Ok();
 }
 
@@ -200,7 +256,7 @@ Status ClusterRouter::Stats(std::string* text) {
   std::map<std::string, uint64_t> sums;
   std::vector<std::string> order;
   std::ostringstream per;
-  Status first_error;
+  uint32_t unreachable = 0;  // listed, not an error: the others' figures stay useful
   for (uint16_t i = 0; i < map->servers().size(); ++i) {
     const uint32_t id = map->servers()[i].id;
     Status s;
@@ -209,7 +265,7 @@ Status ClusterRouter::Stats(std::string* text) {
     if (c != nullptr) s = c->Stats(&t);
     if (!s.ok()) {
       per << "server" << id << ".unreachable 1\n";
-      if (first_error.ok()) first_error = s;
+      ++unreachable;
       continue;
     }
     std::istringstream in(t);
@@ -222,7 +278,8 @@ Status ClusterRouter::Stats(std::string* text) {
     }
   }
   std::ostringstream out;
-  out << "cluster_servers " << map->servers().size() << "\ncluster_epoch " << map->epoch() << "\n";
+  out << "cluster_servers " << map->servers().size() << "\ncluster_servers_unreachable "
+      << unreachable << "\ncluster_epoch " << map->epoch() << "\n";
   for (const std::string& name : order) out << name << " " << sums[name] << "\n";
   *text = out.str() + per.str();
   return Status::Ok();

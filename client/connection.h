@@ -49,12 +49,12 @@ class Connection {
   static constexpr uint64_t kPipeRecvSlot = 4096;  // wire::kMaxReplySize
   // Cluster: the slot's ownership word a GET reads after its entry (client/cluster_router.h).
   static constexpr uint64_t kOwnerArea = kPipeRecvArea + kMaxPipeline * kPipeRecvSlot;
-  static constexpr uint64_t kBufferSize = kOwnerArea + 64;
+  static constexpr uint64_t kBufferSize = kOwnerArea + 8 * kMaxBatch;
   static constexpr uint64_t kOverflowAreaSize = kBlockArea - kOverflowArea;  // 8 KiB
   static constexpr uint64_t kBlockAreaSize = kSendArea - kBlockArea;         // 72 KiB
   static constexpr int kMaxReads = 2 * kMaxBatch * 2;  // READs in one PostReads
-  // READs a ReadPlan may hold: one is left for a cluster GET's ownership word.
-  static constexpr int kMaxPlanReads = kMaxReads - 1;
+  // READs a ReadPlan may hold: the rest are for a cluster GET's ownership words.
+  static constexpr int kMaxPlanReads = kMaxReads - int(kMaxBatch);
 
   struct ReadOp {
     uint64_t local_offset;   // into buf()

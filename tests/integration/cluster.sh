@@ -19,6 +19,8 @@
 #    operations and verify failures, the fourth server holds keys; `cluster remove` drains a
 #    server to 0 entries under load, it is killed, and every key reads back; lin_load runs
 #    through both (half its clients with a stale map) and its history must be linearizable;
+#  - security: in a cluster with --auth_token_file, a kvserver registered with another token
+#    gets no data (the migration to it fails authentication), clients without it are refused;
 #  - a server killed (no replicas): keys of its slots report UNAVAILABLE naming it (no wrong
 #    answer, no hang), other keys work; restarted with its --data_dir: its keys read back.
 # One "[case PASS|FAIL] cluster: ..." line per case; exit 1 if any failed.
@@ -297,6 +299,44 @@ back=0
 for k in $(seq 0 59); do [ "$(ctl --server="$cl" get "probe-$k" 2>/dev/null)" = "value-$k" ] && back=$((back + 1)); done
 [ $brc = 0 ] && [ $back = 60 ] && pass "restarted with its --data_dir: every key reads back (60 probes, verified run)" ||
   fail "after restart" "$(tail -3 "$logs/back.out")"
+
+# --- security: servers prove the cluster's token to each other -------------------------------------
+# Cluster "sec": server A with the token; a rogue kvserver registers with another token. A
+# rebalance would move half of A's slots to it: the migration's connection fails authentication
+# (the rogue cannot prove the token), nothing is sent, A keeps its slots and keys.
+sec=etcd://127.0.0.1:2379/sec
+mktoken() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$1"; chmod 600 "$1"; }
+mktoken "$logs/token"; mktoken "$logs/rogue-token"
+ctl --server="$sec" cluster init --slots=256 > /dev/null 2>&1
+sec_srv() {  # sec_srv NAME ADDR PORT TOKEN
+  "$build/kvserver" --listen="$2:$3" --memory=32M --cluster="$sec" --cluster_lease_ttl=3 \
+    --auth_token_file="$4" >> "$logs/$1.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 150); do
+    "$build/kvctl" --server="$2:$3" --auth_token_file="$4" stats > /dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  return 1
+}
+sec_srv secA "${addrs[0]}" 7620 "$logs/token" || fail "sec: server A started" "$(tail -3 "$logs/secA.log")"
+ctl --server="$sec" cluster rebalance > /dev/null 2>&1
+sok=0
+for k in $(seq 0 39); do ctl --server="$sec" --auth_token_file="$logs/token" put "sec-$k" "s$k" && sok=$((sok + 1)); done
+ctl --server="$sec" get sec-1 > /dev/null 2> "$logs/sec-noauth.err"
+[ $sok = 40 ] && grep -q "UNAUTHENTICATED" "$logs/sec-noauth.err" &&
+  pass "sec: with --auth_token_file the cluster serves token holders and refuses others" ||
+  fail "sec: authenticated cluster" "puts $sok; $(cat "$logs/sec-noauth.err")"
+sec_srv secR "${addrs[2]}" 7621 "$logs/rogue-token" || fail "sec: rogue started" "$(tail -3 "$logs/secR.log")"
+ctl --server="$sec" --wait_ms=120000 cluster rebalance > "$logs/sec-rebalance.out" 2>&1; srrc=$?
+rogue_in=$("$build/kvctl" --server="${addrs[2]}:7621" --auth_token_file="$logs/rogue-token" stats 2>/dev/null |
+  awk '$1 == "migrated_keys_in" || $1 == "entries" {s += $2} END {print s + 0}')
+back=0
+for k in $(seq 0 39); do [ "$(ctl --server="$sec" --auth_token_file="$logs/token" get "sec-$k" 2>/dev/null)" = "s$k" ] && back=$((back + 1)); done
+[ $srrc != 0 ] && grep -q "UNAUTHENTICATED\|could not move" "$logs/sec-rebalance.out" && [ "$rogue_in" = 0 ] && [ $back = 40 ] &&
+  pass "sec: a server registered without the token gets no data (migration refused: $(head -c 160 "$logs/sec-rebalance.out")); every key still reads" ||
+  fail "sec: rogue server" "rc $srrc rogue entries+keys ${rogue_in:-?} back $back: $(cat "$logs/sec-rebalance.out")"
+grep -q "UNAUTHENTICATED\|authentic" "$logs/secA.log" && pass "sec: the source logs why the migration failed" ||
+  fail "sec: source log" "$(grep -i migration "$logs/secA.log" | tail -2)"
 
 for i in 0 1 2 3; do
   if grep -qE "$CRASH_PATTERN" "$logs/server$i.log"; then fail "server $i log clean" "$(grep -E "$CRASH_PATTERN" "$logs/server$i.log" | head -2)"; fi
