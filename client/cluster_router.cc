@@ -97,7 +97,7 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
   int backoff_us = 200;
   bool refreshed_unassigned = false, retried_lost = false;
   for (;;) {
-    std::shared_ptr<const cluster::SlotMap> map = watcher_->current();
+    const cluster::SlotMap* map = Map();
     const uint32_t slot = map->SlotOf(key);
     const uint16_t owner = map->OwnerIndex(slot);
     if (owner == cluster::kUnassigned) {
@@ -174,7 +174,7 @@ Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
                                std::vector<std::string>* values, std::vector<Status>* statuses) {
   values->resize(keys.size());
   statuses->assign(keys.size(), Status());
-  std::shared_ptr<const cluster::SlotMap> map = watcher_->current();
+  std::shared_ptr<const cluster::SlotMap> map = (Map(), map_);  // held across the calls
   // Keys by owner; each owner's keys in batches of Connection::kMaxBatch (one round trip for
   // all of them, each slot's ownership word read with it). A key whose batch met a moved slot
   // or a lost connection, or without an owner, goes through the single-key path (Route).
@@ -272,7 +272,9 @@ Status ClusterRouter::Stats(std::string* text) {
     std::string name, v;
     while (in >> name >> v) {
       per << "server" << id << "." << name << " " << v << "\n";
-      if (!Additive(name) || v.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (!Additive(name) || v.empty() || v.size() > 19 ||
+          v.find_first_not_of("0123456789") != std::string::npos)
+        continue;
       if (!sums.count(name)) order.push_back(name);
       sums[name] += std::stoull(v);
     }

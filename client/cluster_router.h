@@ -62,11 +62,18 @@ class ClusterRouter {
   // The connection to server `id` of `map` (opened on first use). Null with *s set on failure.
   ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s);
   void Drop(uint32_t id);
+  // The current map: re-taken from the watcher only when its epoch moved (one atomic load per
+  // operation otherwise; no lock on the GET path).
+  const cluster::SlotMap* Map() {
+    if (!map_ || watcher_->epoch() != map_->epoch()) map_ = watcher_->current();
+    return map_.get();
+  }
 
   const cluster::ClusterAddress address_;
   const Options options_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<cluster::MapWatcher> watcher_;
+  std::shared_ptr<const cluster::SlotMap> map_;  // Map()'s
   std::map<uint32_t, std::unique_ptr<ClientImpl>> conns_;  // by server id
   ClientCounters closed_;  // counters of dropped connections
   ClientCounters sum_;     // counters(): closed_ + open connections + routing

@@ -59,7 +59,7 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     }
   } else if (req.op == wire::Op::kMigrateBegin || req.op == wire::Op::kMigratePut ||
              req.op == wire::Op::kMigrateDelete) {
-    s = ExecuteMigration(req, &payload);
+    s = ExecuteMigration(req, qp_num, &payload);
   } else if (req.op == wire::Op::kSnapshot) {
     counters_->rpc_snapshot.fetch_add(1, std::memory_order_relaxed);
     if (snapshot_) {

@@ -60,7 +60,7 @@ class RpcExecutor {
   std::function<std::string()> snapshot_;
   cluster::OwnershipTable* owners_ = nullptr;
   // MIGRATE_BEGIN/PUT/DELETE (rpc_executor_migration.cc): a migration's receiving side.
-  Status ExecuteMigration(const wire::Request& req, std::string* payload);
+  Status ExecuteMigration(const wire::Request& req, uint32_t qp_num, std::string* payload);
   // Fills the MOVED/TRY_AGAIN answer for a write the gate refused.
   Code Refuse(uint32_t slot, uint64_t word, std::string* payload);
 };

@@ -3,7 +3,7 @@
 // the slots IMPORTING and purges whatever this server still holds of them (left from an earlier
 // ownership or an aborted migration); MIGRATE_PUT and MIGRATE_DELETE apply the source's copy,
 // only to keys of IMPORTING slots (never to a slot this server owns, so a late or forged copy
-// cannot overwrite a client's write). The slots become OWNED when the map naming this server
+// cannot overwrite a client's write), and only from the connection that began the import. The slots become OWNED when the map naming this server
 // arrives (ClusterNode::Apply). Servers prove the cluster's token to each other as clients do.
 #include <vector>
 
@@ -14,7 +14,8 @@ namespace rkv {
 
 using cluster::SlotState;
 
-Status RpcExecutor::ExecuteMigration(const wire::Request& req, std::string* payload) {
+Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
+                                     std::string* payload) {
   if (owners_ == nullptr)
     return Status(Code::kInvalidArgument, "this server is not in a cluster: no migrations");
   if (req.op == wire::Op::kMigrateBegin) {
@@ -37,9 +38,11 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, std::string* payl
       slots[i] = v;
       in_set[v] = true;
     }
-    for (uint32_t v : slots)
+    for (uint32_t v : slots) {
+      owners_->SetImporter(v, qp_num);
       owners_->Set(v, cluster::OwnerWord(cluster::WordEpoch(owners_->Word(v)),
                                          SlotState::kImporting));
+    }
     std::vector<std::string> stale;
     cluster::ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string&) {
       stale.push_back(k);
@@ -58,6 +61,9 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, std::string* payl
     return Status(Code::kInvalidArgument, "migration write for slot " + std::to_string(slot) +
                                               ", which is " + cluster::SlotStateName(st) +
                                               " here, not IMPORTING");
+  if (owners_->Importer(slot) != qp_num)
+    return Status(Code::kInvalidArgument, "migration write for slot " + std::to_string(slot) +
+                                              " from a connection that did not begin its import");
   counters_->migrated_keys_in.fetch_add(1, std::memory_order_relaxed);
   if (req.op == wire::Op::kMigratePut) return table_->Put(req.key, req.value);
   Status s = table_->Delete(req.key);

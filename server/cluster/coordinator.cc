@@ -248,9 +248,13 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32
         if (std::chrono::steady_clock::now() > deadline) {
           MigrationRecord failed = rec;
           failed.state = MigrationRecord::kFailed;
-          (void)etcd_->Txn({e->StillLeader(), {Key("migration"), C::kModRevision, C::kEqual,
+          s = etcd_->Txn({e->StillLeader(), {Key("migration"), C::kModRevision, C::kEqual,
                                                revision, {}}},
-                           {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &ok);
+                         {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &ok);
+          if (!s.ok() || !ok) {  // the source finished meanwhile (or etcd is away): look again
+            Pause(kRetryMs);
+            continue;
+          }
           return Status(Code::kTimeout, "server " + std::to_string(rec.from_id) +
                                             " did not finish moving " +
                                             std::to_string(rec.slots.size()) +

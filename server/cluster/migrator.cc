@@ -93,10 +93,10 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
       why = "slot " + std::to_string(slot) + " is not owned here";
   }
   if (!why.empty()) {
-    Resume(rec, rec_revision, why);
+    Fail(rec, rec_revision, why);
     return;
   }
-  owners_->SetHandingOver(rec.slots, true);
+  owners_->SetHandingOver(rec.slots, true);  // every slot checked < num_slots above
   if (!Copy(rec, map.servers()[to].host, map.servers()[to].port, &why)) {
     Resume(rec, rec_revision, why);
     return;
@@ -116,6 +116,17 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
 
 bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_t port,
                     std::string* why) {
+  {
+    bool live = false;
+    EtcdKv t;
+    Status r = etcd_->Get(Key(("servers/" + std::to_string(rec.to_id)).c_str()), &live, &t, nullptr);
+    if (!r.ok() || !live) {
+      *why = "target server " + std::to_string(rec.to_id) + " is not live" +
+             (r.ok() ? std::string() : ": " + r.ToString());
+      return false;
+    }
+    target_record_ = t.create_revision;
+  }
   ClientImpl target(host, port, o_.client);
   Status s = target.Open();
   if (s.ok() && target.owner_slots() != owners_->num_slots())
@@ -176,6 +187,7 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     if (!ship_dirty(&dirty, &rescan)) return fail("shipping the keys written meanwhile");
     if (dirty <= kFewDirty && !rescan) break;
   }
+  if (rescan) return fail("more keys were written during the copy than the dirty set holds");
   // Pause the slots' writes and wait for the admitted ones; then the last dirty keys are exact.
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(kPauseWaitMs);
   for (uint32_t slot : rec.slots)
@@ -206,30 +218,57 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
     EtcdKv rec_kv, map_kv;
     Status s = etcd_->Get(Key("migration"), &found, &rec_kv, nullptr);
     if (!s.ok()) continue;  // etcd unreachable: keep the writes paused and try again
-    if (!found || rec_kv.mod_revision != rec_revision) {
-      // Our own commit whose answer was lost left the record DONE with our nonce.
-      MigrationRecord now;
-      return found && MigrationRecord::Decode(rec_kv.value, &now).ok() &&
-                     now.nonce == rec.nonce && now.state == MigrationRecord::kDone
-                 ? Outcome::kCommitted
-                 : Outcome::kCancelled;
-    }
+    const bool record_changed = !found || rec_kv.mod_revision != rec_revision;
     s = etcd_->Get(Key("map"), &found, &map_kv, nullptr);
     SlotMap map;
     if (!s.ok() || !found || !SlotMap::Decode(map_kv.value, &map).ok()) continue;
-    const uint16_t to = map.IndexOf(rec.to_id);
+    const uint16_t to = map.IndexOf(rec.to_id), me = map.IndexOf(o_.my_id);
+    if (record_changed) {
+      // The map decides, not the record: our commit may have been applied with its answer lost
+      // (the record has moved on since). The commit gives every slot at once, so the first
+      // slot tells.
+      if (to != kUnassigned && map.OwnerIndex(rec.slots[0]) == to) return Outcome::kCommitted;
+      if (me != kUnassigned && map.OwnerIndex(rec.slots[0]) == me) return Outcome::kCancelled;
+      LOG(ERROR) << "migration " << rec.nonce << ": slot " << rec.slots[0]
+                 << " belongs to neither side now; leaving the slots NOT_OWNED";
+      return Outcome::kUnknown;
+    }
     if (to == kUnassigned) return Outcome::kCancelled;  // cannot happen: ids stay in the map
     for (uint32_t slot : rec.slots) (void)map.Assign(slot, 0, to);
     map.set_epoch(map.epoch() + 1);
     std::string value;
     map.Encode(&value);
     bool ok = false;
+    // The target must be the very process that received the copy (its member record, under its
+    // lease, is recreated by a restart and gone after a death): else the copy may be lost.
     s = etcd_->Txn({C{Key("map"), C::kModRevision, C::kEqual, map_kv.mod_revision, {}},
-                    C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}}},
+                    C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}},
+                    C{Key(("servers/" + std::to_string(rec.to_id)).c_str()), C::kCreateRevision,
+                      C::kEqual, target_record_, {}}},
                    {EtcdClient::Op::Put(Key("map"), value),
                     EtcdClient::Op::Put(Key("migration"), done.Encode())},
                    {}, &ok);
     if (s.ok() && ok) return Outcome::kCommitted;
+    if (s.ok()) {  // a compare failed: is the target the process that got the copy?
+      bool live = false;
+      EtcdKv t;
+      if (etcd_->Get(Key(("servers/" + std::to_string(rec.to_id)).c_str()), &live, &t, nullptr)
+              .ok() &&
+          (!live || t.create_revision != target_record_)) {
+        LOG(WARNING) << "migration " << rec.nonce << ": target server " << rec.to_id
+                     << " died or restarted before the hand-over";
+        // The commit cannot have happened with this target record: cancel our record first,
+        // so that no retry of ours can commit, then resume.
+        MigrationRecord failed = rec;
+        failed.state = MigrationRecord::kFailed;
+        bool cancelled = false;
+        if (etcd_->Txn({C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}}},
+                       {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &cancelled)
+                .ok() &&
+            cancelled)
+          return Outcome::kCancelled;
+      }
+    }
   }
 }
 
@@ -240,6 +279,10 @@ void Migrator::Resume(const MigrationRecord& rec, int64_t rec_revision, const st
     owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
   }
   owners_->SetHandingOver(rec.slots, false);
+  Fail(rec, rec_revision, why);
+}
+
+void Migrator::Fail(const MigrationRecord& rec, int64_t rec_revision, const std::string& why) {
   failed_.fetch_add(1);
   LOG(WARNING) << "migration " << rec.nonce << " failed: " << why;
   MigrationRecord failed = rec;

@@ -11,7 +11,10 @@
 //     ships the last dirty keys (now exact), sets the words NOT_OWNED, waits a read grace
 //     period;
 //  4. commits the hand-over: one etcd transaction comparing the map's and the record's mod
-//     revisions puts the map with the slots given to the target (epoch + 1) and the record DONE.
+//     revisions and the target's member record (the same process that received the copy: not
+//     dead, not restarted) puts the map with the slots given to the target (epoch + 1) and the
+//     record DONE. If the record changed meanwhile, the map says whether the commit happened
+//     (its answer may have been lost): the slots' owner there decides.
 //     Until it is known to have failed (the record changed: a new coordinator cancelled it),
 //     it keeps trying with writes paused: nothing is lost, PUTs fail clearly with TRY_AGAIN.
 //  5. purges its copy of the slots.
@@ -71,7 +74,10 @@ class Migrator {
   // NOT_OWNED: nothing is served wrongly).
   enum class Outcome { kCommitted, kCancelled, kUnknown };
   Outcome Commit(const MigrationRecord& rec, int64_t rec_revision);
+  // Before any word changed: resumes the slots' words (OWNED), then Fail.
   void Resume(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
+  // Marks the record FAILED (if it is still ours) and counts it.
+  void Fail(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
   void Purge(const std::vector<uint32_t>& slots);
   std::string Key(const char* rest) const { return o_.cluster.Prefix() + rest; }
 
@@ -81,6 +87,8 @@ class Migrator {
   const MigratorOptions o_;
   std::atomic<uint64_t> done_{0}, failed_{0}, keys_sent_{0};
   uint64_t last_nonce_ = 0;  // the loop thread's
+  // The target's member record's create revision when the copy began (the loop thread's).
+  int64_t target_record_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

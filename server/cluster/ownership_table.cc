@@ -14,20 +14,24 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       slot_seed_(slot_seed),
       inflight_(new std::atomic<uint32_t>[num_slots]),
       tracked_(new std::atomic<uint8_t>[num_slots]),
-      handover_(new std::atomic<uint8_t>[num_slots]) {
+      handover_(new std::atomic<uint8_t>[num_slots]),
+      importer_(new std::atomic<uint32_t>[num_slots]) {
   for (uint32_t i = 0; i < num_slots; ++i) {
     inflight_[i].store(0);
     tracked_[i].store(0);
     handover_[i].store(0);
+    importer_[i].store(0);
   }
 }
 
 void OwnershipTable::SetHandingOver(const std::vector<uint32_t>& slots, bool on) {
-  for (uint32_t s : slots) handover_[s].store(on ? 1 : 0);
+  for (uint32_t s : slots)
+    if (s < num_slots_) handover_[s].store(on ? 1 : 0);
 }
 
 void OwnershipTable::Track(const std::vector<uint32_t>& slots, bool on) {
-  for (uint32_t s : slots) tracked_[s].store(on ? 1 : 0, std::memory_order_seq_cst);
+  for (uint32_t s : slots)
+    if (s < num_slots_) tracked_[s].store(on ? 1 : 0, std::memory_order_seq_cst);
   if (!on) {
     MutexLock l(&dirty_mu_);
     dirty_.clear();

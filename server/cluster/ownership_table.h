@@ -53,6 +53,10 @@ class OwnershipTable {
   // migration copies the slots again.
   static constexpr size_t kMaxDirty = 1 << 20;
   void Track(const std::vector<uint32_t>& slots, bool on);
+  // The connection (QP number) that began importing a slot here: migration writes for the
+  // slot are taken from it only (a later MIGRATE_BEGIN takes the slot over, purging again).
+  void SetImporter(uint32_t slot, uint32_t qp_num) { importer_[slot].store(qp_num); }
+  uint32_t Importer(uint32_t slot) const { return importer_[slot].load(); }
   // Slots being handed over by this server: map changes leave their words to the migration.
   void SetHandingOver(const std::vector<uint32_t>& slots, bool on);
   bool HandingOver(uint32_t slot) const { return handover_[slot].load() != 0; }
@@ -72,6 +76,7 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint32_t>[]> inflight_;
   std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
   std::unique_ptr<std::atomic<uint8_t>[]> handover_;
+  std::unique_ptr<std::atomic<uint32_t>[]> importer_;
   Mutex dirty_mu_;
   std::unordered_set<std::string> dirty_ GUARDED_BY(dirty_mu_);
   bool dirty_overflow_ GUARDED_BY(dirty_mu_) = false;
