@@ -8,8 +8,8 @@
 
 #include "client/client_impl.h"
 #include "client/cluster_router.h"
-#include "common/cluster/cluster_address.h"
 #include "client/refusal.h"
+#include "common/cluster/cluster_address.h"
 #include "common/parse.h"
 #include "common/printable.h"
 
@@ -117,7 +117,8 @@ Status ClientImpl::RpcStatus(wire::Op op, std::string_view key, std::string_view
   if (code == Code::kOk) return Status::Ok();
   std::string_view text = payload ? *payload : msg;
   // MOVED and TRY_AGAIN lead with a wire::MovedPayload; the words follow it.
-  if ((code == Code::kMoved || code == Code::kTryAgain) && text.size() >= sizeof(wire::MovedPayload))
+  if ((code == Code::kMoved || code == Code::kTryAgain) &&
+      text.size() >= sizeof(wire::MovedPayload))
     text.remove_prefix(sizeof(wire::MovedPayload));
   return Status(code, Printable(text, 2048));  // the server's words, escaped
 }
@@ -336,8 +337,6 @@ Status Client::Reconnect() { return router_ ? router_->Reconnect() : impl_->Reco
 const ClientCounters& Client::counters() const {
   return router_ ? router_->counters() : impl_->counters();
 }
-const ServerInfo& Client::server_info() const {
-  return router_ ? router_->info() : impl_->info();
-}
+const ServerInfo& Client::server_info() const { return router_ ? router_->info() : impl_->info(); }
 
 }  // namespace rkv

@@ -109,7 +109,7 @@ class ClientImpl {
   ClientCounters counters_;
   LocationCache cache_;
   ServerInfo info_;
-  std::minstd_rand jitter_;  // backoff jitter (not seeded from random_device: it may throw)
+  std::minstd_rand jitter_;   // backoff jitter (not seeded from random_device: it may throw)
   bool owner_check_ = false;  // ExpectOwners
   int owner_count_ = 0;
   uint32_t owner_slots_[Connection::kMaxBatch] = {};

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "client/cluster_router.h"
 
-#include "client/connection.h"
-
 #include <algorithm>
 #include <chrono>
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include "client/connection.h"
 
 namespace rkv {
 
@@ -17,9 +17,9 @@ constexpr int kMaxBackoffUs = 50000;
 // Figures summed over the servers by Stats (the rest are per server only).
 bool Additive(const std::string& name) {
   static const std::set<std::string> kNot = {
-      "instance_id",   "load_factor",     "request_credits", "num_buckets",
-      "workers",       "durable",         "cluster_server_id", "cluster_epoch",
-      "wal_generation", "wal_broken",     "cluster_coordinator"};
+      "instance_id",    "load_factor", "request_credits",    "num_buckets",
+      "workers",        "durable",     "cluster_server_id",  "cluster_epoch",
+      "wal_generation", "wal_broken",  "cluster_coordinator"};
   return kNot.count(name) == 0;
 }
 }  // namespace
@@ -66,15 +66,17 @@ ClientImpl* ClusterRouter::ConnectionTo(const cluster::SlotMap& map, uint16_t in
   if (it != conns_.end()) Drop(e.id);
   auto down = down_until_.find(e.id);
   if (down != down_until_.end() && SteadyClock::now() < down->second) {
-    *s = Status(Code::kUnavailable, where + " could not be reached a moment ago: " + down_why_[e.id]);
+    *s = Status(Code::kUnavailable,
+                where + " could not be reached a moment ago: " + down_why_[e.id]);
     return nullptr;
   }
   auto c = std::make_unique<ClientImpl>(e.host, e.port, options_);
   Status o = c->Open();
   if (o.ok() && c->owner_slots() != map.num_slots())
     o = Status(Code::kProtocolError, "it has no ownership table for cluster '" + address_.name +
-                                         "' (" + std::to_string(c->owner_slots()) + " slots, the map has " +
-                                         std::to_string(map.num_slots()) + ")");
+                                         "' (" + std::to_string(c->owner_slots()) +
+                                         " slots, the map has " + std::to_string(map.num_slots()) +
+                                         ")");
   if (!o.ok()) {
     // A dead server is not dialled again for a second: its slots fail fast meanwhile.
     down_until_[e.id] = SteadyClock::now() + std::chrono::seconds(1);
@@ -144,8 +146,8 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
     const bool rpcs_sent = c->counters().rpcs != rpcs;
     // The connection failed: drop it (the next use opens a new one). `c` dies here.
     const uint32_t id = map->servers()[owner].id;
-    const std::string where = map->servers()[owner].host + ":" +
-                              std::to_string(map->servers()[owner].port);
+    const std::string where =
+        map->servers()[owner].host + ":" + std::to_string(map->servers()[owner].port);
     Drop(id);
     if (kind == Kind::kGet) {
       if (retried_lost) return s;
@@ -153,10 +155,11 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
       continue;
     }
     const char* op = kind == Kind::kPut ? "PUT" : "DELETE";
-    return Status(Code::kConnectionLost,
-                  std::string(op) + " to " + where + ": " + s.ToString() +
-                      (rpcs_sent ? "; the write was not retried: it may or may not have been applied"
-                                 : "; the write was not sent"));
+    return Status(
+        Code::kConnectionLost,
+        std::string(op) + " to " + where + ": " + s.ToString() +
+            (rpcs_sent ? "; the write was not retried: it may or may not have been applied"
+                       : "; the write was not sent"));
   }
 }
 

@@ -73,10 +73,10 @@ class ClusterRouter {
   const Options options_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<cluster::MapWatcher> watcher_;
-  std::shared_ptr<const cluster::SlotMap> map_;  // Map()'s
+  std::shared_ptr<const cluster::SlotMap> map_;            // Map()'s
   std::map<uint32_t, std::unique_ptr<ClientImpl>> conns_;  // by server id
-  ClientCounters closed_;  // counters of dropped connections
-  ClientCounters sum_;     // counters(): closed_ + open connections + routing
+  ClientCounters closed_;                                  // counters of dropped connections
+  ClientCounters sum_;  // counters(): closed_ + open connections + routing
   uint64_t redirects_ = 0, map_refreshes_ = 0;
   // Servers whose connect failed: not dialled again before this time (fail fast), and why.
   std::map<uint32_t, std::chrono::steady_clock::time_point> down_until_;

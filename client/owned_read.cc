@@ -2,9 +2,10 @@
 // A cluster GET's round trip (docs/cluster.md, "Ownership words"; the argument in
 // docs/design.md, "Reads while slots move"): the entry's READs and then, in the same chain
 // (one doorbell, one RC QP: the server executes them in order), the READ of the slot's
-// ownership word (one per slot of a MultiGet's batch). What the entry READs returned may be used only if the word says this server
-// still owns the slot at an epoch no newer than the client's map; otherwise MOVED (the router
-// re-reads the map and asks the owner it names). No allocation, no locks.
+// ownership word (one per slot of a MultiGet's batch). What the entry READs returned may be used
+// only if the word says this server still owns the slot at an epoch no newer than the client's map;
+// otherwise MOVED (the router re-reads the map and asks the owner it names). No allocation, no
+// locks.
 #include "client/client_impl.h"
 #include "common/cluster/ownership_word.h"
 
@@ -34,11 +35,10 @@ Status ClientImpl::OwnedRoundTrip(const Connection::ReadOp* ops, int n) {
   for (int k = 0; k < owner_count_; ++k) {
     const uint64_t word = layout::LoadU64(conn_->buf() + Connection::kOwnerArea + 8 * k);
     if (cluster::Readable(word, owner_epoch_)) continue;
-    return Status(Code::kMoved,
-                  "slot " + std::to_string(owner_slots_[k]) + " at " + Where() + " is " +
-                      cluster::SlotStateName(cluster::WordState(word)) + " at epoch " +
-                      std::to_string(cluster::WordEpoch(word)) + " (client map epoch " +
-                      std::to_string(owner_epoch_) + ")");
+    return Status(Code::kMoved, "slot " + std::to_string(owner_slots_[k]) + " at " + Where() +
+                                    " is " + cluster::SlotStateName(cluster::WordState(word)) +
+                                    " at epoch " + std::to_string(cluster::WordEpoch(word)) +
+                                    " (client map epoch " + std::to_string(owner_epoch_) + ")");
   }
   return Status::Ok();
 }

@@ -60,9 +60,11 @@ Status DecodeOpenReply(std::string_view payload, OpenReply* out) {
     const uint32_t n = out->owner_slots;
     if ((n & (n - 1)) != 0 || n > 65536 || out->owner_offset % 8 != 0 ||
         out->owner_offset < ovf_bytes + out->overflow_offset ||
-        out->owner_offset > out->region_size || uint64_t{n} * 8 > out->region_size - out->owner_offset)
+        out->owner_offset > out->region_size ||
+        uint64_t{n} * 8 > out->region_size - out->owner_offset)
       return Proto("OPEN reply: ownership table (" + std::to_string(n) + " slots at offset " +
-                   std::to_string(out->owner_offset) + ") is not a power of two of slots after "
+                   std::to_string(out->owner_offset) +
+                   ") is not a power of two of slots after "
                    "the table inside the region");
   } else if (out->owner_offset != 0) {
     return Proto("OPEN reply: an ownership table offset without slots");
@@ -146,7 +148,8 @@ Status DecodeReply(const void* data, size_t len, Reply* out) {
   std::memcpy(&h, data, sizeof(h));
   if (h.magic != kReplyMagic) return Proto("reply has bad magic");
   if (sizeof(h) + uint64_t{h.payload_size} != len) return Proto("reply length mismatch");
-  if (h.status > static_cast<uint16_t>(Code::kUnavailable)) return Proto("reply has unknown status");
+  if (h.status > static_cast<uint16_t>(Code::kUnavailable))
+    return Proto("reply has unknown status");
   out->status = static_cast<Code>(h.status);
   out->op = static_cast<Op>(h.op);
   out->request_id = h.request_id;

@@ -3,8 +3,9 @@
 // the slots IMPORTING and purges whatever this server still holds of them (left from an earlier
 // ownership or an aborted migration); MIGRATE_PUT and MIGRATE_DELETE apply the source's copy,
 // only to keys of IMPORTING slots (never to a slot this server owns, so a late or forged copy
-// cannot overwrite a client's write), and only from the connection that began the import. The slots become OWNED when the map naming this server
-// arrives (ClusterNode::Apply). Servers prove the cluster's token to each other as clients do.
+// cannot overwrite a client's write), and only from the connection that began the import. The slots
+// become OWNED when the map naming this server arrives (ClusterNode::Apply). Servers prove the
+// cluster's token to each other as clients do.
 #include <vector>
 
 #include "server/cluster/slot_scan.h"
@@ -28,20 +29,20 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
       uint32_t v = 0;
       for (int b = 0; b < 4; ++b) v |= uint32_t(uint8_t(req.key[4 * i + b])) << (8 * b);
       if (v >= owners_->num_slots())
-        return Status(Code::kBadRequest, "MIGRATE_BEGIN: slot " + std::to_string(v) +
-                                             " out of range");
+        return Status(Code::kBadRequest,
+                      "MIGRATE_BEGIN: slot " + std::to_string(v) + " out of range");
       const SlotState st = cluster::WordState(owners_->Word(v));
       if (st == SlotState::kOwned || st == SlotState::kMoving)
-        return Status(Code::kInvalidArgument,
-                      "MIGRATE_BEGIN: slot " + std::to_string(v) + " is " +
-                          cluster::SlotStateName(st) + " here; refusing to import over it");
+        return Status(Code::kInvalidArgument, "MIGRATE_BEGIN: slot " + std::to_string(v) + " is " +
+                                                  cluster::SlotStateName(st) +
+                                                  " here; refusing to import over it");
       slots[i] = v;
       in_set[v] = true;
     }
     for (uint32_t v : slots) {
       owners_->SetImporter(v, qp_num);
-      owners_->Set(v, cluster::OwnerWord(cluster::WordEpoch(owners_->Word(v)),
-                                         SlotState::kImporting));
+      owners_->Set(v,
+                   cluster::OwnerWord(cluster::WordEpoch(owners_->Word(v)), SlotState::kImporting));
     }
     std::vector<std::string> stale;
     cluster::ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string&) {

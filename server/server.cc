@@ -13,8 +13,8 @@
 #include "common/secure_random.h"
 #include "common/verbs/qp_setup.h"
 #include "common/wire.h"
-#include "server/durability/recovery.h"
 #include "server/conn/limit_options.h"
+#include "server/durability/recovery.h"
 
 namespace rkv {
 

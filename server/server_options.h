@@ -9,7 +9,6 @@
 
 #include "common/cluster/cluster_address.h"
 #include "common/etcd/etcd_transport.h"
-
 #include "common/verbs/conn_params.h"
 #include "rkv/connection_params.h"
 #include "server/durability/log_writer.h"
@@ -52,11 +51,11 @@ struct ServerOptions {
   int peer_timeout_ms = 30000;
   // rdma_cm: accept -> ESTABLISHED, and a manual handshake, must finish within this.
   int accept_timeout_ms = 5000;
-  // Per source address (server/conn/source_limiter.h): live connections (0: no cap), of them not yet
-  // opened (in setup or without a successful OPEN; 0: no cap; -1: max(1, max_pending / 8)),
-  // and connection attempts per second on average with bursts of connect_burst_per_source (0:
-  // no rate limit). rdma_cm and tcp-exchange connections; file and etcd exchanges have no
-  // source address. Server::Start refuses values out of range (CheckLimitOptions).
+  // Per source address (server/conn/source_limiter.h): live connections (0: no cap), of them not
+  // yet opened (in setup or without a successful OPEN; 0: no cap; -1: max(1, max_pending / 8)), and
+  // connection attempts per second on average with bursts of connect_burst_per_source (0: no rate
+  // limit). rdma_cm and tcp-exchange connections; file and etcd exchanges have no source address.
+  // Server::Start refuses values out of range (CheckLimitOptions).
   int max_conns_per_source = 64;
   int max_pending_per_source = -1;
   double connects_per_source_per_s = 1000;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of server/store/heap.h with a fake owner: a byte region, a map of live blocks, and a Mover that
-// relocates a block's bytes the way the table does. Every block holds a pattern derived from its
-// id, verified after every phase (catches overlapping allocations or moves and lost blocks).
+// Tests of server/store/heap.h with a fake owner: a byte region, a map of live blocks, and a Mover
+// that relocates a block's bytes the way the table does. Every block holds a pattern derived from
+// its id, verified after every phase (catches overlapping allocations or moves and lost blocks).
 #include "server/store/heap.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// CheckLimitOptions (server/conn/limit_options.h): Server::Start refuses limit options out of range.
+// CheckLimitOptions (server/conn/limit_options.h): Server::Start refuses limit options out of
+// range.
 #include "server/conn/limit_options.h"
 
 #include <gtest/gtest.h>

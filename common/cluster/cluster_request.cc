@@ -5,7 +5,6 @@
 
 #include <cstring>
 
-
 namespace rkv::cluster {
 
 namespace {
@@ -49,7 +48,8 @@ Status ClusterRequest::Decode(std::string_view b, ClusterRequest* out) {
     return Bad("request has a wrong magic or version");
   if (GetLE(b, kSumAt, 8) != Sum(b)) return Bad("request checksum mismatch");
   const uint64_t kind = GetLE(b, 6, 2);
-  if (kind != kRebalance && kind != kRemove) return Bad("unknown request kind " + std::to_string(kind));
+  if (kind != kRebalance && kind != kRemove)
+    return Bad("unknown request kind " + std::to_string(kind));
   if (GetLE(b, 20, 4) != 0) return Bad("request reserved bytes are not zero");
   out->kind = Kind(kind);
   out->nonce = GetLE(b, 8, 8);

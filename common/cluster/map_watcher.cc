@@ -9,8 +9,8 @@
 namespace rkv::cluster {
 
 namespace {
-constexpr int kWatchMs = 1000;   // one watch call; the destructor waits at most this long
-constexpr int kRetryMs = 200;    // pause after an etcd error
+constexpr int kWatchMs = 1000;  // one watch call; the destructor waits at most this long
+constexpr int kRetryMs = 200;   // pause after an etcd error
 }  // namespace
 
 Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap on_map,
@@ -22,9 +22,8 @@ Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap 
   Status s = etcd->Get(w->key_, &found, &kv, &revision);
   if (!s.ok()) return Status(s.code(), "reading cluster '" + cluster.name + "': " + s.message());
   if (!found)
-    return Status(Code::kNotFound, "cluster '" + cluster.name +
-                                       "' does not exist in etcd (no " + w->key_ +
-                                       "; create it with kvctl cluster init)");
+    return Status(Code::kNotFound, "cluster '" + cluster.name + "' does not exist in etcd (no " +
+                                       w->key_ + "; create it with kvctl cluster init)");
   SlotMap first;
   s = SlotMap::Decode(kv.value, &first);
   if (!s.ok())
@@ -61,8 +60,8 @@ bool MapWatcher::Offer(const std::string& value, int64_t mod_revision) {
     std::string why;
     if (!s.ok()) {
       why = s.message();
-    } else if (map_ && (next->num_slots() != map_->num_slots() ||
-                        next->slot_seed() != map_->slot_seed())) {
+    } else if (map_ &&
+               (next->num_slots() != map_->num_slots() || next->slot_seed() != map_->slot_seed())) {
       why = "its slot count or seed differs from the map this process started with (" +
             std::to_string(map_->num_slots()) + " slots)";
     } else if (map_ && next->epoch() <= map_->epoch()) {
@@ -115,21 +114,20 @@ void MapWatcher::Loop() {
       MutexLock l(&mu_);
       from = revision_ + 1;
     }
-    Status s = etcd_->Watch(key_, false, from, kWatchMs,
-                            [&](const std::vector<EtcdEvent>& events, int64_t) {
-                              for (const EtcdEvent& e : events) {
-                                if (e.deleted) {
-                                  bad_maps_.fetch_add(1);
-                                  LOG(ERROR) << "cluster map " << key_
-                                             << " deleted; keeping the last map";
-                                  MutexLock l(&mu_);
-                                  revision_ = std::max(revision_, e.kv.mod_revision);
-                                } else {
-                                  Offer(e.kv.value, e.kv.mod_revision);
-                                }
-                              }
-                              return stopping();
-                            });
+    Status s = etcd_->Watch(
+        key_, false, from, kWatchMs, [&](const std::vector<EtcdEvent>& events, int64_t) {
+          for (const EtcdEvent& e : events) {
+            if (e.deleted) {
+              bad_maps_.fetch_add(1);
+              LOG(ERROR) << "cluster map " << key_ << " deleted; keeping the last map";
+              MutexLock l(&mu_);
+              revision_ = std::max(revision_, e.kv.mod_revision);
+            } else {
+              Offer(e.kv.value, e.kv.mod_revision);
+            }
+          }
+          return stopping();
+        });
     if (s.ok() || s.code() == Code::kTimeout) continue;
     // Compacted past `from`, or etcd unreachable: read the map again, then watch from there.
     LOG_EVERY_N(WARNING, 20) << "watching " << key_ << ": " << s.ToString();

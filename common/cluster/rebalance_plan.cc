@@ -27,8 +27,7 @@ Status PlanRebalance(const SlotMap& map, const std::vector<ServerEntry>& live, u
     is_live[idx] = true;
     if (e.id != remove) takers.push_back(idx);
   }
-  if (takers.empty())
-    return Status(Code::kInvalidArgument, "no live server can take slots");
+  if (takers.empty()) return Status(Code::kInvalidArgument, "no live server can take slots");
   const uint16_t removed = remove != 0 ? m.IndexOf(remove) : kUnassigned;
   // Slots in play: unassigned, or held by a live server (the removed one included).
   std::map<uint16_t, std::vector<uint32_t>> held;  // taker or removed -> its slots
@@ -49,9 +48,8 @@ Status PlanRebalance(const SlotMap& map, const std::vector<ServerEntry>& live, u
   // Targets: the first `extra` takers (those holding most already) get one more, so that as
   // few slots move as possible.
   std::vector<uint16_t> order = takers;
-  std::stable_sort(order.begin(), order.end(), [&](uint16_t a, uint16_t b) {
-    return held[a].size() > held[b].size();
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint16_t a, uint16_t b) { return held[a].size() > held[b].size(); });
   std::map<uint16_t, uint32_t> target;
   for (uint32_t i = 0; i < n; ++i) target[order[i]] = base + (i < extra ? 1 : 0);
   if (removed != kUnassigned) target[removed] = 0;

@@ -24,8 +24,8 @@ Status ClusterNode::Prepare(ClusterNodeOptions o, std::unique_ptr<ClusterNode>* 
   SlotMap map;
   s = SlotMap::Decode(kv.value, &map);
   if (!s.ok())
-    return Status(Code::kProtocolError, "--cluster: the cluster's slot map does not decode: " +
-                                            s.message());
+    return Status(Code::kProtocolError,
+                  "--cluster: the cluster's slot map does not decode: " + s.message());
   n->num_slots_ = map.num_slots();
   n->slot_seed_ = map.slot_seed();
   *out = std::move(n);
@@ -36,7 +36,7 @@ ClusterNode::~ClusterNode() {
   migrator_.reset();
   coordinator_.reset();  // resigns first: the next candidate leads at once
   watcher_.reset();
-  membership_.reset();   // revokes the lease
+  membership_.reset();  // revokes the lease
 }
 
 Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
@@ -50,8 +50,8 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   m.lease_ttl_s = o_.lease_ttl_s;
   Status s = Membership::Join(m, &membership_);
   if (!s.ok()) return Status(s.code(), "--cluster: joining: " + s.message());
-  s = MapWatcher::Start(etcd_.get(), o_.cluster, [this](const SlotMap& map) { Apply(map); },
-                        &watcher_);
+  s = MapWatcher::Start(
+      etcd_.get(), o_.cluster, [this](const SlotMap& map) { Apply(map); }, &watcher_);
   if (!s.ok()) return s;
   Membership* mem = membership_.get();
   coordinator_ = std::make_unique<Coordinator>(etcd_.get(), o_.cluster, mem->id(),

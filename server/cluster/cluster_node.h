@@ -38,8 +38,8 @@ struct ClusterNodeOptions {
   uint16_t port = 0;  // 0: the bound port, given to Join
   std::string zone;
   int lease_ttl_s = 5;
-  std::string auth_token;          // proven to other servers when migrating to them
-  uint64_t migration_rate = 0;     // bytes/s a migration copies at most (0: unpaced)
+  std::string auth_token;       // proven to other servers when migrating to them
+  uint64_t migration_rate = 0;  // bytes/s a migration copies at most (0: unpaced)
 };
 
 class ClusterNode {

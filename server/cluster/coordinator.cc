@@ -3,23 +3,22 @@
 
 #include <glog/logging.h>
 
-#include <chrono>
-#include <vector>
-
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <vector>
 
 #include "common/cluster/member_record.h"
 #include "common/cluster/migration_record.h"
-#include "common/secure_random.h"
 #include "common/cluster/rebalance_plan.h"
 #include "common/cluster/slot_map.h"
+#include "common/secure_random.h"
 
 namespace rkv::cluster {
 
 namespace {
-constexpr int kWaitMs = 1000;   // one wait for a request; bounds the destructor
-constexpr int kRetryMs = 200;   // after an etcd error or lost compare
+constexpr int kWaitMs = 1000;  // one wait for a request; bounds the destructor
+constexpr int kRetryMs = 200;  // after an etcd error or lost compare
 constexpr int kCommitTries = 16;
 constexpr size_t kBatchSlots = 512;
 constexpr int kMigrationTimeoutMs = 300000;
@@ -29,7 +28,9 @@ Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_i
                          std::function<int64_t()> lease)
     : etcd_(etcd), cluster_(std::move(cluster)), my_id_(my_id), lease_(std::move(lease)) {}
 
-void Coordinator::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Coordinator::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 Coordinator::~Coordinator() {
   {
@@ -112,17 +113,20 @@ Status Coordinator::ServeOnce(Election* e) {
     }
   }
   bool ok = false;
-  s = etcd_->Txn({e->StillLeader(),
-                  {Key("request"), EtcdClient::Compare::kModRevision,
-                   EtcdClient::Compare::kEqual, req_kv.mod_revision, {}}},
-                 {EtcdClient::Op::Delete(Key("request")),
-                  EtcdClient::Op::Put(Key("result"), res.Encode())},
-                 {}, &ok);
+  s = etcd_->Txn(
+      {e->StillLeader(),
+       {Key("request"),
+        EtcdClient::Compare::kModRevision,
+        EtcdClient::Compare::kEqual,
+        req_kv.mod_revision,
+        {}}},
+      {EtcdClient::Op::Delete(Key("request")), EtcdClient::Op::Put(Key("result"), res.Encode())},
+      {}, &ok);
   if (!s.ok()) return s;
   if (ok) {
     requests_done_.fetch_add(1);
-    LOG(INFO) << "cluster coordinator: request " << req.nonce << " done: "
-              << CodeName(res.code) << " " << res.message;
+    LOG(INFO) << "cluster coordinator: request " << req.nonce << " done: " << CodeName(res.code)
+              << " " << res.message;
   }
   return Status::Ok();
 }
@@ -137,7 +141,8 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     if (!found) return Status(Code::kNotFound, "the cluster's map is gone");
     SlotMap map;
     s = SlotMap::Decode(map_kv.value, &map);
-    if (!s.ok()) return Status(Code::kProtocolError, "the cluster's map does not decode: " + s.message());
+    if (!s.ok())
+      return Status(Code::kProtocolError, "the cluster's map does not decode: " + s.message());
     std::vector<EtcdKv> members;
     bool more = false;
     s = etcd_->GetPrefix(Key("servers/"), &members, nullptr, false, &more);
@@ -152,7 +157,8 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
       live.push_back({r.id, r.host, r.port});
     }
     if (req.kind == ClusterRequest::kRemove && map.IndexOf(req.server_id) == kUnassigned)
-      return Status(Code::kNotFound, "server " + std::to_string(req.server_id) + " is not in the map");
+      return Status(Code::kNotFound,
+                    "server " + std::to_string(req.server_id) + " is not in the map");
     if (req.kind == ClusterRequest::kRemove) {
       bool is_live = false;
       for (const ServerEntry& l : live) is_live = is_live || l.id == req.server_id;
@@ -178,8 +184,11 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
       plan.assigned.Encode(&value);
       bool ok = false;
       s = etcd_->Txn({e->StillLeader(),
-                      {Key("map"), EtcdClient::Compare::kModRevision, EtcdClient::Compare::kEqual,
-                       map_kv.mod_revision, {}}},
+                      {Key("map"),
+                       EtcdClient::Compare::kModRevision,
+                       EtcdClient::Compare::kEqual,
+                       map_kv.mod_revision,
+                       {}}},
                      {EtcdClient::Op::Put(Key("map"), value)}, {}, &ok);
       if (!s.ok()) return s;
       if (!ok) {
@@ -201,7 +210,8 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     if (!s.ok())
       return Status(s.code(), std::to_string(assigned) + " unassigned slot(s) given, " +
                                   std::to_string(moved) + " of " +
-                                  std::to_string(plan.moves.size()) + " moved; then: " + s.message());
+                                  std::to_string(plan.moves.size()) +
+                                  " moved; then: " + s.message());
     res->message = std::to_string(assigned) + " unassigned slot(s) given, " +
                    std::to_string(moved) + " slot(s) moved; " + std::to_string(live.size()) +
                    " live server(s)";
@@ -232,8 +242,8 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32
       if (!ok) return Status(Code::kUnauthenticated, "no longer the coordinator");
       // Wait for the source to finish: DONE or FAILED. No progress for kMigrationTimeoutMs
       // (the source died or cannot reach etcd): cancel it.
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::milliseconds(kMigrationTimeoutMs);
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(kMigrationTimeoutMs);
       MigrationRecord now;
       for (;;) {
         if (Stopping()) return Status(Code::kUnavailable, "coordinator stopping");
@@ -248,17 +258,16 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32
         if (std::chrono::steady_clock::now() > deadline) {
           MigrationRecord failed = rec;
           failed.state = MigrationRecord::kFailed;
-          s = etcd_->Txn({e->StillLeader(), {Key("migration"), C::kModRevision, C::kEqual,
-                                               revision, {}}},
-                         {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &ok);
+          s = etcd_->Txn(
+              {e->StillLeader(), {Key("migration"), C::kModRevision, C::kEqual, revision, {}}},
+              {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &ok);
           if (!s.ok() || !ok) {  // the source finished meanwhile (or etcd is away): look again
             Pause(kRetryMs);
             continue;
           }
-          return Status(Code::kTimeout, "server " + std::to_string(rec.from_id) +
-                                            " did not finish moving " +
-                                            std::to_string(rec.slots.size()) +
-                                            " slot(s) in time; cancelled");
+          return Status(Code::kTimeout,
+                        "server " + std::to_string(rec.from_id) + " did not finish moving " +
+                            std::to_string(rec.slots.size()) + " slot(s) in time; cancelled");
         }
         Pause(kRetryMs);
       }

@@ -15,16 +15,18 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 constexpr int kWaitMs = 1000;
 constexpr int kRetryMs = 200;
-constexpr int kGraceMs = 20;         // read grace period between NOT_OWNED and the commit
-constexpr int kPauseWaitMs = 5000;   // for writes admitted before the pause
+constexpr int kGraceMs = 20;        // read grace period between NOT_OWNED and the commit
+constexpr int kPauseWaitMs = 5000;  // for writes admitted before the pause
 constexpr size_t kDirtyRounds = 8;
-constexpr size_t kFewDirty = 64;     // pause once a round leaves at most this many keys
+constexpr size_t kFewDirty = 64;  // pause once a round leaves at most this many keys
 }  // namespace
 
 Migrator::Migrator(EtcdClient* etcd, Table* table, OwnershipTable* owners, MigratorOptions o)
     : etcd_(etcd), table_(table), owners_(owners), o_(std::move(o)) {}
 
-void Migrator::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Migrator::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 Migrator::~Migrator() {
   {
@@ -63,10 +65,9 @@ void Migrator::Loop() {
       Run(rec, kv.mod_revision);
       continue;
     }
-    (void)etcd_->Watch(Key("migration"), false, revision + 1, kWaitMs,
-                       [&](const std::vector<EtcdEvent>& ev, int64_t) {
-                         return !ev.empty() || Stopping();
-                       });
+    (void)etcd_->Watch(
+        Key("migration"), false, revision + 1, kWaitMs,
+        [&](const std::vector<EtcdEvent>& ev, int64_t) { return !ev.empty() || Stopping(); });
   }
 }
 
@@ -85,7 +86,8 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
     why = "the map's slot count changed";
   }
   const uint16_t me = map.IndexOf(o_.my_id), to = map.IndexOf(rec.to_id);
-  if (why.empty() && to == kUnassigned) why = "target server " + std::to_string(rec.to_id) + " is not in the map";
+  if (why.empty() && to == kUnassigned)
+    why = "target server " + std::to_string(rec.to_id) + " is not in the map";
   for (size_t i = 0; why.empty() && i < rec.slots.size(); ++i) {
     const uint32_t slot = rec.slots[i];
     if (slot >= map.num_slots() || map.OwnerIndex(slot) != me || me == kUnassigned ||
@@ -119,7 +121,8 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   {
     bool live = false;
     EtcdKv t;
-    Status r = etcd_->Get(Key(("servers/" + std::to_string(rec.to_id)).c_str()), &live, &t, nullptr);
+    Status r =
+        etcd_->Get(Key(("servers/" + std::to_string(rec.to_id)).c_str()), &live, &t, nullptr);
     if (!r.ok() || !live) {
       *why = "target server " + std::to_string(rec.to_id) + " is not live" +
              (r.ok() ? std::string() : ": " + r.ToString());
@@ -179,9 +182,8 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   size_t dirty = 0;
   for (size_t round = 0; round < kDirtyRounds; ++round) {
     if (rescan &&
-        !ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string& v) {
-          return send(k, &v);
-        }))
+        !ScanSlots(*table_, *owners_, in_set,
+                   [&](const std::string& k, const std::string& v) { return send(k, &v); }))
       return fail("copying the slots' entries");
     rescan = false;
     if (!ship_dirty(&dirty, &rescan)) return fail("shipping the keys written meanwhile");
@@ -192,12 +194,14 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(kPauseWaitMs);
   for (uint32_t slot : rec.slots)
     if (!owners_->Pause(slot, deadline)) {
-      for (uint32_t t : rec.slots) owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
+      for (uint32_t t : rec.slots)
+        owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
       return fail("writes admitted before the pause did not finish in time");
     }
   bool overflow = false;
   if (!ship_dirty(&dirty, &overflow) || overflow) {
-    for (uint32_t t : rec.slots) owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
+    for (uint32_t t : rec.slots)
+      owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
     return fail("shipping the last keys");
   }
   owners_->Track(rec.slots, false);
@@ -243,8 +247,11 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
     // lease, is recreated by a restart and gone after a death): else the copy may be lost.
     s = etcd_->Txn({C{Key("map"), C::kModRevision, C::kEqual, map_kv.mod_revision, {}},
                     C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}},
-                    C{Key(("servers/" + std::to_string(rec.to_id)).c_str()), C::kCreateRevision,
-                      C::kEqual, target_record_, {}}},
+                    C{Key(("servers/" + std::to_string(rec.to_id)).c_str()),
+                      C::kCreateRevision,
+                      C::kEqual,
+                      target_record_,
+                      {}}},
                    {EtcdClient::Op::Put(Key("map"), value),
                     EtcdClient::Op::Put(Key("migration"), done.Encode())},
                    {}, &ok);
@@ -262,8 +269,9 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
         MigrationRecord failed = rec;
         failed.state = MigrationRecord::kFailed;
         bool cancelled = false;
-        if (etcd_->Txn({C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}}},
-                       {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &cancelled)
+        if (etcd_
+                ->Txn({C{Key("migration"), C::kModRevision, C::kEqual, rec_revision, {}}},
+                      {EtcdClient::Op::Put(Key("migration"), failed.Encode())}, {}, &cancelled)
                 .ok() &&
             cancelled)
           return Outcome::kCancelled;

@@ -47,8 +47,8 @@ namespace rkv::cluster {
 struct MigratorOptions {
   ClusterAddress cluster;
   uint32_t my_id = 0;
-  Options client;              // for the connection to the target (auth token, timeouts)
-  uint64_t rate_bytes_s = 0;   // copy pacing; 0: unpaced
+  Options client;             // for the connection to the target (auth token, timeouts)
+  uint64_t rate_bytes_s = 0;  // copy pacing; 0: unpaced
 };
 
 class Migrator {

@@ -52,7 +52,8 @@ void OwnershipTable::TakeDirty(std::vector<std::string>* out, bool* overflowed) 
   out->clear();
   MutexLock l(&dirty_mu_);
   out->reserve(dirty_.size());
-  for (auto it = dirty_.begin(); it != dirty_.end();) out->push_back(std::move(dirty_.extract(it++).value()));
+  for (auto it = dirty_.begin(); it != dirty_.end();)
+    out->push_back(std::move(dirty_.extract(it++).value()));
   *overflowed = dirty_overflow_;
   dirty_overflow_ = false;
 }

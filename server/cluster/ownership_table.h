@@ -37,7 +37,9 @@ class OwnershipTable {
   uint32_t SlotOf(std::string_view key) const;
   uint64_t Word(uint32_t slot) const { return __atomic_load_n(&words_[slot], __ATOMIC_SEQ_CST); }
   // One 8-byte store (readers see the old word or the new one).
-  void Set(uint32_t slot, uint64_t word) { __atomic_store_n(&words_[slot], word, __ATOMIC_SEQ_CST); }
+  void Set(uint32_t slot, uint64_t word) {
+    __atomic_store_n(&words_[slot], word, __ATOMIC_SEQ_CST);
+  }
 
   // True (and the write counted in flight) if the slot is OWNED; otherwise *word says why.
   bool BeginWrite(uint32_t slot, uint64_t* word);

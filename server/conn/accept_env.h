@@ -16,12 +16,12 @@
 #include "common/wire.h"
 #include "server/conn/conn.h"
 #include "server/conn/conn_registry.h"
-#include "server/metrics/counters.h"
-#include "server/rpc_executor.h"
-#include "server/server_options.h"
 #include "server/conn/source_limiter.h"
 #include "server/conn/srq_pool.h"
 #include "server/conn/worker.h"
+#include "server/metrics/counters.h"
+#include "server/rpc_executor.h"
+#include "server/server_options.h"
 
 namespace rkv {
 

@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "server/conn/conn_registry.h"
-#include "server/metrics/counters.h"
 #include "server/conn/srq_pool.h"
+#include "server/metrics/counters.h"
 
 namespace rkv {
 

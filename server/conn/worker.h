@@ -45,11 +45,11 @@
 #include "common/wire.h"
 #include "server/conn/conn.h"
 #include "server/conn/conn_registry.h"
+#include "server/conn/srq_pool.h"
+#include "server/conn/wake_queue.h"
 #include "server/metrics/counters.h"
 #include "server/rpc_executor.h"
 #include "server/server_options.h"
-#include "server/conn/srq_pool.h"
-#include "server/conn/wake_queue.h"
 #include "server/write_log.h"
 #include "server/write_pool.h"
 

@@ -36,7 +36,7 @@ struct ServerCounters {
   C open_timeouts{0};            // closed because no OPEN came within 2 x --accept_timeout
   // Requests.
   C rpc_put{0}, rpc_delete{0}, rpc_stats{0}, rpc_params{0}, rpc_snapshot{0}, rpc_bad{0};
-  C rpc_errors{0};       // requests answered with an error other than NOT_FOUND
+  C rpc_errors{0};  // requests answered with an error other than NOT_FOUND
   // Cluster: writes refused for a slot this server does not own (MOVED) or is handing over
   // (TRY_AGAIN).
   C rpc_moved{0}, rpc_try_again{0};

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// StatValue: one named figure of `kvctl stats` (server/metrics/counters.h, Server::CollectStats), the
-// one list both the stats text and the Prometheus endpoint are made from.
-// Thread safety, ownership: plain value; `name` points to a string literal.
+// StatValue: one named figure of `kvctl stats` (server/metrics/counters.h, Server::CollectStats),
+// the one list both the stats text and the Prometheus endpoint are made from. Thread safety,
+// ownership: plain value; `name` points to a string literal.
 #ifndef RKV_SERVER_METRICS_STAT_VALUE_H_
 #define RKV_SERVER_METRICS_STAT_VALUE_H_
 

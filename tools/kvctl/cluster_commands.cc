@@ -3,12 +3,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-
-#include <chrono>
 #include <thread>
 
 #include "common/cluster/cluster_request.h"
@@ -186,8 +185,8 @@ int Request(EtcdClient* etcd, const ClusterArgs& a) {
 }  // namespace
 
 int RunClusterCommand(const ClusterArgs& a) {
-  const bool ok = a.words.size() == 1 && (a.words[0] == "init" || a.words[0] == "status" ||
-                                          a.words[0] == "rebalance");
+  const bool ok = a.words.size() == 1 &&
+                  (a.words[0] == "init" || a.words[0] == "status" || a.words[0] == "rebalance");
   if (!ok && !(a.words.size() == 2 && a.words[0] == "remove"))
     return Fail(
         "usage: kvctl --server=etcd://HOST:PORT/NAME cluster init [--slots=N] "

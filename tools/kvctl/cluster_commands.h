@@ -25,7 +25,7 @@ struct ClusterArgs {
   uint32_t slots = 16384;
   uint32_t replicas = 1;
   bool json = false;
-  int wait_ms = 600000;    // rebalance/remove: how long to wait for the coordinator's answer
+  int wait_ms = 600000;  // rebalance/remove: how long to wait for the coordinator's answer
 };
 
 // Runs the command; returns kvctl's exit status (0 OK, 2 an error, printed).

@@ -253,7 +253,7 @@ class Client {
  private:
   explicit Client(std::unique_ptr<ClientImpl> impl);
   explicit Client(std::unique_ptr<ClusterRouter> router);
-  std::unique_ptr<ClientImpl> impl_;      // one server (ADDR:PORT)
+  std::unique_ptr<ClientImpl> impl_;       // one server (ADDR:PORT)
   std::unique_ptr<ClusterRouter> router_;  // a cluster (etcd://...)
 };
 
