@@ -324,14 +324,14 @@ Status Server::Start() {
     LOG(INFO) << "manual-mode connections: parameters exchanged over " << manual_->Describe();
   }
 
-  s = StartMetrics();
-  if (!s.ok()) return s;
   if (cluster_) {
-    // Registered last: once the record is in etcd, clients and the coordinator may count on
-    // this server.
+    // Once the record is in etcd, clients and the coordinator may count on this server. Before
+    // the metrics endpoint starts: it reads the node's parts, which Join creates.
     s = cluster_->Join(owners_.get(), table_.get(), cm_->bound_port());
     if (!s.ok()) return s;
   }
+  s = StartMetrics();
+  if (!s.ok()) return s;
   LOG(INFO) << "kvserver listening on " << opt_.host << ":" << cm_->bound_port() << " device "
             << ibv_get_device_name(ctx_->device) << " instance " << instance_id_;
   if (opt_.auth_token.empty())

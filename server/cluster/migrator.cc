@@ -157,7 +157,10 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     bytes += k.size() + (v ? v->size() : 0);
     if (o_.rate_bytes_s > 0) {  // paced: never ahead of rate x elapsed
       const auto due = start + std::chrono::microseconds(bytes * 1000000 / o_.rate_bytes_s);
-      if (due > SteadyClock::now()) std::this_thread::sleep_until(due);
+      if (due > SteadyClock::now()) {  // a stop ends the wait (and the copy)
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait_until(l, due, [this] { return stop_; });
+      }
     }
     return s.ok() && !Stopping();
   };
@@ -190,6 +193,10 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     if (dirty <= kFewDirty && !rescan) break;
   }
   if (rescan) return fail("more keys were written during the copy than the dirty set holds");
+  // Writes stay paused while the last keys are shipped: only a short tail may be left for it.
+  if (dirty > kMaxPausedKeys)
+    return fail("the slots' writes outpace the copy (" + std::to_string(dirty) +
+                " keys written in the last round); not pausing them");
   // Pause the slots' writes and wait for the admitted ones; then the last dirty keys are exact.
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(kPauseWaitMs);
   for (uint32_t slot : rec.slots)
