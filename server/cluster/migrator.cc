@@ -18,7 +18,8 @@ constexpr int kRetryMs = 200;
 constexpr int kGraceMs = 20;        // read grace period between NOT_OWNED and the commit
 constexpr int kPauseWaitMs = 5000;  // for writes admitted before the pause
 constexpr size_t kDirtyRounds = 8;
-constexpr size_t kFewDirty = 64;  // pause once a round leaves at most this many keys
+constexpr size_t kFewDirty = 64;         // pause once a round leaves at most this many keys
+constexpr size_t kMaxPausedKeys = 4096;  // ...and never with more than this many to ship
 }  // namespace
 
 Migrator::Migrator(EtcdClient* etcd, Table* table, OwnershipTable* owners, MigratorOptions o)
