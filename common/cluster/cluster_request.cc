@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "common/cluster/le_bytes.h"
+
 namespace rkv::cluster {
 
 namespace {
@@ -13,19 +15,6 @@ constexpr uint32_t kResultMagic = 0x53564b52;
 constexpr uint16_t kVersion = 1;
 constexpr size_t kSumAt = 24;
 
-void PutLE(std::string* out, size_t at, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) (*out)[at + i] = char((v >> (8 * i)) & 0xff);
-}
-uint64_t GetLE(std::string_view in, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(in[at + i])) << (8 * i);
-  return v;
-}
-uint64_t Sum(std::string_view bytes) {
-  std::string copy(bytes);
-  std::memset(&copy[kSumAt], 0, 8);
-  return XXH3_64bits(copy.data(), copy.size());
-}
 Status Bad(const std::string& what) {
   return Status(Code::kProtocolError, "cluster request/result in etcd: " + what);
 }
@@ -38,7 +27,7 @@ std::string ClusterRequest::Encode() const {
   PutLE(&out, 6, kind, 2);
   PutLE(&out, 8, nonce, 8);
   PutLE(&out, 16, server_id, 4);
-  PutLE(&out, kSumAt, Sum(out), 8);
+  PutLE(&out, kSumAt, ChecksumWithFieldZeroed(out, kSumAt), 8);
   return out;
 }
 
@@ -46,7 +35,8 @@ Status ClusterRequest::Decode(std::string_view b, ClusterRequest* out) {
   if (b.size() != kRequestBytes) return Bad("request of " + std::to_string(b.size()) + " bytes");
   if (GetLE(b, 0, 4) != kRequestMagic || GetLE(b, 4, 2) != kVersion)
     return Bad("request has a wrong magic or version");
-  if (GetLE(b, kSumAt, 8) != Sum(b)) return Bad("request checksum mismatch");
+  if (GetLE(b, kSumAt, 8) != ChecksumWithFieldZeroed(b, kSumAt))
+    return Bad("request checksum mismatch");
   const uint64_t kind = GetLE(b, 6, 2);
   if (kind != kRebalance && kind != kRemove)
     return Bad("unknown request kind " + std::to_string(kind));
@@ -73,7 +63,7 @@ std::string ClusterResult::Encode() const {
   for (char& c : text)
     if (c < 0x20 || c > 0x7e) c = '?';
   out += text;
-  PutLE(&out, kSumAt, Sum(out), 8);
+  PutLE(&out, kSumAt, ChecksumWithFieldZeroed(out, kSumAt), 8);
   return out;
 }
 
@@ -82,7 +72,8 @@ Status ClusterResult::Decode(std::string_view b, ClusterResult* out) {
     return Bad("result of " + std::to_string(b.size()) + " bytes");
   if (GetLE(b, 0, 4) != kResultMagic || GetLE(b, 4, 2) != kVersion)
     return Bad("result has a wrong magic or version");
-  if (GetLE(b, kSumAt, 8) != Sum(b)) return Bad("result checksum mismatch");
+  if (GetLE(b, kSumAt, 8) != ChecksumWithFieldZeroed(b, kSumAt))
+    return Bad("result checksum mismatch");
   if (GetLE(b, 6, 2) > uint64_t(Code::kUnavailable)) return Bad("result has an unknown code");
   out->code = Code(GetLE(b, 6, 2));
   out->nonce = GetLE(b, 8, 8);

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "common/cluster/le_bytes.h"
+
 namespace rkv::cluster {
 
 namespace {
@@ -13,19 +15,6 @@ constexpr uint16_t kVersion = 1;
 constexpr size_t kHeader = 40;
 constexpr size_t kSumAt = 32;
 
-void PutLE(std::string* out, size_t at, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) (*out)[at + i] = char((v >> (8 * i)) & 0xff);
-}
-uint64_t GetLE(std::string_view in, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= uint64_t(uint8_t(in[at + i])) << (8 * i);
-  return v;
-}
-uint64_t Sum(std::string_view bytes) {
-  std::string copy(bytes);
-  std::memset(&copy[kSumAt], 0, 8);
-  return XXH3_64bits(copy.data(), copy.size());
-}
 Status Bad(const std::string& what) {
   return Status(Code::kProtocolError, "migration record in etcd: " + what);
 }
@@ -41,7 +30,7 @@ std::string MigrationRecord::Encode() const {
   PutLE(&out, 20, to_id, 4);
   PutLE(&out, 24, slots.size(), 4);
   for (size_t i = 0; i < slots.size(); ++i) PutLE(&out, kHeader + 4 * i, slots[i], 4);
-  PutLE(&out, kSumAt, Sum(out), 8);
+  PutLE(&out, kSumAt, ChecksumWithFieldZeroed(out, kSumAt), 8);
   return out;
 }
 
@@ -52,7 +41,7 @@ Status MigrationRecord::Decode(std::string_view b, MigrationRecord* out) {
   if (count == 0 || count > kMaxMigrationSlots || b.size() != kHeader + 4 * count)
     return Bad("slot count " + std::to_string(count) + " does not fit its " +
                std::to_string(b.size()) + " bytes");
-  if (GetLE(b, kSumAt, 8) != Sum(b)) return Bad("checksum mismatch");
+  if (GetLE(b, kSumAt, 8) != ChecksumWithFieldZeroed(b, kSumAt)) return Bad("checksum mismatch");
   const uint64_t state = GetLE(b, 6, 2);
   if (state < kCopy || state > kFailed) return Bad("unknown state " + std::to_string(state));
   if (GetLE(b, 28, 4) != 0) return Bad("reserved bytes are not zero");

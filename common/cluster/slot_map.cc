@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "common/cluster/le_bytes.h"
+
 namespace rkv::cluster {
 namespace {
 
@@ -17,19 +19,6 @@ constexpr size_t kServerBytes = 72;
 static_assert(kServerBytes == 8 + kMaxAddressBytes, "server entry layout");
 constexpr uint64_t kSlotSalt = 0x736c6f742d6d6170ULL;  // "slot-map": slots never reuse the seed
 
-void Put(std::string* out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out->push_back(char((v >> (8 * i)) & 0xff));
-}
-uint64_t Get(std::string_view in, size_t at, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | uint8_t(in[at + size_t(i)]);
-  return v;
-}
-uint64_t Checksum(std::string_view in) {
-  std::string copy(in);
-  copy.replace(kChecksumAt, 8, 8, '\0');
-  return XXH3_64bits(copy.data(), copy.size());
-}
 bool PowerOfTwo(uint32_t n) { return n != 0 && (n & (n - 1)) == 0; }
 int Log2(uint32_t n) {
   int b = 0;
@@ -112,58 +101,60 @@ uint32_t SlotMap::SlotsOwnedBy(uint16_t server) const {
 void SlotMap::Encode(std::string* out) const {
   out->clear();
   out->reserve(kHeaderBytes + servers_.size() * kServerBytes + owners_.size() * 2);
-  Put(out, kSlotMapMagic, 4);
-  Put(out, kSlotMapVersion, 2);
-  Put(out, replicas_, 2);
-  Put(out, 0, 8);  // checksum, below
-  Put(out, epoch_, 8);
-  Put(out, slot_seed_, 8);
-  Put(out, num_slots_, 4);
-  Put(out, uint32_t(servers_.size()), 4);
-  Put(out, 0, 8);
+  AppendLE(out, kSlotMapMagic, 4);
+  AppendLE(out, kSlotMapVersion, 2);
+  AppendLE(out, replicas_, 2);
+  AppendLE(out, 0, 8);  // checksum, below
+  AppendLE(out, epoch_, 8);
+  AppendLE(out, slot_seed_, 8);
+  AppendLE(out, num_slots_, 4);
+  AppendLE(out, uint32_t(servers_.size()), 4);
+  AppendLE(out, 0, 8);
   for (const ServerEntry& s : servers_) {
-    Put(out, s.id, 4);
-    Put(out, s.port, 2);
-    Put(out, s.host.size(), 1);
-    Put(out, 0, 1);
+    AppendLE(out, s.id, 4);
+    AppendLE(out, s.port, 2);
+    AppendLE(out, s.host.size(), 1);
+    AppendLE(out, 0, 1);
     std::string host = s.host;
     host.resize(kMaxAddressBytes, '\0');
     out->append(host);
   }
-  for (uint16_t o : owners_) Put(out, o, 2);
-  const uint64_t sum = Checksum(*out);
+  for (uint16_t o : owners_) AppendLE(out, o, 2);
+  const uint64_t sum = ChecksumWithFieldZeroed(*out, kChecksumAt);
   for (int i = 0; i < 8; ++i) (*out)[kChecksumAt + size_t(i)] = char((sum >> (8 * i)) & 0xff);
 }
 
 Status SlotMap::Decode(std::string_view in, SlotMap* out) {
   if (in.size() < kHeaderBytes)
     return Bad(std::to_string(in.size()) + " bytes, shorter than its header");
-  if (Get(in, 0, 4) != kSlotMapMagic) return Bad("not a slot map (bad magic)");
-  const uint64_t version = Get(in, 4, 2);
+  if (GetLE(in, 0, 4) != kSlotMapMagic) return Bad("not a slot map (bad magic)");
+  const uint64_t version = GetLE(in, 4, 2);
   if (version != kSlotMapVersion)
     return Bad("version " + std::to_string(version) + ", this build reads " +
                std::to_string(kSlotMapVersion));
-  const uint64_t replicas = Get(in, 6, 2), num_slots = Get(in, 32, 4), servers = Get(in, 36, 4);
+  const uint64_t replicas = GetLE(in, 6, 2), num_slots = GetLE(in, 32, 4),
+                 servers = GetLE(in, 36, 4);
   if (replicas < 1 || replicas > kMaxReplicas) return Bad("bad replica count");
   if (num_slots > kMaxSlots || !PowerOfTwo(uint32_t(num_slots))) return Bad("bad slot count");
   if (servers > kMaxServers) return Bad("more than " + std::to_string(kMaxServers) + " servers");
-  if (Get(in, 40, 8) != 0) return Bad("reserved header bytes are not zero");
+  if (GetLE(in, 40, 8) != 0) return Bad("reserved header bytes are not zero");
   const size_t want = kHeaderBytes + servers * kServerBytes + num_slots * replicas * 2;
   if (in.size() != want)
     return Bad(std::to_string(in.size()) + " bytes where its counts say " + std::to_string(want));
-  if (Checksum(in) != Get(in, kChecksumAt, 8)) return Bad("checksum mismatch (corrupt or torn)");
+  if (ChecksumWithFieldZeroed(in, kChecksumAt) != GetLE(in, kChecksumAt, 8))
+    return Bad("checksum mismatch (corrupt or torn)");
   SlotMap m;
   m.replicas_ = uint16_t(replicas);
   m.num_slots_ = uint32_t(num_slots);
-  m.epoch_ = Get(in, 16, 8);
-  m.slot_seed_ = Get(in, 24, 8);
+  m.epoch_ = GetLE(in, 16, 8);
+  m.slot_seed_ = GetLE(in, 24, 8);
   size_t at = kHeaderBytes;
   for (uint64_t i = 0; i < servers; ++i, at += kServerBytes) {
     ServerEntry s;
-    s.id = uint32_t(Get(in, at, 4));
-    s.port = uint16_t(Get(in, at + 4, 2));
-    const size_t len = size_t(Get(in, at + 6, 1));
-    if (Get(in, at + 7, 1) != 0 || len == 0 || len > kMaxAddressBytes)
+    s.id = uint32_t(GetLE(in, at, 4));
+    s.port = uint16_t(GetLE(in, at + 4, 2));
+    const size_t len = size_t(GetLE(in, at + 6, 1));
+    if (GetLE(in, at + 7, 1) != 0 || len == 0 || len > kMaxAddressBytes)
       return Bad("server entry " + std::to_string(i) + " malformed");
     s.host.assign(in.data() + at + 8, len);
     for (size_t p = len; p < kMaxAddressBytes; ++p)
@@ -174,7 +165,7 @@ Status SlotMap::Decode(std::string_view in, SlotMap* out) {
   }
   m.owners_.resize(size_t(num_slots * replicas));
   for (size_t i = 0; i < m.owners_.size(); ++i, at += 2) {
-    const uint16_t o = uint16_t(Get(in, at, 2));
+    const uint16_t o = uint16_t(GetLE(in, at, 2));
     if (o != kUnassigned && o >= servers) return Bad("slot owner names no server");
     m.owners_[i] = o;
   }
