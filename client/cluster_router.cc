@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "client/connection.h"
+#include "common/cluster/map_lease.h"
 
 namespace rkv {
 
@@ -119,8 +120,12 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
     const uint64_t rpcs = c->counters().rpcs;
     switch (kind) {
       case Kind::kGet:
+        if (!LeaseHeld(*map, &s)) return s;
+        if (watcher_->epoch() > map->epoch()) continue;  // the confirming read found a new map
         c->ExpectOwner(slot, map->epoch());
         s = c->Get(key, result);
+        // The value was read before now: good only if the lease still held (map_lease.h).
+        if ((s.ok() || s.IsNotFound()) && map->replicas() > 1 && !watcher_->Confirmed()) continue;
         break;
       case Kind::kPut:
         s = c->Put(key, value);
@@ -173,6 +178,19 @@ Status ClusterRouter::Delete(std::string_view key) {
   return Route(Kind::kDelete, key, {}, nullptr);
 }
 
+bool ClusterRouter::LeaseHeld(const cluster::SlotMap& map, Status* s) {
+  if (map.replicas() <= 1 || watcher_->Confirmed()) return true;
+  ++map_refreshes_;
+  Status r = watcher_->Refresh();
+  if (watcher_->Confirmed()) return true;
+  *s = Status(Code::kUnavailable,
+              "cluster '" + address_.name + "': the slot map could not be confirmed within its " +
+                  std::to_string(cluster::kMapLeaseMs) + " ms lease (" +
+                  (r.ok() ? std::string("etcd answered slowly") : r.ToString()) +
+                  "); a GET cannot be trusted without it");
+  return false;
+}
+
 Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
                                std::vector<std::string>* values, std::vector<Status>* statuses) {
   values->resize(keys.size());
@@ -213,10 +231,13 @@ Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
         if (std::find(slots, slots + distinct, slot) == slots + distinct) slots[distinct++] = slot;
       }
       c->ExpectOwners(slots, distinct, map->epoch());
-      (void)c->MultiGet(sub_keys, &sub_values, &sub_statuses);
+      Status held;
+      const bool leased_before = LeaseHeld(*map, &held) && watcher_->epoch() == map->epoch();
+      if (leased_before) (void)c->MultiGet(sub_keys, &sub_values, &sub_statuses);
+      const bool leased = leased_before && (map->replicas() <= 1 || watcher_->Confirmed());
       for (size_t j = 0; j < n; ++j) {
         const size_t i = idx[from + j];
-        const Code code = sub_statuses[j].code();
+        const Code code = leased ? sub_statuses[j].code() : Code::kMoved;
         if (code == Code::kMoved || code == Code::kConnectionLost || c->broken()) {
           single.push_back(i);
         } else {

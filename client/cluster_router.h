@@ -61,6 +61,10 @@ class ClusterRouter {
   Status Route(Kind kind, std::string_view key, std::string_view value, std::string* result);
   // The connection to server `id` of `map` (opened on first use). Null with *s set on failure.
   ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s);
+  // A replicated cluster's GETs need the map confirmed within its lease
+  // (common/cluster/map_lease.h): re-reads it if not; false (and *s UNAVAILABLE) if etcd
+  // cannot confirm it.
+  bool LeaseHeld(const cluster::SlotMap& map, Status* s);
   void Drop(uint32_t id);
   // The current map: re-taken from the watcher only when its epoch moved (one atomic load per
   // operation otherwise; no lock on the GET path).

@@ -110,7 +110,7 @@ Status DecodeRequest(const void* data, size_t len, Request* out) {
   if (h.magic != kRequestMagic) return Status(Code::kBadRequest, "request has bad magic");
   if (h.version != kProtocolVersion)
     return Status(Code::kBadRequest, "request protocol version " + std::to_string(h.version));
-  if (h.op < 1 || h.op > 9)
+  if (h.op < 1 || h.op > kMaxOp)
     return Status(Code::kBadRequest, "unknown request op " + std::to_string(h.op));
   if (uint64_t{h.key_size} + h.value_size + sizeof(h) != len)
     return Status(Code::kBadRequest,

@@ -134,8 +134,26 @@ enum class Op : uint8_t {
   // any); PUT and DELETE then apply to keys of IMPORTING slots only.
   kMigrateBegin = 7,
   kMigratePut = 8,
-  kMigrateDelete = 9
+  kMigrateDelete = 9,
+  // Replication, primary to backup (docs/cluster.md, "Replication"): the key is a 24-byte
+  // wire::ReplicateHeader (epoch, sequence, sender, PUT or DELETE) followed by the entry's key;
+  // the value is the entry's value (empty for a DELETE). Only a backup of the key's slot at the
+  // header's epoch applies it, in sequence order, from the slot's primary.
+  kReplicate = 10
 };
+inline constexpr uint8_t kMaxOp = 10;
+
+// The prefix of a REPLICATE request's key (little-endian; x86 and ARM: the struct's layout).
+struct __attribute__((packed)) ReplicateHeader {
+  uint64_t epoch;       // the map epoch the primary writes at
+  uint64_t sequence;    // the slot's write number at the primary: 1, 2, ...
+  uint32_t sender_id;   // the primary's server id
+  uint8_t kind;         // kReplicatePut or kReplicateDelete
+  uint8_t reserved[3];  // zero
+};
+static_assert(sizeof(ReplicateHeader) == 24);
+inline constexpr uint8_t kReplicatePut = 1;
+inline constexpr uint8_t kReplicateDelete = 2;
 
 struct __attribute__((packed)) RequestHeader {
   uint32_t magic;
@@ -147,7 +165,9 @@ struct __attribute__((packed)) RequestHeader {
   uint32_t value_size;
 };
 static_assert(sizeof(RequestHeader) == 24);
-inline constexpr size_t kMaxRequestSize = sizeof(RequestHeader) + kMaxKeySize + kMaxValueSize;
+// A REPLICATE request carries a ReplicateHeader besides the largest key and value.
+inline constexpr size_t kMaxRequestSize =
+    sizeof(RequestHeader) + sizeof(ReplicateHeader) + kMaxKeySize + kMaxValueSize;
 
 struct __attribute__((packed)) ReplyHeader {
   uint32_t magic;

@@ -100,9 +100,9 @@ DEFINE_string(cluster, "",
               "auth come from --etcd_cacert, --etcd_cert, --etcd_key, --etcd_user, "
               "--etcd_password_file (docs/cluster.md)");
 DEFINE_string(zone, "", "--cluster: this server's failure domain (0..32 printable bytes)");
-DEFINE_int32(cluster_lease_ttl, 5,
+DEFINE_int32(cluster_lease_ttl, 2,
              "--cluster: seconds this server's etcd lease lives without a keepalive (2..60); a "
-             "dead server's record goes after this");
+             "dead server's record goes after this, and with replicas its slots fail over");
 DEFINE_string(migration_rate, "64M",
               "--cluster: bytes per second a slot migration copies at most (0: unpaced), so "
               "that foreground latency stays bounded while slots move");

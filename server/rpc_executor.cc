@@ -42,16 +42,20 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     uint64_t word = 0;
     if (owners_ != nullptr && !owners_->BeginWrite(slot = owners_->SlotOf(req.key), &word)) {
       code = Refuse(slot, word, &payload);
-    } else if (put) {
-      layout::EntryLocation where;
-      s = table_->Put(req.key, req.value, &where);
-      if (s.ok() && where.kind != layout::EntryLocation::kNone) {
-        uint8_t rec[layout::kEntryLocationWireSize];  // the client's location cache's hint
-        layout::EncodeEntryLocation(where, rec);
-        payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
-      }
     } else {
-      s = table_->Delete(req.key);
+      auto apply = [&]() -> Status {
+        if (!put) return table_->Delete(req.key);
+        layout::EntryLocation where;
+        Status p = table_->Put(req.key, req.value, &where);
+        if (p.ok() && where.kind != layout::EntryLocation::kNone) {
+          uint8_t rec[layout::kEntryLocationWireSize];  // the client's location cache's hint
+          layout::EncodeEntryLocation(where, rec);
+          payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
+        }
+        return p;
+      };
+      s = replicator_ != nullptr ? replicator_->Write(slot, put, req.key, req.value, apply)
+                                 : apply();
     }
     if (owners_ != nullptr && code == Code::kOk) {
       if (owners_->Tracked(slot)) owners_->MarkDirty(req.key);  // a migration ships it again
@@ -60,6 +64,8 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
   } else if (req.op == wire::Op::kMigrateBegin || req.op == wire::Op::kMigratePut ||
              req.op == wire::Op::kMigrateDelete) {
     s = ExecuteMigration(req, qp_num, &payload);
+  } else if (req.op == wire::Op::kReplicate) {
+    s = ExecuteReplicate(req, &payload);
   } else if (req.op == wire::Op::kSnapshot) {
     counters_->rpc_snapshot.fetch_add(1, std::memory_order_relaxed);
     if (snapshot_) {

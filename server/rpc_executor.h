@@ -13,10 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "common/wire.h"
 #include "server/cluster/ownership_table.h"
+#include "server/cluster/replicator.h"
 #include "server/metrics/counters.h"
 #include "server/store/table.h"
 
@@ -51,6 +54,9 @@ class RpcExecutor {
   // the slot's word is OWNED; otherwise answered MOVED, or TRY_AGAIN while it is MOVING, with
   // a wire::MovedPayload). Set before the workers start; the table outlives this.
   void SetOwnership(cluster::OwnershipTable* owners) { owners_ = owners; }
+  // kvserver --cluster with replicas: a client's PUT/DELETE reaches the slot's backups first
+  // (server/cluster/replicator.h). Set before the workers start; outlives the workers.
+  void SetReplicator(cluster::Replicator* r) { replicator_ = r; }
 
  private:
   Table* const table_;
@@ -59,6 +65,11 @@ class RpcExecutor {
   const std::function<std::string()> stats_text_;
   std::function<std::string()> snapshot_;
   cluster::OwnershipTable* owners_ = nullptr;
+  cluster::Replicator* replicator_ = nullptr;
+  static constexpr size_t kReplStripes = 256;
+  std::unique_ptr<std::mutex[]> repl_mu_{new std::mutex[kReplStripes]};
+  // REPLICATE (rpc_executor_replication.cc): a backup applying its primary's write.
+  Status ExecuteReplicate(const wire::Request& req, std::string* payload);
   // MIGRATE_BEGIN/PUT/DELETE (rpc_executor_migration.cc): a migration's receiving side.
   Status ExecuteMigration(const wire::Request& req, uint32_t qp_num, std::string* payload);
   // Fills the MOVED/TRY_AGAIN answer for a write the gate refused.

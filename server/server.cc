@@ -50,6 +50,7 @@ void Server::StopThreads() {
   if (async_) async_->Join();
   for (auto& w : workers_) w->Join();
   if (writes_) writes_->Stop();  // after the workers: a late reply is queued to a worker, unread
+  if (repl_writes_) repl_writes_->Stop();
   if (snapshotter_) snapshotter_->Stop();
 }
 
@@ -236,22 +237,31 @@ Status Server::Start() {
   exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,
                                         [this] { return StatsText(); });
   if (owners_) exec_->SetOwnership(owners_.get());
+  cluster::Replicator* replicator = cluster_ ? cluster_->MakeReplicator(owners_.get()) : nullptr;
+  if (replicator != nullptr) {
+    exec_->SetReplicator(replicator);
+    repl_writes_ = std::make_unique<WritePool>(
+        exec_.get(), opt_.write_threads,
+        size_t(opt_.max_connections) * size_t(Worker::CreditLimit(opt_)));
+  }
   if (snapshotter_) {
     exec_->SetSnapshotHandler([this] {
       std::string message;
       snapshotter_->Request(&message);
       return message;
     });
+  }
+  if (snapshotter_ || replicator != nullptr)
     writes_ = std::make_unique<WritePool>(
         exec_.get(), opt_.write_threads,
         size_t(opt_.max_connections) * size_t(Worker::CreditLimit(opt_)));
-  }
   registry_ = std::make_unique<ConnRegistry>(opt_.max_connections);
   WorkerEnv wenv;
   wenv.opt = &opt_;
   wenv.srq = srq_.get();
   wenv.exec = exec_.get();
   wenv.writes = writes_.get();
+  wenv.repl_writes = repl_writes_.get();
   wenv.log = log_.get();
   wenv.registry = registry_.get();
   wenv.counters = &counters_;
@@ -361,6 +371,7 @@ Status Server::Start() {
 Status Server::Run() {
   for (auto& w : workers_) w->Start();
   if (writes_) writes_->Start();
+  if (repl_writes_) repl_writes_->Start();
   if (snapshotter_) snapshotter_->Start();
   Status s = async_->Start();
   if (!s.ok()) {

@@ -113,7 +113,10 @@ class Server {
   MrPtr send_mr_;                 // windows only (else each connection's PD registers its share)
   std::unique_ptr<SrqPool> srq_;  // windows only (else a receive queue per connection)
   std::unique_ptr<RpcExecutor> exec_;
-  std::unique_ptr<WritePool> writes_;  // --data_dir only: PUT/DELETE off the workers
+  // --data_dir or a replicated cluster: PUT/DELETE off the workers (they wait for the log or
+  // the backups); repl_writes_: a replicated cluster's REPLICATE requests (WorkerEnv).
+  std::unique_ptr<WritePool> writes_;
+  std::unique_ptr<WritePool> repl_writes_;
   // --data_dir only: receive times of writes waiting for or in the pool (WorkerEnv).
   std::vector<Conn::Clock::time_point> write_received_;
   std::vector<uint32_t> write_ring_head_;

@@ -23,7 +23,7 @@ struct ServerOptions {
   cluster::ClusterAddress cluster;
   EtcdSettings cluster_etcd;
   std::string zone;
-  int cluster_lease_ttl_s = 5;
+  int cluster_lease_ttl_s = 2;
   uint64_t migration_rate = 64ull << 20;  // bytes/s a slot migration copies at most (0: unpaced)
   uint64_t memory = 256ull << 20;
   uint32_t buckets = 0;  // 0: derived from memory and index_fraction

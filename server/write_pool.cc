@@ -25,11 +25,11 @@ void WritePool::Stop() {
   pool_.clear();
 }
 
-bool WritePool::Submit(Job job) {
+bool WritePool::Submit(Job* job) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (stop_ || jobs_.size() >= max_jobs_) return false;
-    jobs_.push_back(std::move(job));
+    jobs_.push_back(std::move(*job));
   }
   cv_.notify_one();
   return true;

@@ -47,7 +47,8 @@ class WritePool {
 
   void Start();
   void Stop();
-  [[nodiscard]] bool Submit(Job job);
+  // Takes the job (moves it out) only when it returns true; false leaves it untouched.
+  [[nodiscard]] bool Submit(Job* job);
 
  private:
   void Loop();

@@ -26,7 +26,7 @@ TEST(Wire, MalformedRequests) {
   EXPECT_EQ(DecodeRequest(buf.data(), 10, &r).code(), Code::kBadRequest);     // truncated
   EXPECT_EQ(DecodeRequest(buf.data(), n - 1, &r).code(), Code::kBadRequest);  // length mismatch
   EXPECT_EQ(DecodeRequest(buf.data(), n + 1, &r).code(), Code::kBadRequest);
-  buf[6] = 10;  // unknown op (9, MIGRATE_DELETE, is the last one)
+  buf[6] = 11;  // unknown op (10, REPLICATE, is the last one)
   EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
   buf[6] = 0;
   EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
@@ -54,6 +54,18 @@ TEST(Wire, MigrationOpsDecode) {
     EXPECT_EQ(r.value, value);
   }
   EXPECT_EQ(static_cast<int>(Op::kMigrateDelete), 9);
+}
+// REPLICATE (10) carries its 24-byte header before the key; the largest key and value fit.
+TEST(Wire, ReplicateFitsTheLargestEntry) {
+  EXPECT_EQ(static_cast<int>(Op::kReplicate), 10);
+  std::vector<char> buf(kMaxRequestSize);
+  const std::string key(sizeof(ReplicateHeader) + kMaxKeySize, 'k');
+  const std::string value(kMaxValueSize, 'v');
+  size_t n = EncodeRequest(Op::kReplicate, 9, key, value, buf.data(), buf.size());
+  ASSERT_EQ(n, kMaxRequestSize);
+  Request r;
+  ASSERT_TRUE(DecodeRequest(buf.data(), n, &r).ok());
+  EXPECT_EQ(r.key.size(), key.size());
 }
 TEST(Wire, EncodeRefusesOverflow) {
   char buf[30];

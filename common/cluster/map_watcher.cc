@@ -6,6 +6,8 @@
 #include <chrono>
 #include <vector>
 
+#include "common/cluster/map_lease.h"
+
 namespace rkv::cluster {
 
 namespace {
@@ -19,6 +21,7 @@ Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap 
   bool found = false;
   EtcdKv kv;
   int64_t revision = 0;
+  const int64_t asked = NowNs();
   Status s = etcd->Get(w->key_, &found, &kv, &revision);
   if (!s.ok()) return Status(s.code(), "reading cluster '" + cluster.name + "': " + s.message());
   if (!found)
@@ -31,6 +34,7 @@ Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap 
                   "cluster '" + cluster.name + "': its slot map does not decode: " + s.message());
   if (!w->Offer(kv.value, kv.mod_revision))
     return Status(Code::kProtocolError, "cluster '" + cluster.name + "': its slot map was refused");
+  w->confirmed_ns_.store(asked);
   if (watch) w->thread_ = std::thread([p = w.get()] { p->Loop(); });
   *out = std::move(w);
   return Status::Ok();
@@ -85,17 +89,33 @@ bool MapWatcher::Offer(const std::string& value, int64_t mod_revision) {
   return true;
 }
 
+int64_t MapWatcher::NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool MapWatcher::Confirmed() const {
+  return NowNs() - confirmed_ns_.load(std::memory_order_acquire) < int64_t(kMapLeaseMs) * 1000000;
+}
+
 Status MapWatcher::Refresh() {
   bool found = false;
   EtcdKv kv;
   int64_t revision = 0;
+  const int64_t asked = NowNs();  // etcd's read is linearizable: it happened after this
   Status s = etcd_->Get(key_, &found, &kv, &revision);
   if (!s.ok()) return s;
   if (!found) {
     bad_maps_.fetch_add(1);
     return Status(Code::kUnavailable, "the cluster's slot map is gone from etcd (" + key_ + ")");
   }
-  Offer(kv.value, kv.mod_revision);
+  // Confirmed only when what etcd holds is the current map (adopted, or seen already).
+  if (Offer(kv.value, kv.mod_revision)) {
+    int64_t prev = confirmed_ns_.load();
+    while (prev < asked && !confirmed_ns_.compare_exchange_weak(prev, asked)) {
+    }
+  }
   return Status::Ok();
 }
 
@@ -114,20 +134,28 @@ void MapWatcher::Loop() {
       MutexLock l(&mu_);
       from = revision_ + 1;
     }
-    Status s = etcd_->Watch(
-        key_, false, from, kWatchMs, [&](const std::vector<EtcdEvent>& events, int64_t) {
-          for (const EtcdEvent& e : events) {
-            if (e.deleted) {
-              bad_maps_.fetch_add(1);
-              LOG(ERROR) << "cluster map " << key_ << " deleted; keeping the last map";
-              MutexLock l(&mu_);
-              revision_ = std::max(revision_, e.kv.mod_revision);
-            } else {
-              Offer(e.kv.value, e.kv.mod_revision);
-            }
-          }
-          return stopping();
-        });
+    // A replicated cluster's map is confirmed well within its lease (map_lease.h).
+    std::shared_ptr<const SlotMap> now_map = current();
+    const bool leased = now_map && now_map->replicas() > 1;
+    if (leased && NowNs() - confirmed_ns_.load() > int64_t(kMapLeaseMs) * 1000000 / 3) {
+      if (!Refresh().ok()) pause(kRetryMs / 4);
+      continue;
+    }
+    Status s = etcd_->Watch(key_, false, from, leased ? kMapLeaseMs / 4 : kWatchMs,
+                            [&](const std::vector<EtcdEvent>& events, int64_t) {
+                              for (const EtcdEvent& e : events) {
+                                if (e.deleted) {
+                                  bad_maps_.fetch_add(1);
+                                  LOG(ERROR)
+                                      << "cluster map " << key_ << " deleted; keeping the last map";
+                                  MutexLock l(&mu_);
+                                  revision_ = std::max(revision_, e.kv.mod_revision);
+                                } else {
+                                  Offer(e.kv.value, e.kv.mod_revision);
+                                }
+                              }
+                              return stopping();
+                            });
     if (s.ok() || s.code() == Code::kTimeout) continue;
     // Compacted past `from`, or etcd unreachable: read the map again, then watch from there.
     LOG_EVERY_N(WARNING, 20) << "watching " << key_ << ": " << s.ToString();

@@ -9,6 +9,7 @@
 // per value, and the last good map stays current (nothing is served from a map rkv cannot
 // trust). While etcd cannot be reached the current map stays and the thread retries every
 // 200 ms. Refresh() reads the map now (a client told MOVED does not wait for the watch).
+// A replicated cluster's map is held under a lease (Confirmed(); common/cluster/map_lease.h).
 // Thread safety: current(), epoch(), Refresh() and bad_maps() from any thread; on_map runs on
 // one thread at a time. Ownership: borrows the EtcdClient (it outlives the watcher); owns its
 // thread, which the destructor stops (within a watch's 1 s deadline).
@@ -49,6 +50,10 @@ class MapWatcher {
   // Reads NAME/map now and adopts it if it is newer (as the watch would).
   [[nodiscard]] Status Refresh();
   uint64_t bad_maps() const { return bad_maps_.load(); }
+  // Whether the current map was confirmed by an etcd read begun less than kMapLeaseMs ago
+  // (common/cluster/map_lease.h). The watch thread of a replicated cluster's map confirms it
+  // every third of the lease; Refresh confirms it too. Lock-free.
+  bool Confirmed() const;
 
  private:
   MapWatcher(EtcdClient* etcd, std::string key, OnMap on_map)
@@ -56,12 +61,14 @@ class MapWatcher {
   // Decodes and checks `value`; adopts it if newer. False if refused.
   bool Offer(const std::string& value, int64_t mod_revision);
   void Loop();
+  static int64_t NowNs();
 
   EtcdClient* const etcd_;
   const std::string key_;
   const OnMap on_map_;
   std::atomic<uint64_t> epoch_{0};
   std::atomic<uint64_t> bad_maps_{0};
+  std::atomic<int64_t> confirmed_ns_{0};  // steady ns when the last confirming read began
   mutable Mutex mu_;
   std::shared_ptr<const SlotMap> map_ GUARDED_BY(mu_);
   int64_t revision_ GUARDED_BY(mu_) = 0;  // mod revision of map_ in etcd

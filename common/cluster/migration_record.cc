@@ -29,6 +29,7 @@ std::string MigrationRecord::Encode() const {
   PutLE(&out, 16, from_id, 4);
   PutLE(&out, 20, to_id, 4);
   PutLE(&out, 24, slots.size(), 4);
+  PutLE(&out, 28, kind, 4);
   for (size_t i = 0; i < slots.size(); ++i) PutLE(&out, kHeader + 4 * i, slots[i], 4);
   PutLE(&out, kSumAt, ChecksumWithFieldZeroed(out, kSumAt), 8);
   return out;
@@ -44,7 +45,9 @@ Status MigrationRecord::Decode(std::string_view b, MigrationRecord* out) {
   if (GetLE(b, kSumAt, 8) != ChecksumWithFieldZeroed(b, kSumAt)) return Bad("checksum mismatch");
   const uint64_t state = GetLE(b, 6, 2);
   if (state < kCopy || state > kFailed) return Bad("unknown state " + std::to_string(state));
-  if (GetLE(b, 28, 4) != 0) return Bad("reserved bytes are not zero");
+  const uint64_t kind = GetLE(b, 28, 4);
+  if (kind > kAddReplica) return Bad("unknown kind " + std::to_string(kind));
+  out->kind = Kind(kind);
   out->state = State(state);
   out->nonce = GetLE(b, 8, 8);
   out->from_id = uint32_t(GetLE(b, 16, 4));

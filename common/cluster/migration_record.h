@@ -7,7 +7,8 @@
 // state DONE (or FAILED, with the slots left where they were). A record that changed or
 // vanished (a new coordinator cancelled it) can no longer be committed, so the source resumes.
 // Encoding (little-endian): magic 0x47564b52 u32, version u16, state u16 (1 COPY, 2 DONE,
-// 3 FAILED), nonce u64, from id u32, to id u32, count u32 (1..kMaxMigrationSlots), 0 u32,
+// 3 FAILED), nonce u64, from id u32, to id u32, count u32 (1..kMaxMigrationSlots), kind u32
+// (0 MOVE: the slots' primary moves to `to`; 1 ADD_REPLICA: `to` becomes one more backup),
 // XXH3-64 of the whole value with these 8 bytes read as zero (bytes 32..39), then count u32
 // slots (ascending, distinct).
 // Thread safety: a value type.
@@ -27,7 +28,9 @@ inline constexpr uint32_t kMaxMigrationSlots = 4096;
 
 struct MigrationRecord {
   enum State : uint16_t { kCopy = 1, kDone = 2, kFailed = 3 };
+  enum Kind : uint32_t { kMove = 0, kAddReplica = 1 };
   State state = kCopy;
+  Kind kind = kMove;
   uint64_t nonce = 0;
   uint32_t from_id = 0, to_id = 0;
   std::vector<uint32_t> slots;

@@ -13,6 +13,8 @@ const char* SlotStateName(SlotState s) {
       return "MOVING";
     case SlotState::kImporting:
       return "IMPORTING";
+    case SlotState::kBackup:
+      return "BACKUP";
   }
   return "INVALID";
 }

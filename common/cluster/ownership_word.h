@@ -6,7 +6,8 @@
 // Word (little-endian u64): bits 63..16 the map epoch at which this server took the slot,
 // bits 15..8 the state, bits 7..0 zero. States: NOT_OWNED (0; every word starts so), OWNED (1),
 // MOVING (2: still this server's, its writes paused while it is handed over), IMPORTING (3: a
-// migration is copying the slot to this server; not yet its). A server writes
+// migration is copying the slot to this server; not yet its), BACKUP (4: this server holds a
+// replica the slot's primary keeps in sync; clients never read it). A server writes
 // a word with one aligned 8-byte store (a reader sees the old word or the new one).
 // The rule a reader applies (Readable): an entry READ posted before the word's READ, on the
 // same QP, may be returned only if the word is OWNED or MOVING at an epoch no newer than the
@@ -20,7 +21,14 @@
 namespace rkv::cluster {
 
 // kImporting (3): a migration is copying the slot here; neither readable nor writable by clients.
-enum class SlotState : uint8_t { kNotOwned = 0, kOwned = 1, kMoving = 2, kImporting = 3 };
+// kBackup (4): a replica (docs/cluster.md, "Replication"): written by the primary only.
+enum class SlotState : uint8_t {
+  kNotOwned = 0,
+  kOwned = 1,
+  kMoving = 2,
+  kImporting = 3,
+  kBackup = 4
+};
 inline constexpr uint64_t kMaxWordEpoch = (uint64_t{1} << 48) - 1;
 
 inline uint64_t OwnerWord(uint64_t epoch, SlotState state) {

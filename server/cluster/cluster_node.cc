@@ -3,6 +3,9 @@
 
 #include <glog/logging.h>
 
+#include <chrono>
+
+#include "common/cluster/map_lease.h"
 #include "common/wire.h"
 
 namespace rkv::cluster {
@@ -28,8 +31,20 @@ Status ClusterNode::Prepare(ClusterNodeOptions o, std::unique_ptr<ClusterNode>* 
                   "--cluster: the cluster's slot map does not decode: " + s.message());
   n->num_slots_ = map.num_slots();
   n->slot_seed_ = map.slot_seed();
+  n->replicas_ = map.replicas();
   *out = std::move(n);
   return Status::Ok();
+}
+
+Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners) {
+  if (replicas_ <= 1) return nullptr;
+  ReplicatorOptions ro;
+  ro.client.auth_token = o_.auth_token;
+  ro.client.location_cache_entries = 0;
+  ro.client.connect_timeout_ms = 2000;
+  ro.client.rpc_timeout_ms = 2000;
+  replicator_ = std::make_unique<Replicator>(owners, ro);
+  return replicator_.get();
 }
 
 ClusterNode::~ClusterNode() {
@@ -50,6 +65,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   m.lease_ttl_s = o_.lease_ttl_s;
   Status s = Membership::Join(m, &membership_);
   if (!s.ok()) return Status(s.code(), "--cluster: joining: " + s.message());
+  if (replicator_) replicator_->SetId(membership_->id());
   s = MapWatcher::Start(
       etcd_.get(), o_.cluster, [this](const SlotMap& map) { Apply(map); }, &watcher_);
   if (!s.ok()) return s;
@@ -63,6 +79,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   mo.client.auth_token = o_.auth_token;
   mo.client.location_cache_entries = 0;
   mo.rate_bytes_s = o_.migration_rate;
+  mo.applied_epoch = [this] { return applied_epoch_.load(); };
   migrator_ = std::make_unique<Migrator>(etcd_.get(), table, owners, mo);
   migrator_->Start();
   LOG(INFO) << "cluster '" << o_.cluster.name << "': joined as server " << mem->id() << " ("
@@ -77,30 +94,55 @@ void ClusterNode::Apply(const SlotMap& map) {
                << " has another slot count or seed than this server's; not applied";
     return;
   }
+  // The replicator learns the slots' backups before any word changes (a promoted slot's
+  // writes, fenced below, go to the backups this map names).
+  if (replicator_) replicator_->SetMap(map);
   const uint16_t me = membership_ ? map.IndexOf(membership_->id()) : kUnassigned;
   std::vector<uint32_t> owner_ids(map.num_slots(), wire::kNoOwner);
-  uint32_t gained = 0, lost = 0;
+  uint32_t gained = 0, lost = 0, promoted = 0, backups = 0;
+  const auto now = std::chrono::steady_clock::now();
   for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
     const uint16_t o = map.OwnerIndex(slot);
     if (o != kUnassigned) owner_ids[slot] = map.servers()[o].id;
+    int role = -1;  // this server's replica index for the slot
+    for (uint16_t r = 0; me != kUnassigned && r < map.replicas(); ++r)
+      if (map.OwnerIndex(slot, r) == me) role = r;
     if (owners_->HandingOver(slot)) continue;  // the migration sets these words
     const uint64_t word = owners_->Word(slot);
     const SlotState st = WordState(word);
     const bool held = st == SlotState::kOwned || st == SlotState::kMoving;
-    if (o == me && me != kUnassigned) {
-      if (!held) {
+    if (role == 0) {
+      if (held) continue;
+      if (st == SlotState::kBackup) {
+        // A promotion: no client write until every map lease naming the old primary ran out
+        // (common/cluster/map_lease.h); the replicated writes admitted as a backup finish first.
+        owners_->FenceWrites(slot, now + PromotionFence());
+        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
+        if (!owners_->WaitIdle(slot, now + std::chrono::seconds(5)))
+          LOG(ERROR) << "slot " << slot << ": a replicated write still runs after 5 s";
+        ++promoted;
+      } else {
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
         ++gained;
       }
-    } else if (held) {
+    } else if (role > 0) {
+      if (st == SlotState::kBackup) continue;
+      // A new backup: whatever the copy (or an empty new slot) left; it accepts the primary's
+      // next sequence number, whichever it is.
+      owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
+      owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
+      ++backups;
+    } else if (held || st == SlotState::kBackup) {
       owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
       ++lost;
     }
   }
   owners_->SetRouting(map.epoch(), std::move(owner_ids));
   applied_epoch_.store(map.epoch());
+  promotions_.fetch_add(promoted);
   LOG(INFO) << "cluster map epoch " << map.epoch() << " applied: " << gained << " slot(s) gained, "
-            << lost << " released, " << owners_->CountOwned() << " owned";
+            << promoted << " promoted, " << backups << " new backup(s), " << lost << " released, "
+            << owners_->CountOwned() << " owned, " << owners_->CountBackups() << " backups";
 }
 
 void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
@@ -114,6 +156,11 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("migrations_out", migrator_ ? migrator_->batches_done() : 0));
   v->push_back(StatValue::U("migrations_failed", migrator_ ? migrator_->batches_failed() : 0));
   v->push_back(StatValue::U("migrated_keys_out", migrator_ ? migrator_->keys_sent() : 0));
+  v->push_back(StatValue::U("cluster_backup_slots", owners_ ? owners_->CountBackups() : 0));
+  v->push_back(StatValue::U("cluster_promotions", promotions_.load()));
+  v->push_back(StatValue::U("repl_writes", replicator_ ? replicator_->writes() : 0));
+  v->push_back(StatValue::U("repl_retries", replicator_ ? replicator_->retries() : 0));
+  v->push_back(StatValue::U("repl_failures", replicator_ ? replicator_->failures() : 0));
 }
 
 }  // namespace rkv::cluster

@@ -26,6 +26,7 @@
 #include "server/cluster/coordinator.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/migrator.h"
+#include "server/cluster/replicator.h"
 #include "server/cluster/ownership_table.h"
 #include "server/metrics/stat_value.h"
 
@@ -54,6 +55,11 @@ class ClusterNode {
   // `table`: the server's (migrations copy from it); outlives the node.
   [[nodiscard]] Status Join(OwnershipTable* owners, Table* table, uint16_t port);
   uint32_t id() const { return membership_ ? membership_->id() : 0; }
+  // A cluster with replicas (the map's replicas > 1): the replicator client writes go through
+  // (owned by the node; the server stops its write pools before destroying the node). Null
+  // without replicas. Call once, before Join, with the table Join will get.
+  Replicator* MakeReplicator(OwnershipTable* owners);
+  uint16_t replicas() const { return replicas_; }
   void AppendStats(std::vector<StatValue>* v) const;
 
  private:
@@ -64,11 +70,14 @@ class ClusterNode {
   std::unique_ptr<EtcdClient> etcd_;
   uint32_t num_slots_ = 0;
   uint64_t slot_seed_ = 0;
+  uint16_t replicas_ = 1;
   OwnershipTable* owners_ = nullptr;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<MapWatcher> watcher_;
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Migrator> migrator_;
+  std::unique_ptr<Replicator> replicator_;
+  std::atomic<uint64_t> promotions_{0};
   std::atomic<uint64_t> applied_epoch_{0};
 };
 

@@ -11,6 +11,7 @@
 #include "common/cluster/member_record.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/rebalance_plan.h"
+#include "common/cluster/replica_plan.h"
 #include "common/cluster/slot_map.h"
 #include "common/secure_random.h"
 
@@ -22,6 +23,7 @@ constexpr int kRetryMs = 200;  // after an etcd error or lost compare
 constexpr int kCommitTries = 16;
 constexpr size_t kBatchSlots = 512;
 constexpr int kMigrationTimeoutMs = 300000;
+constexpr int kFailoverCheckMs = 250;
 }  // namespace
 
 Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
@@ -83,13 +85,17 @@ void Coordinator::Loop() {
 }
 
 Status Coordinator::ServeOnce(Election* e) {
+  bool replicated = false;
+  Status s = Maintain(e, &replicated);
+  if (!s.ok()) return s;
   bool found = false;
   EtcdKv req_kv;
   int64_t revision = 0;
-  Status s = etcd_->Get(Key("request"), &found, &req_kv, &revision);
+  s = etcd_->Get(Key("request"), &found, &req_kv, &revision);
   if (!s.ok()) return s;
   if (!found) {
-    s = etcd_->Watch(Key("request"), false, revision + 1, kWaitMs,
+    // With replicas, failures are looked for every kFailoverCheckMs.
+    s = etcd_->Watch(Key("request"), false, revision + 1, replicated ? kFailoverCheckMs : kWaitMs,
                      [&](const std::vector<EtcdEvent>& ev, int64_t) {
                        for (const EtcdEvent& x : ev)
                          if (!x.deleted) return true;
@@ -148,6 +154,7 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     s = etcd_->GetPrefix(Key("servers/"), &members, nullptr, false, &more);
     if (!s.ok()) return s;
     std::vector<ServerEntry> live;
+    std::vector<LiveServer> live_zoned;
     for (const EtcdKv& kv : members) {
       MemberRecord r;
       if (!MemberRecord::Decode(kv.value, &r).ok()) {
@@ -155,7 +162,12 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
         continue;
       }
       live.push_back({r.id, r.host, r.port});
+      live_zoned.push_back({live.back(), r.zone});
     }
+    if (req.kind == ClusterRequest::kRemove && map.replicas() > 1)
+      return Status(Code::kInvalidArgument,
+                    "cluster remove is not built for replicated clusters yet (a server that "
+                    "goes down is failed over and its slots re-replicated)");
     if (req.kind == ClusterRequest::kRemove && map.IndexOf(req.server_id) == kUnassigned)
       return Status(Code::kNotFound,
                     "server " + std::to_string(req.server_id) + " is not in the map");
@@ -177,6 +189,20 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     for (uint32_t slot = 0; slot < map.num_slots(); ++slot)
       if (map.OwnerIndex(slot) == kUnassigned && plan.assigned.OwnerIndex(slot) != kUnassigned)
         ++assigned;
+    if (map.replicas() > 1 && assigned > 0) {
+      // Slots given now hold no data yet: their backups are named at once, no copy needed.
+      ReplicaPlan rp;
+      s = PlanReplicaAdds(plan.assigned, live_zoned, 0, &rp);
+      if (!s.ok()) return s;
+      for (const ReplicaAdd& a : rp.adds) {
+        if (map.OwnerIndex(a.slot) != kUnassigned) continue;  // has data: re-replication copies
+        uint16_t r = 1;
+        while (r < plan.assigned.replicas() && plan.assigned.OwnerIndex(a.slot, r) != kUnassigned)
+          ++r;
+        if (r < plan.assigned.replicas())
+          (void)plan.assigned.Assign(a.slot, r, plan.assigned.IndexOf(a.to_id));
+      }
+    }
     const bool changed = assigned > 0 || plan.assigned.servers().size() != map.servers().size();
     if (changed) {
       plan.assigned.set_epoch(map.epoch() + 1);
@@ -205,7 +231,8 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     }
     res->assigned = assigned;
     uint32_t moved = 0;
-    s = Move(e, plan.moves, &moved);
+    if (map.replicas() > 1) plan.moves.clear();  // moving replicated slots: not built yet
+    s = Move(e, plan.moves, MigrationRecord::kMove, &moved);
     res->moved = moved;
     if (!s.ok())
       return Status(s.code(), std::to_string(assigned) + " unassigned slot(s) given, " +
@@ -220,7 +247,8 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
   return Status(Code::kTimeout, "the map kept changing during the request");
 }
 
-Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32_t* moved) {
+Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves,
+                         MigrationRecord::Kind kind, uint32_t* moved) {
   using C = EtcdClient::Compare;
   // Batches of one (from, to) pair, at most kBatchSlots slots each, in slot order.
   std::map<std::pair<uint32_t, uint32_t>, std::vector<uint32_t>> by_pair;
@@ -230,6 +258,7 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32
       MigrationRecord rec;
       rec.from_id = pair.first;
       rec.to_id = pair.second;
+      rec.kind = kind;
       rec.slots.assign(slots.begin() + i, slots.begin() + std::min(slots.size(), i + kBatchSlots));
       Status s = SecureRandom::Fill(&rec.nonce, sizeof rec.nonce);
       if (!s.ok()) return s;
@@ -255,7 +284,18 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32
           break;
         if (s.ok() && (!found || now.nonce != rec.nonce))
           return Status(Code::kUnavailable, "the migration record was replaced");
-        if (std::chrono::steady_clock::now() > deadline) {
+        // A side that died cannot finish (its lease expired): cancel at once.
+        bool from_live = true, to_live = true;
+        EtcdKv m;
+        const bool dead =
+            etcd_
+                ->Get(Key(("servers/" + std::to_string(rec.from_id)).c_str()), &from_live, &m,
+                      nullptr)
+                .ok() &&
+            etcd_->Get(Key(("servers/" + std::to_string(rec.to_id)).c_str()), &to_live, &m, nullptr)
+                .ok() &&
+            (!from_live || !to_live);
+        if (dead || std::chrono::steady_clock::now() > deadline) {
           MigrationRecord failed = rec;
           failed.state = MigrationRecord::kFailed;
           s = etcd_->Txn(
@@ -267,7 +307,8 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves, uint32
           }
           return Status(Code::kTimeout,
                         "server " + std::to_string(rec.from_id) + " did not finish moving " +
-                            std::to_string(rec.slots.size()) + " slot(s) in time; cancelled");
+                            std::to_string(rec.slots.size()) + " slot(s) " +
+                            (dead ? "(a side is down)" : "in time") + "; cancelled");
         }
         Pause(kRetryMs);
       }

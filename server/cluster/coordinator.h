@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "common/cluster/cluster_address.h"
+#include "common/cluster/migration_record.h"
 #include "common/cluster/cluster_request.h"
 #include "common/cluster/rebalance_plan.h"
 #include "common/etcd/etcd_client.h"
@@ -41,6 +42,7 @@ class Coordinator {
   void Start();
   bool leading() const { return leading_.load(); }
   uint64_t requests_done() const { return requests_done_.load(); }
+  uint64_t failovers() const { return failovers_.load(); }  // slots promoted while leading
 
  private:
   void Loop();
@@ -49,8 +51,14 @@ class Coordinator {
   // Handles NAME/request if present, else waits up to a second for one. kAborted-like
   // failures (lost leadership) are returned as errors; the loop campaigns again.
   Status ServeOnce(Election* e);
-  // Moves the slots, one migration batch (NAME/migration) at a time; *moved counts them.
-  Status Move(Election* e, const std::vector<SlotMove>& moves, uint32_t* moved);
+  // Moves the slots (or, kAddReplica, copies them to one more backup), one migration batch
+  // (NAME/migration) at a time; *moved counts them.
+  Status Move(Election* e, const std::vector<SlotMove>& moves, MigrationRecord::Kind kind,
+              uint32_t* moved);
+  // A replicated cluster's upkeep (coordinator_replicas.cc): fails over slots whose primary is
+  // down, drops dead backups (one fenced map transaction), then restores missing backups, one
+  // ADD_REPLICA batch at a time. *replicated: the map has replicas > 1.
+  Status Maintain(Election* e, bool* replicated);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }
@@ -61,6 +69,7 @@ class Coordinator {
   const std::function<int64_t()> lease_;
   std::atomic<bool> leading_{false};
   std::atomic<uint64_t> requests_done_{0};
+  std::atomic<uint64_t> failovers_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

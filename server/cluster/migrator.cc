@@ -110,6 +110,18 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
     Resume(rec, rec_revision, "the migration record changed before the hand-over (cancelled)");
     return;
   }
+  if (rec.kind == MigrationRecord::kAddReplica) {
+    // Writes resume only once this server applied the map naming the new backup: from then on
+    // every write reaches it (server/cluster/replicator.h).
+    while (o_.applied_epoch && o_.applied_epoch() < committed_epoch_ && !Stopping()) Pause(20);
+    for (uint32_t slot : rec.slots)
+      owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
+    owners_->SetHandingOver(rec.slots, false);
+    done_.fetch_add(1);
+    LOG(INFO) << "migration " << rec.nonce << ": " << rec.slots.size()
+              << " slot(s) copied to server " << rec.to_id << ", now a backup";
+    return;
+  }
   owners_->SetHandingOver(rec.slots, false);
   done_.fetch_add(1);
   LOG(INFO) << "migration " << rec.nonce << ": " << rec.slots.size()
@@ -213,6 +225,7 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     return fail("shipping the last keys");
   }
   owners_->Track(rec.slots, false);
+  if (rec.kind == MigrationRecord::kAddReplica) return true;  // still this server's: MOVING
   for (uint32_t slot : rec.slots)
     owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kNotOwned));
   std::this_thread::sleep_for(std::chrono::milliseconds(kGraceMs));
@@ -239,6 +252,14 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
       // The map decides, not the record: our commit may have been applied with its answer lost
       // (the record has moved on since). The commit gives every slot at once, so the first
       // slot tells.
+      if (rec.kind == MigrationRecord::kAddReplica) {
+        for (uint16_t r = 1; to != kUnassigned && r < map.replicas(); ++r)
+          if (map.OwnerIndex(rec.slots[0], r) == to) {
+            committed_epoch_ = map.epoch();
+            return Outcome::kCommitted;
+          }
+        return Outcome::kCancelled;
+      }
       if (to != kUnassigned && map.OwnerIndex(rec.slots[0]) == to) return Outcome::kCommitted;
       if (me != kUnassigned && map.OwnerIndex(rec.slots[0]) == me) return Outcome::kCancelled;
       LOG(ERROR) << "migration " << rec.nonce << ": slot " << rec.slots[0]
@@ -246,8 +267,18 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
       return Outcome::kUnknown;
     }
     if (to == kUnassigned) return Outcome::kCancelled;  // cannot happen: ids stay in the map
-    for (uint32_t slot : rec.slots) (void)map.Assign(slot, 0, to);
+    if (rec.kind == MigrationRecord::kAddReplica) {
+      for (uint32_t slot : rec.slots) {  // the first free backup place
+        uint16_t r = 1;
+        while (r < map.replicas() && map.OwnerIndex(slot, r) != kUnassigned) ++r;
+        if (r == map.replicas() || map.OwnerIndex(slot) != me || !map.Assign(slot, r, to))
+          return Outcome::kCancelled;  // the map changed: no free place, or not ours
+      }
+    } else {
+      for (uint32_t slot : rec.slots) (void)map.Assign(slot, 0, to);
+    }
     map.set_epoch(map.epoch() + 1);
+    committed_epoch_ = map.epoch();
     std::string value;
     map.Encode(&value);
     bool ok = false;

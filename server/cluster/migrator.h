@@ -18,6 +18,10 @@
 //     Until it is known to have failed (the record changed: a new coordinator cancelled it),
 //     it keeps trying with writes paused: nothing is lost, PUTs fail clearly with TRY_AGAIN.
 //  5. purges its copy of the slots.
+// An ADD_REPLICA record (re-replication: the target becomes one more backup of slots this server
+// is the primary of) runs the same copy, but keeps the slots' writes paused (MOVING) through
+// the commit, which adds the target as a backup in the map, and resumes them (OWNED) once this
+// server applied that map, so every later write is replicated to the new backup; no purge.
 // Any failure before the commit resumes the slots (OWNED again: the map still names this
 // server, since only this commit could change that) and marks the record FAILED.
 // Thread safety: counters from any thread. Ownership: borrows everything it is given (the
@@ -49,6 +53,9 @@ struct MigratorOptions {
   uint32_t my_id = 0;
   Options client;             // for the connection to the target (auth token, timeouts)
   uint64_t rate_bytes_s = 0;  // copy pacing; 0: unpaced
+  // The epoch of the map this server applied last (ClusterNode): an ADD_REPLICA batch resumes
+  // its slots' writes only once the map naming the new backup is applied here.
+  std::function<uint64_t()> applied_epoch;
 };
 
 class Migrator {
@@ -89,6 +96,7 @@ class Migrator {
   uint64_t last_nonce_ = 0;  // the loop thread's
   // The target's member record's create revision when the copy began (the loop thread's).
   int64_t target_record_ = 0;
+  uint64_t committed_epoch_ = 0;  // the epoch of the map our commit put (the loop thread's)
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

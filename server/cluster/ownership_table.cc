@@ -15,12 +15,16 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       inflight_(new std::atomic<uint32_t>[num_slots]),
       tracked_(new std::atomic<uint8_t>[num_slots]),
       handover_(new std::atomic<uint8_t>[num_slots]),
-      importer_(new std::atomic<uint32_t>[num_slots]) {
+      importer_(new std::atomic<uint32_t>[num_slots]),
+      fence_ns_(new std::atomic<int64_t>[num_slots]),
+      seq_(new std::atomic<uint64_t>[num_slots]) {
   for (uint32_t i = 0; i < num_slots; ++i) {
     inflight_[i].store(0);
     tracked_[i].store(0);
     handover_[i].store(0);
     importer_[i].store(0);
+    fence_ns_[i].store(0);
+    seq_[i].store(0);
   }
 }
 
@@ -65,9 +69,40 @@ uint32_t OwnershipTable::SlotOf(std::string_view key) const {
 bool OwnershipTable::BeginWrite(uint32_t slot, uint64_t* word) {
   inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
   *word = Word(slot);
-  if (WordState(*word) == SlotState::kOwned) return true;
+  if (WordState(*word) == SlotState::kOwned) {
+    const int64_t fence = fence_ns_[slot].load();
+    if (fence == 0 || std::chrono::steady_clock::now().time_since_epoch().count() >= fence)
+      return true;
+    *word = OwnerWord(WordEpoch(*word), SlotState::kMoving);
+  }
   inflight_[slot].fetch_sub(1, std::memory_order_seq_cst);
   return false;
+}
+
+bool OwnershipTable::BeginReplicaWrite(uint32_t slot, uint64_t* word) {
+  inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
+  *word = Word(slot);
+  if (WordState(*word) == SlotState::kBackup) return true;
+  inflight_[slot].fetch_sub(1, std::memory_order_seq_cst);
+  return false;
+}
+
+bool OwnershipTable::WaitIdle(uint32_t slot, std::chrono::steady_clock::time_point deadline) const {
+  while (inflight_[slot].load(std::memory_order_seq_cst) != 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+void OwnershipTable::FenceWrites(uint32_t slot, std::chrono::steady_clock::time_point until) {
+  fence_ns_[slot].store(int64_t(until.time_since_epoch().count()));
+}
+
+uint32_t OwnershipTable::CountBackups() const {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < num_slots_; ++i) n += WordState(Word(i)) == SlotState::kBackup;
+  return n;
 }
 
 bool OwnershipTable::Pause(uint32_t slot, std::chrono::steady_clock::time_point deadline) {

@@ -41,8 +41,24 @@ class OwnershipTable {
     __atomic_store_n(&words_[slot], word, __ATOMIC_SEQ_CST);
   }
 
-  // True (and the write counted in flight) if the slot is OWNED; otherwise *word says why.
+  // True (and the write counted in flight) if the slot is OWNED and past its write fence;
+  // otherwise *word says why (a fenced slot reads as MOVING: TRY_AGAIN).
   bool BeginWrite(uint32_t slot, uint64_t* word);
+  // A backup's replicated write: counted in flight like a client's; true only while the word
+  // is BACKUP (a promotion waits for the admitted ones: WaitIdle).
+  bool BeginReplicaWrite(uint32_t slot, uint64_t* word);
+  // Waits until no write admitted to the slot is in flight; false at the deadline.
+  bool WaitIdle(uint32_t slot, std::chrono::steady_clock::time_point deadline) const;
+  // A promoted backup takes client writes only after every client's map lease that could still
+  // name the old primary has run out (docs/design.md, "Failover"): until `until`, BeginWrite
+  // refuses with TRY_AGAIN.
+  void FenceWrites(uint32_t slot, std::chrono::steady_clock::time_point until);
+  // The slot's replication sequence: the last write number this server applied (as backup) or
+  // gave (as primary). kSequenceUnset: a new backup that accepts whatever number comes first.
+  static constexpr uint64_t kSequenceUnset = ~uint64_t{0};
+  uint64_t Sequence(uint32_t slot) const { return seq_[slot].load(); }
+  void SetSequence(uint32_t slot, uint64_t seq) { seq_[slot].store(seq); }
+  uint32_t CountBackups() const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
   // Sets the slot MOVING (at its current epoch) and waits until its admitted writes are done.
   // False if they were not done by `deadline` (the slot stays MOVING).
@@ -79,6 +95,8 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
   std::unique_ptr<std::atomic<uint8_t>[]> handover_;
   std::unique_ptr<std::atomic<uint32_t>[]> importer_;
+  std::unique_ptr<std::atomic<int64_t>[]> fence_ns_;  // steady_clock ns; 0: none
+  std::unique_ptr<std::atomic<uint64_t>[]> seq_;
   Mutex dirty_mu_;
   std::unordered_set<std::string> dirty_ GUARDED_BY(dirty_mu_);
   bool dirty_overflow_ GUARDED_BY(dirty_mu_) = false;

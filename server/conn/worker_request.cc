@@ -72,13 +72,15 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
   wire::Request req;
   if (!wire::DecodeRequest(msg, len, &req).ok()) return false;  // answered here: BAD_REQUEST
   if (req.op != wire::Op::kPut && req.op != wire::Op::kDelete && req.op != wire::Op::kMigratePut &&
-      req.op != wire::Op::kMigrateDelete && req.op != wire::Op::kMigrateBegin)
+      req.op != wire::Op::kMigrateDelete && req.op != wire::Op::kMigrateBegin &&
+      req.op != wire::Op::kReplicate)
     return false;
+  if (req.op == wire::Op::kReplicate && env_.repl_writes == nullptr) return false;
   // No hand-over when the log will not make this thread wait for the disk (--fsync=no|everysec
   // and no write in progress or slow: WriteLog::WriteInline), unless this connection has writes
-  // in the pool (its writes apply in order).
-  if (env_.log != nullptr && c->w.in_pool == 0 && c->w.waiting_writes.empty() &&
-      env_.log->WriteInline()) {
+  // in the pool (its writes apply in order), or the write waits for backups.
+  if (env_.log != nullptr && env_.repl_writes == nullptr && c->w.in_pool == 0 &&
+      c->w.waiting_writes.empty() && env_.log->WriteInline()) {
     env_.counters->writes_inline.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
@@ -117,7 +119,12 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
     times[slots] = received;  // the write in the pool
   }
   ++w.in_pool;
-  if (!env_.writes->Submit(std::move(job))) {
+  // REPLICATE (op byte 6 of the validated header) has a pool of its own (WorkerEnv).
+  WritePool* pool = env_.writes;
+  if (env_.repl_writes != nullptr && job.request.size() > 6 &&
+      uint8_t(job.request[6]) == uint8_t(wire::Op::kReplicate))
+    pool = env_.repl_writes;
+  if (!pool->Submit(&job)) {
     // The pool is stopping (shutdown) or full beyond the credit bound: answer here instead.
     --w.in_pool;
     const std::string& r = job.request;

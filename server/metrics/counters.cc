@@ -40,6 +40,12 @@ std::vector<StatValue> CollectStats(const ServerCounters& c, const Table& table,
   add("migrations_in", c.migrations_in);
   add("migrated_keys_in", c.migrated_keys_in);
   add("migration_purged", c.migration_purged);
+  add("repl_applied", c.repl_applied);
+  add("repl_duplicates", c.repl_duplicates);
+  add("repl_refused_epoch", c.repl_refused_epoch);
+  add("repl_refused_sender", c.repl_refused_sender);
+  add("repl_refused_sequence", c.repl_refused_sequence);
+  add("repl_refused_state", c.repl_refused_state);
   add("clients_dropped", c.clients_dropped);
   add("credit_drops", c.credit_drops);
   add("keepalives_sent", c.keepalives_sent);

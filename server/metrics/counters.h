@@ -42,6 +42,11 @@ struct ServerCounters {
   C rpc_moved{0}, rpc_try_again{0};
   // Cluster migration: batches begun here (this server receiving), keys received, keys purged.
   C migrations_in{0}, migrated_keys_in{0}, migration_purged{0};
+  // Replication, as a backup: writes applied, repeats of applied ones (answered, not applied
+  // again), and messages refused: an older epoch than the slot's, a sender that is not the
+  // slot's primary, a sequence gap, a slot that is not a backup here (or a bad message).
+  C repl_applied{0}, repl_duplicates{0};
+  C repl_refused_epoch{0}, repl_refused_sender{0}, repl_refused_sequence{0}, repl_refused_state{0};
   C clients_dropped{0};  // closed for malformed requests
   C credit_drops{0};     // closed for exceeding their request credits
   C keepalives_sent{0};

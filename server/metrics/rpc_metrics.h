@@ -23,7 +23,7 @@ namespace rkv::metrics {
 
 class RpcMetrics {
  public:
-  static constexpr size_t kOps = 10;
+  static constexpr size_t kOps = 11;
   static constexpr size_t kMaxCode = 17;  // rkv::Code::kUnavailable
   static constexpr size_t kCodes = kMaxCode + 2;
 

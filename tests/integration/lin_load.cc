@@ -102,6 +102,11 @@ DEFINE_bool(reconnect, false,
             "clients reconnect automatically (rkv::Options::auto_reconnect, backoff 50..500 ms, "
             "60 s budget): the load survives kvserver restarts; lost writes are recorded with an "
             "unknown outcome, failed reads are dropped");
+DEFINE_bool(failover, false,
+            "a replicated cluster losing servers (tests/integration/replicas.sh): a write that "
+            "returns CONNECTION_LOST/TIMEOUT is recorded with an unknown outcome, one refused "
+            "UNAVAILABLE/TRY_AGAIN/MOVED as not applied, a GET that fails so is dropped; none "
+            "counts as an error. Prints the longest stretches without a successful write and read");
 DEFINE_double(duration_s, 0, "run phase length in seconds instead of --ops (0: use --ops)");
 DEFINE_string(stop_file, "", "end the run phase when this file exists (checked every 50 ms)");
 DEFINE_bool(final_reads, false,
@@ -223,6 +228,12 @@ struct OwnedKey {
   bool present = false;  // ... and found the key
   std::string token;     // ... with this token
 };
+
+// --failover: refused without being applied (the router found no live owner, or the server
+// refused the write before replicating it).
+bool Refused(rkv::Code c) {
+  return c == rkv::Code::kUnavailable || c == rkv::Code::kTryAgain || c == rkv::Code::kMoved;
+}
 
 bool Uncertain(rkv::Code c) {
   return c == rkv::Code::kConnectionLost || c == rkv::Code::kTimeout || c == rkv::Code::kIoError ||
@@ -428,7 +439,9 @@ class Worker {
   void End(Op op) {
     ++stats_.ops;
     // With --reconnect a failed GET is dropped from the history (it has no result).
-    if (FLAGS_reconnect && op.type == OpType::kGet && op.outcome == Outcome::kFailed) return;
+    if ((FLAGS_reconnect || FLAGS_failover) && op.type == OpType::kGet &&
+        op.outcome == Outcome::kFailed)
+      return;
     ops_.push_back(std::move(op));
   }
 
@@ -440,7 +453,7 @@ class Worker {
   // After an error that may have broken the connection (without --reconnect: the client's own
   // reconnects then handle it).
   void MaybeReconnect(const rkv::Status& s) {
-    if (FLAGS_reconnect) return;
+    if (FLAGS_reconnect || FLAGS_failover) return;
     if (s.code() != rkv::Code::kConnectionLost && s.code() != rkv::Code::kTimeout) return;
     ++stats_.reconnects;
     rkv::Status r = client_->Reconnect();
@@ -457,6 +470,15 @@ class Worker {
     last_code_ = s.code();
     if (s.ok()) return Outcome::kOk;
     if (s.IsNotFound()) return Outcome::kNotFound;
+    if (FLAGS_failover && (Lost(s.code()) || Refused(s.code()))) {
+      if (stats_.first_lost.empty()) stats_.first_lost = what + ": " + s.ToString();
+      if (Refused(s.code())) {
+        ++stats_.not_sent;
+        return Outcome::kFailed;  // refused by the router or the server: not applied
+      }
+      ++stats_.unknown;
+      return Outcome::kUnknown;
+    }
     if (FLAGS_reconnect && Lost(s.code())) {
       // The client reconnected (or tried to): expected while kvserver restarts.
       if (ReconnectFailed(s)) Error(what + ": " + s.ToString());
@@ -490,7 +512,8 @@ class Worker {
       ++stats_.get_nf;
     } else {
       op->outcome = Outcome::kFailed;
-      if (FLAGS_reconnect && Lost(s.code())) {
+      if ((FLAGS_reconnect && Lost(s.code())) ||
+          (FLAGS_failover && (Lost(s.code()) || Refused(s.code())))) {
         ++stats_.gets_dropped;  // dropped from the history (End skips failed GETs)
         if (ReconnectFailed(s)) Error("GET " + op->key + ": " + s.ToString());
         if (stats_.first_lost.empty()) stats_.first_lost = "GET " + op->key + ": " + s.ToString();
@@ -972,6 +995,28 @@ int main(int argc, char** argv) {
                 total.max_server_restarts, c.server_restarts);
     if (!total.first_lost.empty())
       std::printf("lin_load:   first lost-connection status: %s\n", total.first_lost.c_str());
+  }
+  if (FLAGS_failover) {
+    // Availability: the longest stretch between successive successful writes (reads) of the
+    // run, over all clients (from the history's return times).
+    std::vector<int64_t> w, r;
+    for (const Op& op : history.ops()) {
+      if (op.outcome != Outcome::kOk && op.outcome != Outcome::kNotFound) continue;
+      (op.type == OpType::kGet ? r : w).push_back(op.return_ns);
+    }
+    auto longest = [](std::vector<int64_t>* t) {
+      std::sort(t->begin(), t->end());
+      int64_t m = 0;
+      for (size_t i = 1; i < t->size(); ++i) m = std::max(m, (*t)[i] - (*t)[i - 1]);
+      return double(m) / 1e6;
+    };
+    std::printf("lin_load:   failover: writes of unknown outcome %" PRIu64 ", refused %" PRIu64
+                ", failed GETs dropped %" PRIu64
+                "; longest stretch without a successful write %.0f ms, without a successful "
+                "read %.0f ms\n",
+                total.unknown, total.not_sent, total.gets_dropped, longest(&w), longest(&r));
+    if (!total.first_lost.empty())
+      std::printf("lin_load:   first failover status: %s\n", total.first_lost.c_str());
   }
   if (FLAGS_final_reads)
     std::printf("lin_load:   final reads: %" PRIu64 " keys read after the run\n",

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// The coordinator's upkeep of a replicated cluster (docs/cluster.md, "Failover" and
+// "Re-replication"; the argument in docs/design.md, "Replicas and failover"). Every
+// kFailoverCheckMs while it leads, the coordinator compares the map with the live members
+// (their records live under their leases: a dead server's goes when its lease expires):
+//  1. failover (common/cluster/replica_plan.h, PlanFailover): a slot whose primary is down gets
+//     its first live backup as primary and no other replica; dead backups leave their slots.
+//     One transaction puts the map at epoch + 1, comparing the map's mod revision and this
+//     coordinator's election key (a deposed coordinator commits nothing);
+//  2. otherwise re-replication (PlanReplicaAdds): slots short of backups get a copy on a live
+//     server, one ADD_REPLICA batch (NAME/migration) at a time, run by the slot's primary
+//     (server/cluster/migrator.h), which adds the backup to the map when the copy is complete.
+#include <glog/logging.h>
+
+#include <map>
+#include <vector>
+
+#include "common/cluster/member_record.h"
+#include "common/cluster/replica_plan.h"
+#include "common/cluster/slot_map.h"
+#include "server/cluster/coordinator.h"
+
+namespace rkv::cluster {
+
+namespace {
+constexpr size_t kAddBatch = 512;
+}  // namespace
+
+Status Coordinator::Maintain(Election* e, bool* replicated) {
+  using C = EtcdClient::Compare;
+  *replicated = false;
+  bool found = false;
+  EtcdKv map_kv;
+  Status s = etcd_->Get(Key("map"), &found, &map_kv, nullptr);
+  if (!s.ok()) return s;
+  SlotMap map;
+  if (!found || !SlotMap::Decode(map_kv.value, &map).ok()) return Status::Ok();
+  if (map.replicas() <= 1) return Status::Ok();
+  *replicated = true;
+  std::vector<EtcdKv> members;
+  bool more = false;
+  s = etcd_->GetPrefix(Key("servers/"), &members, nullptr, false, &more);
+  if (!s.ok()) return s;
+  std::vector<uint32_t> live_ids;
+  std::vector<LiveServer> live;
+  for (const EtcdKv& kv : members) {
+    MemberRecord r;
+    if (!MemberRecord::Decode(kv.value, &r).ok()) continue;
+    live_ids.push_back(r.id);
+    live.push_back({{r.id, r.host, r.port}, r.zone});
+  }
+  auto commit = [&](SlotMap next, const char* what) -> Status {
+    next.set_epoch(map.epoch() + 1);
+    std::string value;
+    next.Encode(&value);
+    bool ok = false;
+    Status t = etcd_->Txn(
+        {e->StillLeader(), {Key("map"), C::kModRevision, C::kEqual, map_kv.mod_revision, {}}},
+        {EtcdClient::Op::Put(Key("map"), value)}, {}, &ok);
+    if (!t.ok()) return t;
+    if (!ok) {  // the map changed meanwhile (look again next time), or we were deposed
+      std::string leader;
+      int64_t token = 0;
+      bool any = false;
+      t = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
+      if (t.ok() && (!any || token != e->fencing_token()))
+        return Status(Code::kUnauthenticated, "no longer the coordinator");
+      return Status::Ok();
+    }
+    LOG(INFO) << "cluster coordinator: " << what << "; map epoch " << next.epoch();
+    return Status::Ok();
+  };
+  FailoverPlan fp;
+  s = PlanFailover(map, live_ids, &fp);
+  if (!s.ok()) return s;
+  std::string before, after;
+  map.Encode(&before);
+  fp.map.Encode(&after);
+  if (before != after) {
+    failovers_.fetch_add(fp.promoted.size());
+    const std::string what = std::to_string(fp.promoted.size()) + " slot(s) failed over, " +
+                             std::to_string(fp.backups_dropped) + " backup(s) dropped, " +
+                             std::to_string(fp.stranded) + " slot(s) with no live replica";
+    return commit(fp.map, what.c_str());
+  }
+  if (Stopping()) return Status::Ok();
+  ReplicaPlan rp;
+  s = PlanReplicaAdds(map, live, kAddBatch, &rp);
+  if (!s.ok() || rp.adds.empty()) return s;
+  if (rp.map.servers().size() != map.servers().size())  // new servers enter the map first
+    return commit(rp.map, "live servers added to the map");
+  // One batch: the adds of the first (primary, new backup) pair.
+  std::vector<SlotMove> batch;
+  for (const ReplicaAdd& a : rp.adds)
+    if (a.from_id == rp.adds[0].from_id && a.to_id == rp.adds[0].to_id)
+      batch.push_back({a.slot, a.from_id, a.to_id});
+  uint32_t copied = 0;
+  s = Move(e, batch, MigrationRecord::kAddReplica, &copied);
+  if (s.code() == Code::kUnauthenticated) return s;
+  if (!s.ok()) {
+    LOG(WARNING) << "cluster coordinator: re-replication: " << s.ToString();
+    Pause(1000);
+    return Status::Ok();
+  }
+  LOG(INFO) << "cluster coordinator: " << copied << " slot(s) copied to server " << batch[0].to_id
+            << " (re-replication)";
+  return Status::Ok();
+}
+
+}  // namespace rkv::cluster

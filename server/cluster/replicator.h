@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: Apache-2.0
+// Replicator: the primary's side of synchronous replication (docs/cluster.md, "Replication";
+// the argument in docs/design.md, "Replicas and failover"). Every client write to a slot this
+// server is the primary of goes through Write: under the slot's lock it takes the slot's next
+// sequence number, sends the write (REPLICATE: epoch, sequence, this server's id, key, value)
+// to every backup the applied map names for the slot, waits until each has applied it, and only
+// then applies it to this server's table (the caller's `apply`) and lets the reply go. So a
+// value a client can read here, or was told was written, is on every backup of the map.
+//
+// A backup that does not answer is asked again (a fresh connection) until it does, the map
+// no longer names it (the coordinator drops a dead backup: the write then goes on without it),
+// this server is no longer the slot's primary, or `max_wait_ms` passed. The two failures:
+//   kUnavailable: nothing was sent (no backup can hold the write): the write was not applied;
+//   kTimeout ("outcome unknown"): a backup may hold it (it may survive a failover).
+// Connections to backups prove the cluster's token (--auth_token_file) as clients do; at most
+// kMaxLinks per backup, each used by one write at a time.
+// Thread safety: every method from any thread; writes to one slot are serialised (the slot's
+// lock), writes to different slots run in parallel. Ownership: borrows the OwnershipTable (the
+// server's, outliving this); owns its connections. Destroy only after the write pool stopped.
+#ifndef RKV_SERVER_CLUSTER_REPLICATOR_H_
+#define RKV_SERVER_CLUSTER_REPLICATOR_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/cluster/slot_map.h"
+#include "rkv/client.h"
+#include "rkv/status.h"
+#include "server/cluster/ownership_table.h"
+
+namespace rkv {
+class ClientImpl;
+}
+
+namespace rkv::cluster {
+
+struct ReplicatorOptions {
+  Options client;  // for connections to backups (auth token, timeouts)
+  int max_wait_ms = 10000;
+};
+
+class Replicator {
+ public:
+  static constexpr size_t kMaxLinks = 16;
+  Replicator(OwnershipTable* owners, ReplicatorOptions o);
+  ~Replicator();
+  Replicator(const Replicator&) = delete;
+  Replicator& operator=(const Replicator&) = delete;
+
+  // This server's id (known once it joined; before, it is primary of nothing).
+  void SetId(uint32_t id) { my_id_.store(id); }
+  // The map this server applied (ClusterNode::Apply calls it before the words change).
+  void SetMap(const SlotMap& map);
+  // Whether writes to the slot have backups to go to in the applied map.
+  bool HasBackups(uint32_t slot) const;
+  // See the header comment. `apply` runs under the slot's lock after every backup applied.
+  [[nodiscard]] Status Write(uint32_t slot, bool put, std::string_view key, std::string_view value,
+                             const std::function<Status()>& apply);
+
+  uint64_t writes() const { return writes_.load(); }
+  uint64_t retries() const { return retries_.load(); }
+  uint64_t failures() const { return failures_.load(); }
+
+ private:
+  struct Link {
+    std::unique_ptr<ClientImpl> client;
+    bool busy = false;
+  };
+  struct Backup {
+    uint32_t id = 0;
+    std::string host;
+    uint16_t port = 0;
+  };
+  // The backups of `slot` in the current map, and that map's epoch.
+  std::vector<Backup> BackupsOf(uint32_t slot, uint64_t* epoch) const;
+  // One attempt to have `b` apply the message; *maybe_sent: it may have reached the backup.
+  Status SendOnce(const Backup& b, const std::string& key, std::string_view value,
+                  bool* maybe_sent);
+  Link* Acquire(const Backup& b);
+  void Release(uint32_t id, Link* link, bool broken);
+
+  OwnershipTable* const owners_;
+  const ReplicatorOptions o_;
+  std::atomic<uint32_t> my_id_{0};
+  std::unique_ptr<std::mutex[]> slot_mu_;  // one per slot: a slot's writes in sequence order
+  mutable std::mutex map_mu_;
+  std::shared_ptr<const SlotMap> map_;  // guarded by map_mu_
+  std::mutex links_mu_;
+  std::condition_variable links_cv_;
+  std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_
+  std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0};
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_REPLICATOR_H_

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// The backup's side of replication (docs/cluster.md, "Replication"; the argument in
+// docs/design.md, "Replicas and failover"): REPLICATE applies a primary's write to a slot that
+// is a BACKUP here, in the slot's sequence order, and only from the server this backup's map
+// names as the slot's primary at the message's epoch. Refusals (each counted):
+//   a slot that is not a backup here (or a malformed message): MOVED / BAD_REQUEST;
+//   an epoch older than the one this server became a backup at: MOVED (the sender was deposed);
+//   an epoch newer than this server's map: TRY_AGAIN (the primary asks again once it caught up);
+//   a sender that is not the slot's primary: INVALID_ARGUMENT;
+//   a sequence number past the next one: INVALID_ARGUMENT (a gap: something was lost).
+// A number already applied is answered OK without applying it again (a resend after a lost
+// reply). The write is admitted through the ownership table's in-flight count, so a promotion
+// (ClusterNode::Apply) waits for it before the slot takes clients' writes.
+#include <cstring>
+
+#include "server/rpc_executor.h"
+
+namespace rkv {
+
+using cluster::SlotState;
+
+Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payload) {
+  if (owners_ == nullptr) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kInvalidArgument, "this server is not in a cluster: no replication");
+  }
+  wire::ReplicateHeader h{};
+  if (req.key.size() <= sizeof h) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kBadRequest, "REPLICATE: the key must hold a 24-byte header and a key");
+  }
+  std::memcpy(&h, req.key.data(), sizeof h);
+  const std::string_view key = req.key.substr(sizeof h);
+  const bool put = h.kind == wire::kReplicatePut;
+  if (key.size() > wire::kMaxKeySize || (!put && h.kind != wire::kReplicateDelete) ||
+      h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 ||
+      (!put && !req.value.empty()) || h.sequence == 0 ||
+      h.sequence == cluster::OwnershipTable::kSequenceUnset) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kBadRequest, "REPLICATE: malformed header or key");
+  }
+  const uint32_t slot = owners_->SlotOf(key);
+  uint64_t word = 0;
+  if (!owners_->BeginReplicaWrite(slot, &word)) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kMoved, "REPLICATE: slot " + std::to_string(slot) + " is " +
+                                    cluster::SlotStateName(cluster::WordState(word)) +
+                                    " here, not BACKUP");
+  }
+  struct End {
+    cluster::OwnershipTable* o;
+    uint32_t slot;
+    ~End() { o->EndWrite(slot); }
+  } end{owners_, slot};
+  if (h.epoch < cluster::WordEpoch(word)) {
+    counters_->repl_refused_epoch.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kMoved, "REPLICATE: epoch " + std::to_string(h.epoch) +
+                                    " is older than this backup's (" +
+                                    std::to_string(cluster::WordEpoch(word)) + ")");
+  }
+  uint64_t map_epoch = 0;
+  uint32_t primary = wire::kNoOwner;
+  owners_->Route(slot, &map_epoch, &primary);
+  if (h.epoch > map_epoch)
+    return Status(Code::kTryAgain, "REPLICATE: this backup has not applied map epoch " +
+                                       std::to_string(h.epoch) + " yet");
+  if (h.sender_id != primary) {
+    counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kInvalidArgument,
+                  "REPLICATE: server " + std::to_string(h.sender_id) + " is not slot " +
+                      std::to_string(slot) + "'s primary (server " + std::to_string(primary) + ")");
+  }
+  std::lock_guard<std::mutex> l(repl_mu_[slot % kReplStripes]);
+  const uint64_t applied = owners_->Sequence(slot);
+  if (applied != cluster::OwnershipTable::kSequenceUnset) {
+    if (h.sequence <= applied) {
+      counters_->repl_duplicates.fetch_add(1, std::memory_order_relaxed);
+      *payload = "already applied";
+      return Status::Ok();
+    }
+    if (h.sequence != applied + 1) {
+      counters_->repl_refused_sequence.fetch_add(1, std::memory_order_relaxed);
+      return Status(Code::kInvalidArgument, "REPLICATE: slot " + std::to_string(slot) +
+                                                " sequence " + std::to_string(h.sequence) +
+                                                " after " + std::to_string(applied));
+    }
+  }
+  Status s = put ? table_->Put(key, req.value) : table_->Delete(key);
+  if (s.IsNotFound()) s = Status::Ok();
+  if (!s.ok()) return s;
+  owners_->SetSequence(slot, h.sequence);
+  counters_->repl_applied.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+}  // namespace rkv

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// repl_probe: sends a backup a REPLICATE request that must be refused (bad-input cases of
+// tests/integration/replicas.sh; the rules in server/rpc_executor_replication.cc).
+//   repl_probe --cluster=etcd://H:P/NAME
+//   --test_case=old_epoch|forged|gap|duplicate|not_backup|short
+// It reads the slot map, picks a key whose slot has a primary and a backup, writes it through
+// the cluster (value "v1"), then sends one REPLICATE for that key with value "forged" as the
+// case says (old_epoch: epoch 1; forged: the backup's own id as sender; gap: a sequence far
+// ahead; duplicate: sequence 1, already applied; not_backup: to the primary; short: a key
+// shorter than the header) and reads the key back through the cluster.
+// Prints `repl_probe: CASE: reply CODE: message; value intact|CHANGED`; exit 0 when the reply
+// is the expected refusal (duplicate: OK without applying) and the value is intact, 1 otherwise,
+// 2 on a setup failure.
+#include <gflags/gflags.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "client/client_impl.h"
+#include "common/cluster/cluster_address.h"
+#include "common/cluster/slot_map.h"
+#include "common/etcd/etcd_client.h"
+#include "common/wire.h"
+#include "rkv/client.h"
+
+DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
+DEFINE_string(test_case, "", "old_epoch | forged | gap | duplicate | not_backup | short");
+
+namespace {
+int Setup(const std::string& what, const rkv::Status& s) {
+  std::fprintf(stderr, "repl_probe: %s: %s\n", what.c_str(), s.ToString().c_str());
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  const std::string c = FLAGS_test_case;
+  using rkv::Code;
+  rkv::cluster::ClusterAddress address;
+  rkv::Status s = rkv::cluster::ParseClusterAddress(FLAGS_cluster, &address);
+  if (!s.ok()) return Setup("--cluster", s);
+  rkv::EtcdSettings settings;
+  settings.endpoints = address.endpoints;
+  std::unique_ptr<rkv::EtcdClient> etcd;
+  s = rkv::EtcdClient::Open(settings, &etcd);
+  if (!s.ok()) return Setup("etcd", s);
+  bool found = false;
+  rkv::EtcdKv kv;
+  s = etcd->Get(address.Prefix() + "map", &found, &kv, nullptr);
+  rkv::cluster::SlotMap map;
+  if (s.ok() && !found) s = rkv::Status(Code::kNotFound, "no map");
+  if (s.ok()) s = rkv::cluster::SlotMap::Decode(kv.value, &map);
+  if (!s.ok()) return Setup("reading the map", s);
+  std::string key;
+  uint32_t slot = 0;
+  for (int i = 0; i < 100000 && key.empty(); ++i) {
+    const std::string k = "probe-" + c + "-" + std::to_string(i);
+    slot = map.SlotOf(k);
+    if (map.Owner(slot, 0) != nullptr && map.replicas() > 1 && map.Owner(slot, 1) != nullptr)
+      key = k;
+  }
+  if (key.empty()) return Setup("no slot with a backup", rkv::Status(Code::kNotFound, ""));
+  std::unique_ptr<rkv::Client> cl;
+  s = rkv::Client::Connect(FLAGS_cluster, rkv::Options(), &cl);
+  if (s.ok()) s = cl->Put(key, "v1");
+  if (!s.ok()) return Setup("writing " + key + " through the cluster", s);
+  const rkv::cluster::ServerEntry& primary = *map.Owner(slot, 0);
+  const rkv::cluster::ServerEntry& backup = *map.Owner(slot, 1);
+  const rkv::cluster::ServerEntry& to = c == "not_backup" ? primary : backup;
+  rkv::Options o;
+  o.location_cache_entries = 0;
+  rkv::ClientImpl raw(to.host, to.port, o);
+  s = raw.Open();
+  if (!s.ok()) return Setup("connecting to " + to.host, s);
+  rkv::wire::ReplicateHeader h{};
+  h.epoch = c == "old_epoch" ? 1 : map.epoch();
+  h.sequence = c == "duplicate" ? 1 : (c == "gap" || c == "forged" ? uint64_t{1} << 40 : 1);
+  h.sender_id = c == "forged" ? backup.id : primary.id;
+  h.kind = rkv::wire::kReplicatePut;
+  std::string msg(sizeof h, '\0');
+  std::memcpy(msg.data(), &h, sizeof h);
+  msg += key;
+  if (c == "short") msg.resize(10);
+  std::string reply;
+  s = raw.Call(rkv::wire::Op::kReplicate, msg, "forged", &reply);
+  std::string value;
+  rkv::Status g = cl->Get(key, &value);
+  const bool intact = g.ok() && value == "v1";
+  Code want = Code::kInvalidArgument;
+  if (c == "old_epoch" || c == "not_backup") want = Code::kMoved;
+  if (c == "short") want = Code::kBadRequest;
+  if (c == "duplicate") want = Code::kOk;
+  std::printf("repl_probe: %s: key %s slot %u to server %u: reply %s; value %s\n", c.c_str(),
+              key.c_str(), slot, to.id, s.ToString().c_str(),
+              intact ? "intact" : ("CHANGED (" + g.ToString() + " " + value + ")").c_str());
+  return s.code() == want && intact ? 0 : 1;
+}
