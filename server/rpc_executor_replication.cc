@@ -3,9 +3,11 @@
 // docs/design.md, "Replicas and failover"): REPLICATE applies a primary's write to a slot that
 // is a BACKUP here, in the slot's sequence order, and only from the server this backup's map
 // names as the slot's primary at the message's epoch. Refusals (each counted):
-//   a slot that is not a backup here (or a malformed message): MOVED / BAD_REQUEST;
-//   an epoch older than the one this server became a backup at: MOVED (the sender was deposed);
-//   an epoch newer than this server's map: TRY_AGAIN (the primary asks again once it caught up);
+//   a slot that is not a backup here: INVALID_ARGUMENT; a malformed message: BAD_REQUEST;
+//   an epoch older than the one this server became a backup at: INVALID_ARGUMENT (the sender
+//   was deposed);
+//   an epoch newer than this server's map: UNAVAILABLE (the primary asks again once it caught
+//   up; MOVED and TRY_AGAIN are not used: their replies lead with a wire::MovedPayload);
 //   a sender that is not the slot's primary: INVALID_ARGUMENT;
 //   a sequence number past the next one: INVALID_ARGUMENT (a gap: something was lost).
 // A number already applied is answered OK without applying it again (a resend after a lost
@@ -43,9 +45,9 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   uint64_t word = 0;
   if (!owners_->BeginReplicaWrite(slot, &word)) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
-    return Status(Code::kMoved, "REPLICATE: slot " + std::to_string(slot) + " is " +
-                                    cluster::SlotStateName(cluster::WordState(word)) +
-                                    " here, not BACKUP");
+    return Status(Code::kInvalidArgument, "REPLICATE: slot " + std::to_string(slot) + " is " +
+                                              cluster::SlotStateName(cluster::WordState(word)) +
+                                              " here, not BACKUP");
   }
   struct End {
     cluster::OwnershipTable* o;
@@ -54,16 +56,16 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   } end{owners_, slot};
   if (h.epoch < cluster::WordEpoch(word)) {
     counters_->repl_refused_epoch.fetch_add(1, std::memory_order_relaxed);
-    return Status(Code::kMoved, "REPLICATE: epoch " + std::to_string(h.epoch) +
-                                    " is older than this backup's (" +
-                                    std::to_string(cluster::WordEpoch(word)) + ")");
+    return Status(Code::kInvalidArgument, "REPLICATE: epoch " + std::to_string(h.epoch) +
+                                              " is older than this backup's (" +
+                                              std::to_string(cluster::WordEpoch(word)) + ")");
   }
   uint64_t map_epoch = 0;
   uint32_t primary = wire::kNoOwner;
   owners_->Route(slot, &map_epoch, &primary);
   if (h.epoch > map_epoch)
-    return Status(Code::kTryAgain, "REPLICATE: this backup has not applied map epoch " +
-                                       std::to_string(h.epoch) + " yet");
+    return Status(Code::kUnavailable, "REPLICATE: this backup has not applied map epoch " +
+                                          std::to_string(h.epoch) + " yet");
   if (h.sender_id != primary) {
     counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
     return Status(Code::kInvalidArgument,

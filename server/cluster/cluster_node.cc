@@ -4,8 +4,10 @@
 #include <glog/logging.h>
 
 #include <chrono>
+#include <thread>
 
 #include "common/cluster/map_lease.h"
+#include "common/cluster/member_record.h"
 #include "common/wire.h"
 
 namespace rkv::cluster {
@@ -54,8 +56,62 @@ ClusterNode::~ClusterNode() {
   membership_.reset();  // revokes the lease
 }
 
+Status ClusterNode::AwaitOwnFailover(const std::string& host, uint16_t port) {
+  bool found = false;
+  EtcdKv kv;
+  Status s = etcd_->Get(o_.cluster.Prefix() + "ids/" + host + ":" + std::to_string(port), &found,
+                        &kv, nullptr);
+  uint32_t id = 0;
+  if (!s.ok() || !found || !DecodeId(kv.value, &id)) return s;  // a new server: nothing to wait
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(3 * o_.lease_ttl_s + 10);
+  for (bool logged = false;; logged = true) {
+    SlotMap map;
+    std::vector<EtcdKv> members;
+    bool more = false;
+    s = etcd_->Get(o_.cluster.Prefix() + "map", &found, &kv, nullptr);
+    if (s.ok() && found) s = SlotMap::Decode(kv.value, &map);
+    if (s.ok())
+      s = etcd_->GetPrefix(o_.cluster.Prefix() + "servers/", &members, nullptr, false, &more);
+    if (!s.ok()) return Status(s.code(), "--cluster: reading the map and members: " + s.message());
+    std::vector<bool> live(map.servers().size(), false);
+    for (const EtcdKv& m : members) {
+      MemberRecord r;
+      if (MemberRecord::Decode(m.value, &r).ok() && map.IndexOf(r.id) != kUnassigned)
+        live[map.IndexOf(r.id)] = r.id != id;  // our own record may be our former process's
+    }
+    const uint16_t me = map.IndexOf(id);
+    uint32_t waiting = 0;
+    for (uint32_t slot = 0; me != kUnassigned && slot < map.num_slots(); ++slot) {
+      bool mine = false, other_live = false;
+      for (uint16_t r = 0; r < map.replicas(); ++r) {
+        const uint16_t o = map.OwnerIndex(slot, r);
+        mine = mine || o == me;
+        other_live = other_live || (o != kUnassigned && o != me && live[o]);
+      }
+      waiting += mine && other_live;
+    }
+    if (waiting == 0) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Status(Code::kUnavailable,
+                    "--cluster: the map still names server " + std::to_string(id) + " (" + host +
+                        ":" + std::to_string(port) + ") in " + std::to_string(waiting) +
+                        " slot(s) whose other replicas are live; it must not take them back "
+                        "with the data it has (is its coordinator running?)");
+    if (!logged)
+      LOG(INFO) << "cluster: this server (id " << id << ") held " << waiting
+                << " replicated slot(s) before it restarted; waiting for them to fail over "
+                   "(its data may be older than its replicas')";
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
 Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   owners_ = owners;
+  if (replicas_ > 1) {
+    Status w = AwaitOwnFailover(o_.host, o_.port != 0 ? o_.port : port);
+    if (!w.ok()) return w;
+  }
   Membership::Options m;
   m.cluster = o_.cluster;
   m.etcd = o_.etcd;

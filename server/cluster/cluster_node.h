@@ -38,7 +38,7 @@ struct ClusterNodeOptions {
   std::string host;   // the address clients dial (--listen's)
   uint16_t port = 0;  // 0: the bound port, given to Join
   std::string zone;
-  int lease_ttl_s = 5;
+  int lease_ttl_s = 2;
   std::string auth_token;       // proven to other servers when migrating to them
   uint64_t migration_rate = 0;  // bytes/s a migration copies at most (0: unpaced)
 };
@@ -65,6 +65,12 @@ class ClusterNode {
  private:
   explicit ClusterNode(ClusterNodeOptions o) : o_(std::move(o)) {}
   void Apply(const SlotMap& map);
+  // A replicated cluster: a server that restarts (same address, so same id) while the map still
+  // names it for slots whose other replicas are live must not take them back with the data it
+  // has (its log may lack acknowledged writes: --fsync=no, or none at all): it waits, before
+  // registering, until the coordinator failed them over (its former process's lease expires);
+  // re-replication then copies the slots to it afresh. Slots only it holds it takes back.
+  [[nodiscard]] Status AwaitOwnFailover(const std::string& host, uint16_t port);
 
   ClusterNodeOptions o_;
   std::unique_ptr<EtcdClient> etcd_;

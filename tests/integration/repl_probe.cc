@@ -90,7 +90,6 @@ int main(int argc, char** argv) {
   rkv::Status g = cl->Get(key, &value);
   const bool intact = g.ok() && value == "v1";
   Code want = Code::kInvalidArgument;
-  if (c == "old_epoch" || c == "not_backup") want = Code::kMoved;
   if (c == "short") want = Code::kBadRequest;
   if (c == "duplicate") want = Code::kOk;
   std::printf("repl_probe: %s: key %s slot %u to server %u: reply %s; value %s\n", c.c_str(),

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -77,6 +78,7 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
     std::string address, zone;
     bool live = false, in_map = false;
     uint32_t slots = 0;
+    uint32_t backups = 0;  // slots this server is a backup of
   };
   std::map<uint32_t, Row> rows;
   for (const cluster::ServerEntry& e : map.servers()) {
@@ -100,8 +102,35 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
     if (r.address.empty()) r.address = m.host + ":" + std::to_string(m.port);
   }
   uint32_t unassigned = 0;
-  for (uint32_t slot = 0; slot < map.num_slots(); ++slot)
+  // Replication health: a backup in the map is in sync by construction (it enters the map only
+  // once its copy is complete, and every write waits for it), so what counts is liveness.
+  uint32_t full = 0, degraded = 0, stranded = 0, min_live = map.replicas();
+  nlohmann::json slot_replicas = nlohmann::json::array();
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
     unassigned += map.OwnerIndex(slot, 0) == cluster::kUnassigned;
+    if (map.OwnerIndex(slot, 0) == cluster::kUnassigned) {
+      if (a.json) slot_replicas.push_back(nlohmann::json::array());
+      continue;
+    }
+    uint32_t live = 0;
+    nlohmann::json ids = nlohmann::json::array();
+    for (uint16_t r = 0; r < map.replicas(); ++r) {
+      const cluster::ServerEntry* e = map.Owner(slot, r);
+      if (e == nullptr) continue;
+      if (r > 0) ++rows[e->id].backups;
+      live += rows[e->id].live ? 1 : 0;
+      if (a.json) ids.push_back(e->id);
+    }
+    if (a.json) slot_replicas.push_back(std::move(ids));
+    min_live = std::min(min_live, live);
+    if (live == map.replicas()) {
+      ++full;
+    } else if (live > 0) {
+      ++degraded;
+    } else {
+      ++stranded;
+    }
+  }
   if (a.json) {
     nlohmann::json j = {{"name", a.address.name},
                         {"epoch", map.epoch()},
@@ -109,6 +138,11 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
                         {"replicas", map.replicas()},
                         {"unassigned_slots", unassigned},
                         {"unreadable_records", bad_records},
+                        {"slots_fully_replicated", full},
+                        {"slots_degraded", degraded},
+                        {"slots_without_live_replica", stranded},
+                        {"min_live_replicas", min_live},
+                        {"slot_replicas", std::move(slot_replicas)},
                         {"servers", nlohmann::json::array()}};
     for (const auto& [id, r] : rows)
       j["servers"].push_back({{"id", id},
@@ -116,17 +150,23 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
                               {"zone", r.zone},
                               {"live", r.live},
                               {"in_map", r.in_map},
-                              {"slots", r.slots}});
+                              {"slots", r.slots},
+                              {"backups", r.backups}});
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::ostringstream out;
   out << "cluster " << a.address.name << " epoch " << map.epoch() << " slots " << map.num_slots()
       << " replicas " << map.replicas() << " unassigned " << unassigned << "\n";
+  if (map.replicas() > 1)
+    out << "replicas: " << full << " slot(s) with all " << map.replicas() << " live, " << degraded
+        << " degraded (a replica down or missing), " << stranded
+        << " with no live replica; at least " << min_live << " live per slot\n";
   for (const auto& [id, r] : rows)
     out << "server " << id << " " << r.address << " " << (r.live ? "live" : "down") << " slots "
-        << r.slots << (r.zone.empty() ? "" : " zone " + r.zone)
-        << (r.in_map ? "" : " (not in the map yet)") << "\n";
+        << r.slots << (map.replicas() > 1 ? " backups " + std::to_string(r.backups) : "")
+        << (r.zone.empty() ? "" : " zone " + r.zone) << (r.in_map ? "" : " (not in the map yet)")
+        << "\n";
   if (bad_records > 0) out << "unreadable membership records: " << bad_records << "\n";
   std::cout << out.str();
   return 0;

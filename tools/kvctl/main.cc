@@ -55,7 +55,8 @@ DEFINE_bool(json, false, "stats, info: print one JSON object instead of text");
 DEFINE_bool(verbose, false, "log what the client library does on stderr (also -v)");
 DEFINE_int32(slots, 16384,
              "cluster init: hash slots of the new cluster (a power of two, 1..65536)");
-DEFINE_int32(replicas, 1, "cluster init: copies of each slot (1..3; stored for replication)");
+DEFINE_int32(replicas, 1,
+             "cluster init: copies of each slot (1..3): a primary and R-1 synchronous backups");
 
 namespace {
 int Report(const rkv::Status& s) {

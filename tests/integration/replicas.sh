@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Replicas and failover in one sandbox VM (issue 25; docs/cluster.md, "Replication"):
+#   tests/integration/replicas.sh BUILD_DIR             (enters the RDMA sandbox)
+#   tests/integration/replicas.sh BUILD_DIR ADDR LOG_DIR  (inside it)
+# A real etcd (data on a tmpfs), three memory-only kvservers (no --data_dir: only the replicas
+# keep the data) on three addresses of the rxe interface, `cluster init --replicas=2`, then:
+#  - placement: every slot has a primary and a backup on another server; a loaded data set is
+#    held twice (entries over the servers = 2 x keys);
+#  - bad input: REPLICATE with an old epoch, a forged sender, a sequence gap, to a primary, too
+#    short: refused and counted; a repeat of an applied one is answered without applying it;
+#  - under lin_load --failover (4 clients, 2 of them with a stale map, per-client owned keys):
+#    kill -9 a primary; it comes back empty and is re-replicated; kill -9 another; a primary
+#    SIGSTOPped past its lease then resumed (a zombie); the coordinator killed (it is also a
+#    primary); etcd stopped during a failover. After each: every acknowledged write is there
+#    and every acknowledged delete stays deleted (lin_load's durability tally), the history is
+#    linearizable, and the longest stretches without a successful write and read are reported;
+#  - R=3: two of three servers killed one after the other (re-replication between): nothing
+#    acknowledged is lost.
+# One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
+set -uo pipefail
+build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
+if [ $# -eq 1 ] && [ -z "${RKV_IN_SANDBOX:-}" ]; then
+  export RKV_IN_SANDBOX=1
+  exec "$(dirname "$0")/../../tools/rdma-sandbox" --timeout 1700 -- sh -c \
+    "$0 \"$build\" \$RKV_SANDBOX_ADDR \$(mktemp -d /tmp/rkv-replicas.XXXXXX)"
+fi
+addr=${2:?usage: replicas.sh BUILD_DIR ADDR LOG_DIR}
+logs=${3:?usage: replicas.sh BUILD_DIR ADDR LOG_DIR}
+rc=0
+pass() { echo "[case PASS] replicas: $1"; }
+fail() { echo "[case FAIL] replicas: $1${2:+ ($2)}"; rc=1; }
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill "$p" 2>/dev/null; done
+  [ -n "${etcd_pid:-}" ] && { kill -CONT "$etcd_pid"; kill "$etcd_pid"; } 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "${etcd_dir:-/nonexistent}"
+}
+trap cleanup EXIT
+
+etcd_dir=$(mktemp -d /dev/shm/rkv-replicas-etcd.XXXXXX)
+etcd --data-dir "$etcd_dir" --listen-client-urls http://127.0.0.1:2379 \
+  --advertise-client-urls http://127.0.0.1:2379 --listen-peer-urls http://127.0.0.1:2380 \
+  > "$logs/etcd.log" 2>&1 &
+etcd_pid=$!
+for _ in $(seq 120); do
+  etcdctl --endpoints=127.0.0.1:2379 endpoint health > /dev/null 2>&1 && break
+  sleep 0.5
+done
+ctl() { "$build/kvctl" --timeout_ms=10000 "$@"; }
+
+dev=$(ip -o -4 addr show | awk -v a="$addr" '$4 ~ "^"a"/" {print $2; exit}')
+base=${addr%.*}
+last=${addr##*.}
+addrs=("$addr")
+for k in 1 2; do
+  a2="$base.$(( (last + 110 + k) % 250 + 1 ))"
+  if [ -n "$dev" ] && ip addr add "$a2/24" dev "$dev" 2>> "$logs/ip.log"; then
+    addrs+=("$a2")
+  else
+    addrs+=("$addr")
+  fi
+done
+echo "# replicated servers on ${addrs[*]} (device ${dev:-?})"
+declare -A spid
+port() { echo $((7700 + $1)); }
+start_server() {  # start_server I CLUSTER: server I (memory only, starts empty) on addrs[I % 3]
+  local i=$1
+  "$build/kvserver" --listen="${addrs[$((i % 3))]}:$(port "$i")" --memory=32M \
+    --allow_unauthenticated --cluster="$2" >> "$logs/server$i.log" 2>&1 &
+  spid[$i]=$!
+  pids+=("${spid[$i]}")
+  for _ in $(seq 150); do
+    "$build/kvctl" --server="${addrs[$((i % 3))]}:$(port "$i")" stats > /dev/null 2>&1 && return 0
+    kill -0 "${spid[$i]}" 2>/dev/null || return 1
+    sleep 0.2
+  done
+  return 1
+}
+stat_of() {  # stat_of I NAME
+  "$build/kvctl" --server="${addrs[$(($1 % 3))]}:$(port "$1")" stats 2>/dev/null |
+    awk -v n="$2" '$1 == n {print $2}'
+}
+wait_status() {  # wait_status CLUSTER REGEX SECONDS: until `cluster status` matches
+  for _ in $(seq $((2 * $3))); do
+    ctl --server="$1" cluster status > "$logs/status.now" 2>&1
+    grep -qE "$2" "$logs/status.now" && return 0
+    sleep 0.5
+  done
+  return 1
+}
+full() { wait_status "$1" "with no live replica; at least $2 live per slot" "$3"; }
+
+cl=etcd://127.0.0.1:2379/rep
+ctl --server="$cl" cluster init --slots=256 --replicas=2 > "$logs/init.out" 2>&1 ||
+  fail "cluster init --replicas=2" "$(cat "$logs/init.out")"
+ok=1
+for i in 0 1 2; do start_server "$i" "$cl" || { ok=0; fail "server $i started" "$(tail -5 "$logs/server$i.log")"; }; done
+ctl --server="$cl" cluster rebalance > "$logs/rebalance.out" 2>&1
+if [ $ok = 1 ] && full "$cl" 2 30; then
+  pass "three servers, R=2: every slot has a primary and a live backup ($(grep replicas: "$logs/status.now"))"
+else
+  fail "placement" "$(cat "$logs/rebalance.out" "$logs/status.now")"
+fi
+b=(); for i in 0 1 2; do b+=("$(stat_of "$i" cluster_backup_slots)"); done
+[ "${b[0]:-0}" -gt 0 ] && [ "${b[1]:-0}" -gt 0 ] && [ "${b[2]:-0}" -gt 0 ] &&
+  pass "each server is a backup of some slots (${b[*]})" || fail "backup slots" "${b[*]}"
+
+"$build/kvbench" --server="$cl" --records=1500 --key_size=16 --value_size=32-200 load --threads=2 \
+  --verify > "$logs/load.out" 2>&1; lrc=$?
+sleep 1
+tot=0; for i in 0 1 2; do tot=$((tot + $(stat_of "$i" entries))); done
+[ $lrc = 0 ] && [ "$tot" -ge 3000 ] &&
+  pass "a verified load of 1500 keys is held twice: $tot entries over the servers" ||
+  fail "replicated load" "rc $lrc entries $tot: $(tail -2 "$logs/load.out")"
+
+# --- bad replication messages ---------------------------------------------------------------------
+for c in old_epoch forged gap duplicate not_backup short; do
+  "$build/repl_probe" --cluster="$cl" --test_case="$c" > "$logs/probe-$c.out" 2>&1 &&
+    pass "REPLICATE $c: $(tail -1 "$logs/probe-$c.out" | cut -c1-200)" ||
+    fail "REPLICATE $c" "$(tail -2 "$logs/probe-$c.out")"
+done
+refused=""
+for n in repl_refused_epoch repl_refused_sender repl_refused_sequence repl_refused_state repl_duplicates; do
+  t=0; for i in 0 1 2; do t=$((t + $(stat_of "$i" $n))); done
+  refused+="$n $t "
+  [ "$t" -ge 1 ] || fail "counter $n" "$t"
+done
+pass "refusals counted: $refused"
+
+# --- failures under lin_load -----------------------------------------------------------------------
+lin() {  # lin CLUSTER NAME SEED: lin_load --failover until $logs/NAME.stop exists
+  "$build/lin_load" --server="$1" --failover --clients=4 --stale_map_clients=2 --hot_keys=4 \
+    --keys=60 --owned_keys=12 --prefill=0 --max_value=2000 --timeout_ms=8000 --seed="$3" \
+    --stop_file="$logs/$2.stop" --history="$logs/$2.hist" > "$logs/$2.out" 2>&1
+}
+judge() {  # judge NAME RC WHAT
+  if [ "$2" = 0 ] && grep -q "^durability: " "$logs/$1.out"; then
+    pass "$3: linearizable, no acknowledged write lost: $(grep -m1 -E "^lin_load: [0-9]+ " "$logs/$1.out" | cut -c1-80); $(grep -m1 "^durability: " "$logs/$1.out" | cut -c1-160); $(grep -m1 "longest stretch" "$logs/$1.out" | sed 's/.*; longest/longest/')"
+  else
+    fail "$3" "rc $2: $(grep -E "violation|durability|error|failover" "$logs/$1.out" | head -5)"
+  fi
+}
+coordinator() {  # the index of the server that leads
+  for i in "$@"; do [ "$(stat_of "$i" cluster_coordinator)" = 1 ] && { echo "$i"; return; }; done
+  echo "$1"
+}
+
+# 1. kill -9 a primary; back empty and re-replicated; kill -9 another.
+lin "$cl" kill 21 &
+lpid=$!
+sleep 4
+kill -9 "${spid[1]}"
+wait_status "$cl" "server [0-9]+ [^ ]+:$(port 1) down slots 0 " 30 &&
+  pass "server 1 killed: its slots failed over ($(grep replicas: "$logs/status.now"))" ||
+  fail "failover after kill -9" "$(cat "$logs/status.now")"
+sleep 2
+start_server 1 "$cl" || fail "server 1 back (empty)"
+full "$cl" 2 180 && pass "server 1 back empty and re-replicated: $(grep replicas: "$logs/status.now")" ||
+  fail "re-replication" "$(cat "$logs/status.now")"
+sleep 2
+kill -9 "${spid[2]}"
+wait_status "$cl" "server [0-9]+ [^ ]+:$(port 2) down slots 0 " 30 ||
+  fail "failover after the second kill" "$(cat "$logs/status.now")"
+sleep 3
+touch "$logs/kill.stop"
+wait $lpid; judge kill $? "kill -9 of a primary, back empty, re-replicated, kill -9 of another"
+start_server 2 "$cl" || fail "server 2 back (empty)"
+full "$cl" 2 180 || fail "re-replication after the second kill" "$(cat "$logs/status.now")"
+
+# 2. a zombie primary: SIGSTOP past its lease, then SIGCONT.
+lin "$cl" zombie 22 &
+lpid=$!
+sleep 4
+kill -STOP "${spid[0]}"
+wait_status "$cl" "server [0-9]+ [^ ]+:$(port 0) down slots 0 " 30 ||
+  fail "failover of a stopped primary" "$(cat "$logs/status.now")"
+sleep 3  # past the promoted backups' write fence: writes land on them
+kill -CONT "${spid[0]}"
+sleep 5
+touch "$logs/zombie.stop"
+wait $lpid; judge zombie $? "a primary SIGSTOPped past its lease, then resumed (stale-map clients reading it)"
+full "$cl" 2 180 && pass "the resumed server rejoined and was re-replicated" ||
+  fail "zombie re-replicated" "$(cat "$logs/status.now")"
+
+# 3. the coordinator (also a primary) killed; 4. etcd stopped during a failover.
+lin "$cl" coord 23 &
+lpid=$!
+sleep 4
+k=$(coordinator 0 1 2)
+kill -9 "${spid[$k]}"
+wait_status "$cl" "server [0-9]+ [^ ]+:$(port "$k") down slots 0 " 40 &&
+  pass "the coordinator (server $k) killed: another was elected and failed its slots over" ||
+  fail "coordinator killed" "$(cat "$logs/status.now")"
+start_server "$k" "$cl" || fail "server $k back"
+full "$cl" 2 180 || fail "re-replication after the coordinator's death" "$(cat "$logs/status.now")"
+v=$(( (k + 1) % 3 ))
+kill -9 "${spid[$v]}"
+kill -STOP "$etcd_pid"
+sleep 3
+kill -CONT "$etcd_pid"
+wait_status "$cl" "server [0-9]+ [^ ]+:$(port "$v") down slots 0 " 40 &&
+  pass "etcd stopped 3 s during a failover: the failover completed after it" ||
+  fail "failover with etcd stopped" "$(cat "$logs/status.now")"
+sleep 3
+touch "$logs/coord.stop"
+wait $lpid; judge coord $? "the coordinator killed, then etcd stopped during a failover"
+start_server "$v" "$cl" || fail "server $v back"
+
+# 5. R=3: two of three servers killed one after the other.
+cl3=etcd://127.0.0.1:2379/rep3
+ctl --server="$cl3" cluster init --slots=64 --replicas=3 > "$logs/init3.out" 2>&1 ||
+  fail "cluster init --replicas=3" "$(cat "$logs/init3.out")"
+for i in 3 4 5; do start_server "$i" "$cl3" || fail "R=3 server $i started" "$(tail -3 "$logs/server$i.log")"; done
+ctl --server="$cl3" cluster rebalance > "$logs/rebalance3.out" 2>&1
+full "$cl3" 3 30 || fail "R=3 placement" "$(cat "$logs/rebalance3.out" "$logs/status.now")"
+lin "$cl3" r3 24 &
+lpid=$!
+sleep 4
+kill -9 "${spid[3]}"
+full "$cl3" 2 120 || fail "R=3: failed over and re-replicated on the two left" "$(cat "$logs/status.now")"
+sleep 2
+kill -9 "${spid[4]}"
+wait_status "$cl3" "at least 1 live per slot" 40 || fail "R=3: second failover" "$(cat "$logs/status.now")"
+sleep 3
+touch "$logs/r3.stop"
+wait $lpid; judge r3 $? "R=3, two of three servers killed one after the other"
+
+for i in 0 1 2; do
+  f=$(stat_of "$i" repl_failures)
+  echo "# server $i: repl_writes $(stat_of "$i" repl_writes) repl_retries $(stat_of "$i" repl_retries) repl_failures ${f:-?} promotions $(stat_of "$i" cluster_promotions)"
+done
+exit $rc
