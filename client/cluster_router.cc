@@ -116,7 +116,16 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
     }
     Status s;
     ClientImpl* c = ConnectionTo(*map, owner, &s);
-    if (c == nullptr) return s;
+    if (c == nullptr) {
+      // With replicas the owner may have failed over: a newer map names another (read at most
+      // every kDownRefreshMs, so a dead server does not turn every call into an etcd read).
+      if (map->replicas() > 1 && SteadyClock::now() >= next_down_refresh_) {
+        next_down_refresh_ = SteadyClock::now() + std::chrono::milliseconds(kDownRefreshMs);
+        ++map_refreshes_;
+        if (watcher_->Refresh().ok() && watcher_->epoch() > map->epoch()) continue;
+      }
+      return s;
+    }
     const uint64_t rpcs = c->counters().rpcs;
     switch (kind) {
       case Kind::kGet:

@@ -64,6 +64,8 @@ class ClusterRouter {
   // A replicated cluster's GETs need the map confirmed within its lease
   // (common/cluster/map_lease.h): re-reads it if not; false (and *s UNAVAILABLE) if etcd
   // cannot confirm it.
+  static constexpr int kDownRefreshMs = 100;
+  std::chrono::steady_clock::time_point next_down_refresh_{};
   bool LeaseHeld(const cluster::SlotMap& map, Status* s);
   void Drop(uint32_t id);
   // The current map: re-taken from the watcher only when its epoch moved (one atomic load per

@@ -227,5 +227,40 @@ TEST(OwnershipTable, RouteAnswersFromTheLastRouting) {
   EXPECT_EQ(owner, wire::kNoOwner);
 }
 
+// Replicas (issue 25): a backup admits REPLICATE writes only while BACKUP, and a promotion
+// (WaitIdle) waits for the admitted ones; a promoted slot refuses client writes until its fence
+// (reported as MOVING: TRY_AGAIN) and admits them after; BACKUP is never readable.
+TEST(OwnershipTable, BackupWritesAndThePromotionFence) {
+  std::vector<uint64_t> words(8);
+  OwnershipTable t(words.data(), 8, 1);
+  uint64_t w = 0;
+  EXPECT_FALSE(t.BeginReplicaWrite(2, &w)) << "NOT_OWNED is no backup";
+  t.Set(2, OwnerWord(5, SlotState::kBackup));
+  EXPECT_FALSE(Readable(t.Word(2), 9)) << "clients never read a backup";
+  EXPECT_EQ(t.CountBackups(), 1u);
+  EXPECT_FALSE(t.BeginWrite(2, &w)) << "a backup takes no client write";
+  ASSERT_TRUE(t.BeginReplicaWrite(2, &w));
+  // Promotion: fence, OWNED, then wait for the replicated write admitted as a backup.
+  t.FenceWrites(2, Clock::now() + milliseconds(300));
+  t.Set(2, OwnerWord(6, SlotState::kOwned));
+  EXPECT_FALSE(t.BeginReplicaWrite(2, &w)) << "no REPLICATE after the promotion";
+  EXPECT_FALSE(t.WaitIdle(2, Clock::now() + milliseconds(20))) << "the admitted one is running";
+  std::thread ender([&] {
+    std::this_thread::sleep_for(milliseconds(30));
+    t.EndWrite(2);
+  });
+  EXPECT_TRUE(t.WaitIdle(2, Clock::now() + milliseconds(5000)));
+  ender.join();
+  EXPECT_FALSE(t.BeginWrite(2, &w)) << "fenced";
+  EXPECT_EQ(WordState(w), SlotState::kMoving) << "a fenced slot answers TRY_AGAIN";
+  EXPECT_EQ(WordEpoch(w), 6u);
+  std::this_thread::sleep_for(milliseconds(350));
+  ASSERT_TRUE(t.BeginWrite(2, &w)) << "past the fence";
+  t.EndWrite(2);
+  EXPECT_EQ(t.Sequence(2), 0u);
+  t.SetSequence(2, OwnershipTable::kSequenceUnset);
+  EXPECT_EQ(t.Sequence(2), OwnershipTable::kSequenceUnset);
+}
+
 }  // namespace
 }  // namespace rkv::cluster

@@ -394,9 +394,14 @@ class Worker {
 
   // Returns whether the read was recorded.
   bool FinalRead(const std::string& key, OwnedKey* o) {
-    for (int attempt = 0; attempt < 6; ++attempt) {
+    // --failover: a slot may be between owners for a few seconds; read again for up to 15 s.
+    const int attempts = FLAGS_failover ? 75 : 6;
+    rkv::Status s;
+    for (int attempt = 0; attempt < attempts; ++attempt) {
+      if (attempt > 0 && FLAGS_failover)
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
       Op op = Begin(OpType::kGet, key);
-      rkv::Status s = client_->Get(key, &value_);
+      s = client_->Get(key, &value_);
       op.return_ns = NowNs();
       RecordRead(&op, s, value_);
       if (op.outcome == Outcome::kFailed) continue;  // dropped; read again
@@ -409,7 +414,8 @@ class Worker {
       End(std::move(op));
       return true;
     }
-    Error("final read of " + key + " failed 6 times");
+    Error("final read of " + key + " failed " + std::to_string(attempts) +
+          " times; last: " + s.ToString());
     return false;
   }
 
