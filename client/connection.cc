@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "client/wr_id.h"
 
@@ -98,6 +99,9 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
       }
     }
     if (n == 0 && (++spins & 1023) == 0) {
+      // Waiting for an RPC's reply (never on the GET path): let a thread that has work run
+      // first (a kvserver replicating to a backup on the same cores, an oversubscribed host).
+      if (want_recv || want_pipe) std::this_thread::yield();
       if (NowNs() > deadline)
         return Broken(Status(Code::kTimeout, "no completion within " + std::to_string(timeout_ms) +
                                                  " ms; connection considered lost"));

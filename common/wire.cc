@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "common/wire.h"
 
+#include <xxhash.h>
+
 #include <cstring>
 
 #include "common/table/layout.h"
@@ -99,6 +101,11 @@ size_t EncodeRequest(Op op, uint64_t request_id, std::string_view key, std::stri
   if (!key.empty()) std::memcpy(p + sizeof(h), key.data(), key.size());
   if (!value.empty()) std::memcpy(p + sizeof(h) + key.size(), value.data(), value.size());
   return total;
+}
+
+uint64_t ReplicateDigest(uint8_t kind, std::string_view key, std::string_view value) {
+  return XXH3_64bits_withSeed(value.data(), value.size(),
+                              XXH3_64bits_withSeed(key.data(), key.size(), kind));
 }
 
 Status DecodeRequest(const void* data, size_t len, Request* out) {

@@ -135,8 +135,8 @@ enum class Op : uint8_t {
   kMigrateBegin = 7,
   kMigratePut = 8,
   kMigrateDelete = 9,
-  // Replication, primary to backup (docs/cluster.md, "Replication"): the key is a 24-byte
-  // wire::ReplicateHeader (epoch, sequence, sender, PUT or DELETE) followed by the entry's key;
+  // Replication, primary to backup (docs/cluster.md, "Replication"): the key is a 32-byte
+  // wire::ReplicateHeader (epoch, sequence, sender, PUT or DELETE, digest) followed by the entry's key;
   // the value is the entry's value (empty for a DELETE). Only a backup of the key's slot at the
   // header's epoch applies it, in sequence order, from the slot's primary.
   kReplicate = 10
@@ -150,8 +150,11 @@ struct __attribute__((packed)) ReplicateHeader {
   uint32_t sender_id;   // the primary's server id
   uint8_t kind;         // kReplicatePut or kReplicateDelete
   uint8_t reserved[3];  // zero
+  uint64_t digest;      // ReplicateDigest(kind, key, value): a repeat must match it
 };
-static_assert(sizeof(ReplicateHeader) == 24);
+static_assert(sizeof(ReplicateHeader) == 32);
+// XXH3-64 of the value seeded with XXH3-64 of the key seeded with the kind.
+uint64_t ReplicateDigest(uint8_t kind, std::string_view key, std::string_view value);
 inline constexpr uint8_t kReplicatePut = 1;
 inline constexpr uint8_t kReplicateDelete = 2;
 

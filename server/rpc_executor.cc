@@ -40,9 +40,15 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     (put ? counters_->rpc_put : counters_->rpc_delete).fetch_add(1, std::memory_order_relaxed);
     uint32_t slot = 0;
     uint64_t word = 0;
-    if (owners_ != nullptr && !owners_->BeginWrite(slot = owners_->SlotOf(req.key), &word)) {
+    bool admitted = false;  // by the write gate: EndWrite follows
+    if (replicator_ != nullptr &&
+        !(s = Table::CheckEntry(req.key, put ? req.value : std::string_view("x"))).ok()) {
+      // Refused before the backups see it (they would refuse it too, for good).
+    } else if (owners_ != nullptr &&
+               !owners_->BeginWrite(slot = owners_->SlotOf(req.key), &word)) {
       code = Refuse(slot, word, &payload);
     } else {
+      admitted = owners_ != nullptr;
       auto apply = [&]() -> Status {
         if (!put) return table_->Delete(req.key);
         layout::EntryLocation where;
@@ -57,7 +63,7 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
       s = replicator_ != nullptr ? replicator_->Write(slot, put, req.key, req.value, apply)
                                  : apply();
     }
-    if (owners_ != nullptr && code == Code::kOk) {
+    if (admitted) {
       if (owners_->Tracked(slot)) owners_->MarkDirty(req.key);  // a migration ships it again
       owners_->EndWrite(slot);
     }
@@ -105,7 +111,8 @@ Code RpcExecutor::Refuse(uint32_t slot, uint64_t word, std::string* payload) {
   m.epoch = epoch;
   m.owner_id = owner;
   m.slot = slot;
-  const bool moving = cluster::WordState(word) == cluster::SlotState::kMoving;
+  const bool moving = cluster::WordState(word) == cluster::SlotState::kMoving ||
+                      cluster::WordState(word) == cluster::SlotState::kPromoting;
   (moving ? counters_->rpc_try_again : counters_->rpc_moved)
       .fetch_add(1, std::memory_order_relaxed);
   payload->assign(reinterpret_cast<const char*>(&m), sizeof m);

@@ -6,6 +6,7 @@
 // cannot overwrite a client's write), and only from the connection that began the import. The slots
 // become OWNED when the map naming this server arrives (ClusterNode::Apply). Servers prove the
 // cluster's token to each other as clients do.
+#include <chrono>
 #include <vector>
 
 #include "server/cluster/slot_scan.h"
@@ -32,7 +33,7 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
         return Status(Code::kBadRequest,
                       "MIGRATE_BEGIN: slot " + std::to_string(v) + " out of range");
       const SlotState st = cluster::WordState(owners_->Word(v));
-      if (st == SlotState::kOwned || st == SlotState::kMoving)
+      if (st == SlotState::kOwned || st == SlotState::kMoving || st == SlotState::kPromoting)
         return Status(Code::kInvalidArgument, "MIGRATE_BEGIN: slot " + std::to_string(v) + " is " +
                                                   cluster::SlotStateName(st) +
                                                   " here; refusing to import over it");
@@ -44,6 +45,13 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
       owners_->Set(v,
                    cluster::OwnerWord(cluster::WordEpoch(owners_->Word(v)), SlotState::kImporting));
     }
+    // A REPLICATE admitted while a slot was still a BACKUP here finishes before the purge scan
+    // (else it could put back an entry after it).
+    const auto idle_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (uint32_t v : slots)
+      if (!owners_->WaitIdle(v, idle_by))
+        return Status(Code::kUnavailable, "MIGRATE_BEGIN: slot " + std::to_string(v) +
+                                              " still has a replicated write running");
     std::vector<std::string> stale;
     cluster::ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string&) {
       stale.push_back(k);

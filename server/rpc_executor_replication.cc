@@ -3,15 +3,16 @@
 // docs/design.md, "Replicas and failover"): REPLICATE applies a primary's write to a slot that
 // is a BACKUP here, in the slot's sequence order, and only from the server this backup's map
 // names as the slot's primary at the message's epoch. Refusals (each counted):
-//   a slot that is not a backup here: INVALID_ARGUMENT; a malformed message: BAD_REQUEST;
+//   a slot that is not a backup here (yet: a new backup applies the map naming it after its
+//   primary may): UNAVAILABLE; a malformed message or a digest that does not match: BAD_REQUEST;
 //   an epoch older than the one this server became a backup at: INVALID_ARGUMENT (the sender
 //   was deposed);
 //   an epoch newer than this server's map: UNAVAILABLE (the primary asks again once it caught
 //   up; MOVED and TRY_AGAIN are not used: their replies lead with a wire::MovedPayload);
 //   a sender that is not the slot's primary: INVALID_ARGUMENT;
-//   a sequence number past the next one: INVALID_ARGUMENT (a gap: something was lost).
-// A number already applied is answered OK without applying it again (a resend after a lost
-// reply). The write is admitted through the ownership table's in-flight count, so a promotion
+//   a sequence number other than the next one: INVALID_ARGUMENT (a gap: something was lost;
+//   or an older one), unless it is the last one applied with the same digest: a resend after a
+//   lost reply, answered OK without applying it again. (The answer to a gap names no number.) The write is admitted through the ownership table's in-flight count, so a promotion
 // (ClusterNode::Apply) waits for it before the slot takes clients' writes.
 #include <cstring>
 
@@ -29,7 +30,7 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   wire::ReplicateHeader h{};
   if (req.key.size() <= sizeof h) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
-    return Status(Code::kBadRequest, "REPLICATE: the key must hold a 24-byte header and a key");
+    return Status(Code::kBadRequest, "REPLICATE: the key must hold a 32-byte header and a key");
   }
   std::memcpy(&h, req.key.data(), sizeof h);
   const std::string_view key = req.key.substr(sizeof h);
@@ -37,7 +38,8 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   if (key.size() > wire::kMaxKeySize || (!put && h.kind != wire::kReplicateDelete) ||
       h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 ||
       (!put && !req.value.empty()) || h.sequence == 0 ||
-      h.sequence == cluster::OwnershipTable::kSequenceUnset) {
+      h.sequence == cluster::OwnershipTable::kSequenceUnset ||
+      h.digest != wire::ReplicateDigest(h.kind, key, req.value)) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
     return Status(Code::kBadRequest, "REPLICATE: malformed header or key");
   }
@@ -45,7 +47,7 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   uint64_t word = 0;
   if (!owners_->BeginReplicaWrite(slot, &word)) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
-    return Status(Code::kInvalidArgument, "REPLICATE: slot " + std::to_string(slot) + " is " +
+    return Status(Code::kUnavailable, "REPLICATE: slot " + std::to_string(slot) + " is " +
                                               cluster::SlotStateName(cluster::WordState(word)) +
                                               " here, not BACKUP");
   }
@@ -75,22 +77,24 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   std::lock_guard<std::mutex> l(repl_mu_[slot % kReplStripes]);
   const uint64_t applied = owners_->Sequence(slot);
   if (applied != cluster::OwnershipTable::kSequenceUnset) {
-    if (h.sequence <= applied) {
+    if (h.sequence == applied && h.digest == owners_->Digest(slot)) {
       counters_->repl_duplicates.fetch_add(1, std::memory_order_relaxed);
       *payload = "already applied";
       return Status::Ok();
     }
     if (h.sequence != applied + 1) {
       counters_->repl_refused_sequence.fetch_add(1, std::memory_order_relaxed);
-      return Status(Code::kInvalidArgument, "REPLICATE: slot " + std::to_string(slot) +
-                                                " sequence " + std::to_string(h.sequence) +
-                                                " after " + std::to_string(applied));
+      return Status(Code::kInvalidArgument,
+                    "REPLICATE: slot " + std::to_string(slot) + " sequence " +
+                        std::to_string(h.sequence) + " is not the next one here" +
+                        (h.sequence == applied ? " (another write has that number)" : ""));
     }
   }
   Status s = put ? table_->Put(key, req.value) : table_->Delete(key);
   if (s.IsNotFound()) s = Status::Ok();
   if (!s.ok()) return s;
   owners_->SetSequence(slot, h.sequence);
+  owners_->SetDigest(slot, h.digest);
   counters_->repl_applied.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }

@@ -60,7 +60,9 @@ bool MapWatcher::Offer(const std::string& value, int64_t mod_revision) {
   std::lock_guard<std::mutex> apply(apply_mu_);
   {
     MutexLock l(&mu_);
-    if (mod_revision != 0 && mod_revision <= revision_) return true;  // seen already
+    // Seen already: current, unless the newest value seen was refused (ours is then not the
+    // map etcd holds: not confirmed).
+    if (mod_revision != 0 && mod_revision <= revision_) return !last_refused_;
     std::string why;
     if (!s.ok()) {
       why = s.message();
@@ -79,8 +81,10 @@ bool MapWatcher::Offer(const std::string& value, int64_t mod_revision) {
       LOG(ERROR) << "cluster map at " << key_ << " (revision " << mod_revision
                  << ") refused, keeping epoch " << (map_ ? map_->epoch() : 0) << ": " << why;
       revision_ = std::max(revision_, mod_revision);
+      last_refused_ = true;
       return false;
     }
+    last_refused_ = false;
     map_ = next;
     revision_ = mod_revision;
     epoch_.store(next->epoch(), std::memory_order_release);

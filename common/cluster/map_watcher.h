@@ -72,6 +72,7 @@ class MapWatcher {
   mutable Mutex mu_;
   std::shared_ptr<const SlotMap> map_ GUARDED_BY(mu_);
   int64_t revision_ GUARDED_BY(mu_) = 0;  // mod revision of map_ in etcd
+  bool last_refused_ GUARDED_BY(mu_) = false;  // the value at revision_ was refused
   std::mutex apply_mu_;                   // one on_map at a time, in epoch order
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

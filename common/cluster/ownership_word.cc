@@ -15,6 +15,8 @@ const char* SlotStateName(SlotState s) {
       return "IMPORTING";
     case SlotState::kBackup:
       return "BACKUP";
+    case SlotState::kPromoting:
+      return "PROMOTING";
   }
   return "INVALID";
 }

@@ -7,7 +7,8 @@
 // bits 15..8 the state, bits 7..0 zero. States: NOT_OWNED (0; every word starts so), OWNED (1),
 // MOVING (2: still this server's, its writes paused while it is handed over), IMPORTING (3: a
 // migration is copying the slot to this server; not yet its), BACKUP (4: this server holds a
-// replica the slot's primary keeps in sync; clients never read it). A server writes
+// replica the slot's primary keeps in sync; clients never read it), PROMOTING (5: this server's
+// after a failover, but not yet readable or writable: docs/design.md, "Replicas and failover"). A server writes
 // a word with one aligned 8-byte store (a reader sees the old word or the new one).
 // The rule a reader applies (Readable): an entry READ posted before the word's READ, on the
 // same QP, may be returned only if the word is OWNED or MOVING at an epoch no newer than the
@@ -27,7 +28,8 @@ enum class SlotState : uint8_t {
   kOwned = 1,
   kMoving = 2,
   kImporting = 3,
-  kBackup = 4
+  kBackup = 4,
+  kPromoting = 5  // a promoted backup until its fence passed: neither readable nor writable
 };
 inline constexpr uint64_t kMaxWordEpoch = (uint64_t{1} << 48) - 1;
 

@@ -50,6 +50,12 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners) {
 }
 
 ClusterNode::~ClusterNode() {
+  {
+    std::lock_guard<std::mutex> l(words_mu_);
+    stop_ = true;
+  }
+  promote_cv_.notify_all();
+  if (promoter_.joinable()) promoter_.join();
   migrator_.reset();
   coordinator_.reset();  // resigns first: the next candidate leads at once
   watcher_.reset();
@@ -91,7 +97,15 @@ Status ClusterNode::AwaitOwnFailover(const std::string& host, uint16_t port) {
       }
       waiting += mine && other_live;
     }
-    if (waiting == 0) return Status::Ok();
+    if (waiting == 0) {
+      // A memory-only server restarted empty: what the map still gives it (slots whose other
+      // replicas are all down) it must not serve empty (false NOT_FOUNDs): those roles stay
+      // unserved until a copy reaches it (Apply).
+      for (uint32_t slot = 0; !o_.durable && me != kUnassigned && slot < map.num_slots(); ++slot)
+        for (uint16_t r = 0; r < map.replicas(); ++r)
+          if (map.OwnerIndex(slot, r) == me) stale_role_[slot] = 1;
+      return Status::Ok();
+    }
     if (std::chrono::steady_clock::now() >= deadline)
       return Status(Code::kUnavailable,
                     "--cluster: the map still names server " + std::to_string(id) + " (" + host +
@@ -108,6 +122,7 @@ Status ClusterNode::AwaitOwnFailover(const std::string& host, uint16_t port) {
 
 Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   owners_ = owners;
+  stale_role_.assign(owners->num_slots(), 0);
   if (replicas_ > 1) {
     Status w = AwaitOwnFailover(o_.host, o_.port != 0 ? o_.port : port);
     if (!w.ok()) return w;
@@ -138,67 +153,11 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   mo.applied_epoch = [this] { return applied_epoch_.load(); };
   migrator_ = std::make_unique<Migrator>(etcd_.get(), table, owners, mo);
   migrator_->Start();
+  promoter_ = std::thread([this] { Promote(); });
   LOG(INFO) << "cluster '" << o_.cluster.name << "': joined as server " << mem->id() << " ("
             << m.host << ":" << m.port << "), map epoch " << watcher_->epoch() << ", "
             << owners_->CountOwned() << " slot(s) owned";
   return Status::Ok();
-}
-
-void ClusterNode::Apply(const SlotMap& map) {
-  if (map.num_slots() != owners_->num_slots() || map.slot_seed() != slot_seed_) {
-    LOG(ERROR) << "cluster map of epoch " << map.epoch()
-               << " has another slot count or seed than this server's; not applied";
-    return;
-  }
-  // The replicator learns the slots' backups before any word changes (a promoted slot's
-  // writes, fenced below, go to the backups this map names).
-  if (replicator_) replicator_->SetMap(map);
-  const uint16_t me = membership_ ? map.IndexOf(membership_->id()) : kUnassigned;
-  std::vector<uint32_t> owner_ids(map.num_slots(), wire::kNoOwner);
-  uint32_t gained = 0, lost = 0, promoted = 0, backups = 0;
-  const auto now = std::chrono::steady_clock::now();
-  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
-    const uint16_t o = map.OwnerIndex(slot);
-    if (o != kUnassigned) owner_ids[slot] = map.servers()[o].id;
-    int role = -1;  // this server's replica index for the slot
-    for (uint16_t r = 0; me != kUnassigned && r < map.replicas(); ++r)
-      if (map.OwnerIndex(slot, r) == me) role = r;
-    if (owners_->HandingOver(slot)) continue;  // the migration sets these words
-    const uint64_t word = owners_->Word(slot);
-    const SlotState st = WordState(word);
-    const bool held = st == SlotState::kOwned || st == SlotState::kMoving;
-    if (role == 0) {
-      if (held) continue;
-      if (st == SlotState::kBackup) {
-        // A promotion: no client write until every map lease naming the old primary ran out
-        // (common/cluster/map_lease.h); the replicated writes admitted as a backup finish first.
-        owners_->FenceWrites(slot, now + PromotionFence());
-        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
-        if (!owners_->WaitIdle(slot, now + std::chrono::seconds(5)))
-          LOG(ERROR) << "slot " << slot << ": a replicated write still runs after 5 s";
-        ++promoted;
-      } else {
-        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
-        ++gained;
-      }
-    } else if (role > 0) {
-      if (st == SlotState::kBackup) continue;
-      // A new backup: whatever the copy (or an empty new slot) left; it accepts the primary's
-      // next sequence number, whichever it is.
-      owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
-      owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
-      ++backups;
-    } else if (held || st == SlotState::kBackup) {
-      owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
-      ++lost;
-    }
-  }
-  owners_->SetRouting(map.epoch(), std::move(owner_ids));
-  applied_epoch_.store(map.epoch());
-  promotions_.fetch_add(promoted);
-  LOG(INFO) << "cluster map epoch " << map.epoch() << " applied: " << gained << " slot(s) gained, "
-            << promoted << " promoted, " << backups << " new backup(s), " << lost << " released, "
-            << owners_->CountOwned() << " owned, " << owners_->CountBackups() << " backups";
 }
 
 void ClusterNode::AppendStats(std::vector<StatValue>* v) const {

@@ -15,6 +15,10 @@
 #define RKV_SERVER_CLUSTER_CLUSTER_NODE_H_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +43,7 @@ struct ClusterNodeOptions {
   uint16_t port = 0;  // 0: the bound port, given to Join
   std::string zone;
   int lease_ttl_s = 2;
+  bool durable = false;         // --data_dir: a restart keeps the data
   std::string auth_token;       // proven to other servers when migrating to them
   uint64_t migration_rate = 0;  // bytes/s a migration copies at most (0: unpaced)
 };
@@ -84,6 +89,23 @@ class ClusterNode {
   std::unique_ptr<Migrator> migrator_;
   std::unique_ptr<Replicator> replicator_;
   std::atomic<uint64_t> promotions_{0};
+  // Applying maps (cluster_node_apply.cc): the watcher thread's Apply and the promoter thread
+  // change words under words_mu_.
+  std::mutex words_mu_;
+  std::condition_variable promote_cv_;
+  struct Promotion {
+    uint32_t slot;
+    uint64_t epoch;
+    std::chrono::steady_clock::time_point after;
+  };
+  std::vector<Promotion> promoting_;           // guarded by words_mu_
+  std::shared_ptr<const SlotMap> last_map_;    // guarded by words_mu_
+  std::vector<uint8_t> stale_role_;            // guarded by words_mu_ (after Join)
+  bool stop_ = false;                          // guarded by words_mu_
+  std::thread promoter_;
+  // The promoter: a promoted slot's word becomes OWNED (readable, writable) once its fence
+  // passed and no replicated write it admitted as a backup is still running.
+  void Promote();
   std::atomic<uint64_t> applied_epoch_{0};
 };
 

@@ -231,6 +231,7 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     }
     res->assigned = assigned;
     uint32_t moved = 0;
+    const size_t unmoved = map.replicas() > 1 ? plan.moves.size() : 0;
     if (map.replicas() > 1) plan.moves.clear();  // moving replicated slots: not built yet
     s = Move(e, plan.moves, MigrationRecord::kMove, &moved);
     res->moved = moved;
@@ -241,7 +242,11 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
                                   " moved; then: " + s.message());
     res->message = std::to_string(assigned) + " unassigned slot(s) given, " +
                    std::to_string(moved) + " slot(s) moved; " + std::to_string(live.size()) +
-                   " live server(s)";
+                   " live server(s)" +
+                   (unmoved > 0 ? "; " + std::to_string(unmoved) +
+                                      " replicated slot(s) left where they are (moving "
+                                      "replicated slots is not built yet)"
+                                : std::string());
     return Status::Ok();
   }
   return Status(Code::kTimeout, "the map kept changing during the request");
@@ -284,6 +289,11 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves,
           break;
         if (s.ok() && (!found || now.nonce != rec.nonce))
           return Status(Code::kUnavailable, "the migration record was replaced");
+        if (kind == MigrationRecord::kAddReplica) {  // failures are handled while a copy runs
+          bool replicated = false, changed = false;
+          Status u = Upkeep(e, false, &replicated, &changed);
+          if (u.code() == Code::kUnauthenticated) return u;
+        }
         // A side that died cannot finish (its lease expired): cancel at once.
         bool from_live = true, to_live = true;
         EtcdKv m;

@@ -59,6 +59,10 @@ class Coordinator {
   // down, drops dead backups (one fenced map transaction), then restores missing backups, one
   // ADD_REPLICA batch at a time. *replicated: the map has replicas > 1.
   Status Maintain(Election* e, bool* replicated);
+  // Failover (and, if `rereplicate`, one re-replication batch); *changed: a map was committed.
+  // Move calls it with rereplicate false while an ADD_REPLICA batch runs, so that failures are
+  // handled meanwhile.
+  Status Upkeep(Election* e, bool rereplicate, bool* replicated, bool* changed);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }

@@ -27,8 +27,14 @@ constexpr size_t kAddBatch = 512;
 }  // namespace
 
 Status Coordinator::Maintain(Election* e, bool* replicated) {
+  bool changed = false;
+  return Upkeep(e, true, replicated, &changed);
+}
+
+Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool* changed) {
   using C = EtcdClient::Compare;
   *replicated = false;
+  *changed = false;
   bool found = false;
   EtcdKv map_kv;
   Status s = etcd_->Get(Key("map"), &found, &map_kv, nullptr);
@@ -68,6 +74,7 @@ Status Coordinator::Maintain(Election* e, bool* replicated) {
       return Status::Ok();
     }
     LOG(INFO) << "cluster coordinator: " << what << "; map epoch " << next.epoch();
+    *changed = true;
     return Status::Ok();
   };
   FailoverPlan fp;
@@ -83,7 +90,7 @@ Status Coordinator::Maintain(Election* e, bool* replicated) {
                              std::to_string(fp.stranded) + " slot(s) with no live replica";
     return commit(fp.map, what.c_str());
   }
-  if (Stopping()) return Status::Ok();
+  if (Stopping() || !rereplicate) return Status::Ok();
   ReplicaPlan rp;
   s = PlanReplicaAdds(map, live, kAddBatch, &rp);
   if (!s.ok() || rp.adds.empty()) return s;

@@ -114,8 +114,9 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
     // Writes resume only once this server applied the map naming the new backup: from then on
     // every write reaches it (server/cluster/replicator.h).
     while (o_.applied_epoch && o_.applied_epoch() < committed_epoch_ && !Stopping()) Pause(20);
-    for (uint32_t slot : rec.slots)
-      owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
+    for (uint32_t slot : rec.slots)  // unless a failover took it meanwhile (Apply released it)
+      if (StillPrimary(slot))
+        owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
     owners_->SetHandingOver(rec.slots, false);
     done_.fetch_add(1);
     LOG(INFO) << "migration " << rec.nonce << ": " << rec.slots.size()
@@ -322,7 +323,8 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
 void Migrator::Resume(const MigrationRecord& rec, int64_t rec_revision, const std::string& why) {
   // Nothing was handed over (the commit did not happen), so the map still names this server.
   for (uint32_t slot : rec.slots) {
-    if (slot >= owners_->num_slots() || !owners_->HandingOver(slot)) continue;
+    if (slot >= owners_->num_slots() || !owners_->HandingOver(slot) || !StillPrimary(slot))
+      continue;
     owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
   }
   owners_->SetHandingOver(rec.slots, false);

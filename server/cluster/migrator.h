@@ -86,6 +86,14 @@ class Migrator {
   // Marks the record FAILED (if it is still ours) and counts it.
   void Fail(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
   void Purge(const std::vector<uint32_t>& slots);
+  // Whether the map this server applied last still names it as the slot's primary (a failover
+  // may have taken the slot while the migration ran: it is then not resumed here).
+  bool StillPrimary(uint32_t slot) const {
+    uint64_t epoch = 0;
+    uint32_t owner = 0;
+    owners_->Route(slot, &epoch, &owner);
+    return owner == o_.my_id;
+  }
   std::string Key(const char* rest) const { return o_.cluster.Prefix() + rest; }
 
   EtcdClient* const etcd_;

@@ -17,7 +17,8 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       handover_(new std::atomic<uint8_t>[num_slots]),
       importer_(new std::atomic<uint32_t>[num_slots]),
       fence_ns_(new std::atomic<int64_t>[num_slots]),
-      seq_(new std::atomic<uint64_t>[num_slots]) {
+      seq_(new std::atomic<uint64_t>[num_slots]),
+      digest_(new std::atomic<uint64_t>[num_slots]) {
   for (uint32_t i = 0; i < num_slots; ++i) {
     inflight_[i].store(0);
     tracked_[i].store(0);
@@ -25,6 +26,7 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
     importer_[i].store(0);
     fence_ns_[i].store(0);
     seq_[i].store(0);
+    digest_[i].store(0);
   }
 }
 
@@ -118,7 +120,7 @@ uint32_t OwnershipTable::CountOwned() const {
   uint32_t n = 0;
   for (uint32_t i = 0; i < num_slots_; ++i) {
     const SlotState st = WordState(Word(i));
-    if (st == SlotState::kOwned || st == SlotState::kMoving) ++n;
+    if (st == SlotState::kOwned || st == SlotState::kMoving || st == SlotState::kPromoting) ++n;
   }
   return n;
 }

@@ -58,6 +58,9 @@ class OwnershipTable {
   static constexpr uint64_t kSequenceUnset = ~uint64_t{0};
   uint64_t Sequence(uint32_t slot) const { return seq_[slot].load(); }
   void SetSequence(uint32_t slot, uint64_t seq) { seq_[slot].store(seq); }
+  // A backup's digest of the last write it applied (wire::ReplicateDigest).
+  uint64_t Digest(uint32_t slot) const { return digest_[slot].load(); }
+  void SetDigest(uint32_t slot, uint64_t d) { digest_[slot].store(d); }
   uint32_t CountBackups() const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
   // Sets the slot MOVING (at its current epoch) and waits until its admitted writes are done.
@@ -97,6 +100,7 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint32_t>[]> importer_;
   std::unique_ptr<std::atomic<int64_t>[]> fence_ns_;  // steady_clock ns; 0: none
   std::unique_ptr<std::atomic<uint64_t>[]> seq_;
+  std::unique_ptr<std::atomic<uint64_t>[]> digest_;
   Mutex dirty_mu_;
   std::unordered_set<std::string> dirty_ GUARDED_BY(dirty_mu_);
   bool dirty_overflow_ GUARDED_BY(dirty_mu_) = false;

@@ -18,7 +18,7 @@ constexpr int kRetryMs = 50;
 }  // namespace
 
 Replicator::Replicator(OwnershipTable* owners, ReplicatorOptions o)
-    : owners_(owners), o_(std::move(o)), slot_mu_(new std::mutex[owners->num_slots()]) {}
+    : owners_(owners), o_(std::move(o)), slot_mu_(new std::timed_mutex[owners->num_slots()]) {}
 
 Replicator::~Replicator() = default;
 
@@ -28,26 +28,25 @@ void Replicator::SetMap(const SlotMap& map) {
   map_ = std::move(m);
 }
 
-std::vector<Replicator::Backup> Replicator::BackupsOf(uint32_t slot, uint64_t* epoch) const {
+Replicator::Snapshot Replicator::SnapshotOf(uint32_t slot) const {
   std::shared_ptr<const SlotMap> m;
   {
     std::lock_guard<std::mutex> l(map_mu_);
     m = map_;
   }
-  std::vector<Backup> out;
-  *epoch = m ? m->epoch() : 0;
+  Snapshot out;
   if (!m || slot >= m->num_slots()) return out;
+  out.epoch = m->epoch();
+  const ServerEntry* p = m->Owner(slot, 0);
+  out.primary = p != nullptr ? p->id : 0;
   for (uint16_t r = 1; r < m->replicas(); ++r) {
     const ServerEntry* e = m->Owner(slot, r);
-    if (e != nullptr && e->id != my_id_.load()) out.push_back({e->id, e->host, e->port});
+    if (e != nullptr && e->id != my_id_.load()) out.backups.push_back({e->id, e->host, e->port});
   }
   return out;
 }
 
-bool Replicator::HasBackups(uint32_t slot) const {
-  uint64_t epoch = 0;
-  return !BackupsOf(slot, &epoch).empty();
-}
+bool Replicator::HasBackups(uint32_t slot) const { return !SnapshotOf(slot).backups.empty(); }
 
 Replicator::Link* Replicator::Acquire(const Backup& b) {
   std::unique_lock<std::mutex> l(links_mu_);
@@ -102,28 +101,64 @@ Status Replicator::SendOnce(const Backup& b, const std::string& key, std::string
   return s;
 }
 
+bool Replicator::Primary(uint32_t slot, const Snapshot& snap) const {
+  const SlotState st = WordState(owners_->Word(slot));
+  return snap.primary == my_id_.load() && (st == SlotState::kOwned || st == SlotState::kMoving);
+}
+
+// A refusal that asking again cannot change (the backup's answer is final for this message).
+static bool Permanent(Code c) {
+  return c == Code::kBadRequest || c == Code::kTooLarge || c == Code::kInvalidArgument;
+}
+
 Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::string_view value,
                          const std::function<Status()>& apply) {
-  std::lock_guard<std::mutex> slot_lock(slot_mu_[slot]);
-  uint64_t epoch = 0;
-  std::vector<Backup> backups = BackupsOf(slot, &epoch);
+  // The deadline counts the wait for the slot's lock: writes queued behind a slow backup give
+  // up with it instead of each waiting max_wait_ms in turn.
+  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
+  std::unique_lock<std::timed_mutex> slot_lock(slot_mu_[slot], std::defer_lock);
+  if (!slot_lock.try_lock_until(deadline)) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kUnavailable, "the write was not applied: slot " + std::to_string(slot) +
+                                          "'s earlier writes are still being replicated");
+  }
+  Snapshot snap = SnapshotOf(slot);
+  // Only the slot's primary in the applied map replicates and applies (a primary failed over
+  // while its writes waited must not apply them alone).
+  if (!Primary(slot, snap))
+    return Status(Code::kUnavailable, "the write was not applied: this server is no longer slot " +
+                                          std::to_string(slot) + "'s primary (map epoch " +
+                                          std::to_string(snap.epoch) + ")");
   uint64_t seq = owners_->Sequence(slot);
   seq = (seq == OwnershipTable::kSequenceUnset ? 0 : seq) + 1;
-  if (backups.empty()) {
+  if (snap.backups.empty()) {
     owners_->SetSequence(slot, seq);
     return apply();
   }
   wire::ReplicateHeader h{};
-  h.epoch = epoch;
+  h.epoch = snap.epoch;
   h.sequence = seq;
   h.sender_id = my_id_.load();
   h.kind = put ? wire::kReplicatePut : wire::kReplicateDelete;
+  h.digest = wire::ReplicateDigest(h.kind, key, put ? value : std::string_view());
   std::string msg(sizeof h, '\0');
   std::memcpy(msg.data(), &h, sizeof h);
   msg.append(key);
-  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
   bool sent_any = false;
-  for (const Backup& b : backups) {
+  auto fail = [&](const Status& s, const std::string& why) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    // A number that may have reached a backup is never given to another write (the backup
+    // would take that write for a repeat of this one).
+    if (sent_any) owners_->SetSequence(slot, seq);
+    if (!sent_any)
+      return Status(Code::kUnavailable, "the write was not applied: slot " +
+                                            std::to_string(slot) + ": " + why + " (" +
+                                            s.message() + ")");
+    return Status(Code::kTimeout,
+                  "outcome unknown: slot " + std::to_string(slot) + ": " + why + " (" +
+                      s.message() + ")");
+  };
+  for (const Backup& b : snap.backups) {
     for (;;) {
       bool maybe_sent = false;
       Status s = SendOnce(b, msg, put ? value : std::string_view(), &maybe_sent);
@@ -132,33 +167,29 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
       retries_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 100) << "replicating slot " << slot << " to server " << b.id << ": "
                                 << s.ToString();
-      const SlotState st = WordState(owners_->Word(slot));
-      const bool primary = st == SlotState::kOwned || st == SlotState::kMoving;
-      if (!primary || SteadyClock::now() >= deadline) {
-        failures_.fetch_add(1, std::memory_order_relaxed);
-        if (!sent_any)
-          return Status(Code::kUnavailable, "the write was not applied: slot " +
-                                                std::to_string(slot) +
-                                                " could not be replicated (" + s.message() + ")");
-        return Status(Code::kTimeout,
-                      "outcome unknown: slot " + std::to_string(slot) +
-                          (primary ? " could not be replicated to server " + std::to_string(b.id) +
-                                         " in time (" + s.message() + ")"
-                                   : " changed owner while its write was being replicated"));
-      }
+      if (Permanent(s.code()))
+        return fail(s, "server " + std::to_string(b.id) + " refused the replicated write");
+      if (SteadyClock::now() >= deadline)
+        return fail(s, "server " + std::to_string(b.id) + " did not apply it in time");
       std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
-      // A backup the coordinator dropped (dead) no longer needs the write.
-      uint64_t now_epoch = 0;
+      // The map may have changed meanwhile: this server deposed (fail), or the backup dropped
+      // (dead: it no longer needs the write).
+      const Snapshot now = SnapshotOf(slot);
+      if (!Primary(slot, now)) return fail(s, "this server is no longer its primary");
       bool listed = false;
-      for (const Backup& x : BackupsOf(slot, &now_epoch)) listed = listed || x.id == b.id;
+      for (const Backup& x : now.backups) listed = listed || x.id == b.id;
       if (!listed) break;
-      if (now_epoch != epoch) {  // the message names the epoch the backup now expects
-        h.epoch = epoch = now_epoch;
+      if (now.epoch != h.epoch) {  // the message names the epoch the backup now expects
+        h.epoch = now.epoch;
         std::memcpy(msg.data(), &h, sizeof h);
       }
     }
   }
   owners_->SetSequence(slot, seq);
+  // Still the primary of the map now applied (a demotion stores NOT_OWNED, then waits for the
+  // writes in flight, this one included; Apply installs the map before the words).
+  if (!Primary(slot, SnapshotOf(slot)))
+    return fail(Status(Code::kUnavailable, "deposed"), "this server is no longer its primary");
   writes_.fetch_add(1, std::memory_order_relaxed);
   return apply();
 }

@@ -7,11 +7,17 @@
 // then applies it to this server's table (the caller's `apply`) and lets the reply go. So a
 // value a client can read here, or was told was written, is on every backup of the map.
 //
-// A backup that does not answer is asked again (a fresh connection) until it does, the map
-// no longer names it (the coordinator drops a dead backup: the write then goes on without it),
-// this server is no longer the slot's primary, or `max_wait_ms` passed. The two failures:
+// Only the slot's primary in the applied map (and by its word) replicates; it checks again
+// after every retry and before applying. A backup that does not answer is asked again (a fresh
+// connection) until it does, the map no longer names it (the coordinator drops a dead backup:
+// the write then goes on without it), this server is no longer the slot's primary, the backup
+// refuses for good (BAD_REQUEST, TOO_LARGE, INVALID_ARGUMENT), or `max_wait_ms` passed since the
+// write arrived (waiting for the slot's lock included). The two failures:
 //   kUnavailable: nothing was sent (no backup can hold the write): the write was not applied;
-//   kTimeout ("outcome unknown"): a backup may hold it (it may survive a failover).
+//   kTimeout ("outcome unknown"): a backup may hold it (it may survive a failover); its
+//   sequence number is then used up, never given to another write.
+// Each message carries a digest of its kind, key and value: a backup answers a repeat of its
+// last number as a repeat only if the digest matches.
 // Connections to backups prove the cluster's token (--auth_token_file) as clients do; at most
 // kMaxLinks per backup, each used by one write at a time.
 // Thread safety: every method from any thread; writes to one slot are serialised (the slot's
@@ -79,8 +85,15 @@ class Replicator {
     std::string host;
     uint16_t port = 0;
   };
-  // The backups of `slot` in the current map, and that map's epoch.
-  std::vector<Backup> BackupsOf(uint32_t slot, uint64_t* epoch) const;
+  // The slot in the applied map: its epoch, primary id (0: none) and backups (not this server).
+  struct Snapshot {
+    uint64_t epoch = 0;
+    uint32_t primary = 0;
+    std::vector<Backup> backups;
+  };
+  Snapshot SnapshotOf(uint32_t slot) const;
+  // Whether this server is the slot's primary in `snap` and its word says so.
+  bool Primary(uint32_t slot, const Snapshot& snap) const;
   // One attempt to have `b` apply the message; *maybe_sent: it may have reached the backup.
   Status SendOnce(const Backup& b, const std::string& key, std::string_view value,
                   bool* maybe_sent);
@@ -90,7 +103,7 @@ class Replicator {
   OwnershipTable* const owners_;
   const ReplicatorOptions o_;
   std::atomic<uint32_t> my_id_{0};
-  std::unique_ptr<std::mutex[]> slot_mu_;  // one per slot: a slot's writes in sequence order
+  std::unique_ptr<std::timed_mutex[]> slot_mu_;  // one per slot: its writes in sequence order
   mutable std::mutex map_mu_;
   std::shared_ptr<const SlotMap> map_;  // guarded by map_mu_
   std::mutex links_mu_;

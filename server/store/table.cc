@@ -359,7 +359,7 @@ layout::EntryLocation Table::LocationOf(const Location& loc) const {
       loc.ref_value.type == Ref::kSlot ? EntryLocation::kOverflowSlot : EntryLocation::kRefBlock};
 }
 
-Status Table::Put(std::string_view key, std::string_view value, layout::EntryLocation* where) {
+Status Table::CheckEntry(std::string_view key, std::string_view value) {
   if (key.empty()) return Status(Code::kInvalidArgument, "empty key");
   if (key.size() > wire::kMaxKeySize)
     return Status(Code::kTooLarge, "key of " + std::to_string(key.size()) + " bytes exceeds " +
@@ -367,6 +367,12 @@ Status Table::Put(std::string_view key, std::string_view value, layout::EntryLoc
   if (value.size() > wire::kMaxValueSize)
     return Status(Code::kTooLarge, "value of " + std::to_string(value.size()) + " bytes exceeds " +
                                        std::to_string(wire::kMaxValueSize));
+  return Status::Ok();
+}
+
+Status Table::Put(std::string_view key, std::string_view value, layout::EntryLocation* where) {
+  Status bad = CheckEntry(key, value);
+  if (!bad.ok()) return bad;
   if (log_ != nullptr) {
     Status ready = log_->Ready();
     if (!ready.ok()) return ready;

@@ -52,6 +52,8 @@ class Table {
   // On OK, `where` (if not null) is where the entry was published, as the PUT reply reports it
   // (a hint for the client's location cache, exact when the write took effect).
   Status Put(std::string_view key, std::string_view value, layout::EntryLocation* where = nullptr);
+  // The size checks Put makes (a replicated write is checked before it goes to the backups).
+  [[nodiscard]] static Status CheckEntry(std::string_view key, std::string_view value);
   // OK or NOT_FOUND.
   Status Delete(std::string_view key);
   // Local read through the same lookup rules as the client (for tests and tools).

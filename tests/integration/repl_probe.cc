@@ -2,14 +2,15 @@
 // repl_probe: sends a backup a REPLICATE request that must be refused (bad-input cases of
 // tests/integration/replicas.sh; the rules in server/rpc_executor_replication.cc).
 //   repl_probe --cluster=etcd://H:P/NAME
-//   --test_case=old_epoch|forged|gap|duplicate|not_backup|short
+//     --test_case=old_epoch|forged|gap|old_sequence|not_backup|short|bad_digest
 // It reads the slot map, picks a key whose slot has a primary and a backup, writes it through
 // the cluster (value "v1"), then sends one REPLICATE for that key with value "forged" as the
 // case says (old_epoch: epoch 1; forged: the backup's own id as sender; gap: a sequence far
-// ahead; duplicate: sequence 1, already applied; not_backup: to the primary; short: a key
-// shorter than the header) and reads the key back through the cluster.
+// ahead; old_sequence: sequence 1, long applied, with another write's digest; not_backup: to
+// the primary; short: a key shorter than the header; bad_digest: a digest that does not match)
+// and reads the key back through the cluster.
 // Prints `repl_probe: CASE: reply CODE: message; value intact|CHANGED`; exit 0 when the reply
-// is the expected refusal (duplicate: OK without applying) and the value is intact, 1 otherwise,
+// is the expected refusal and the value is intact, 1 otherwise,
 // 2 on a setup failure.
 #include <gflags/gflags.h>
 
@@ -26,7 +27,8 @@
 #include "rkv/client.h"
 
 DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
-DEFINE_string(test_case, "", "old_epoch | forged | gap | duplicate | not_backup | short");
+DEFINE_string(test_case, "",
+              "old_epoch | forged | gap | old_sequence | not_backup | short | bad_digest");
 
 namespace {
 int Setup(const std::string& what, const rkv::Status& s) {
@@ -77,9 +79,11 @@ int main(int argc, char** argv) {
   if (!s.ok()) return Setup("connecting to " + to.host, s);
   rkv::wire::ReplicateHeader h{};
   h.epoch = c == "old_epoch" ? 1 : map.epoch();
-  h.sequence = c == "duplicate" ? 1 : (c == "gap" || c == "forged" ? uint64_t{1} << 40 : 1);
+  h.sequence = c == "gap" || c == "forged" ? uint64_t{1} << 40 : 1;
   h.sender_id = c == "forged" ? backup.id : primary.id;
   h.kind = rkv::wire::kReplicatePut;
+  h.digest = rkv::wire::ReplicateDigest(h.kind, key, "forged");
+  if (c == "bad_digest") h.digest ^= 1;
   std::string msg(sizeof h, '\0');
   std::memcpy(msg.data(), &h, sizeof h);
   msg += key;
@@ -90,8 +94,8 @@ int main(int argc, char** argv) {
   rkv::Status g = cl->Get(key, &value);
   const bool intact = g.ok() && value == "v1";
   Code want = Code::kInvalidArgument;
-  if (c == "short") want = Code::kBadRequest;
-  if (c == "duplicate") want = Code::kOk;
+  if (c == "short" || c == "bad_digest") want = Code::kBadRequest;
+  if (c == "not_backup") want = Code::kUnavailable;
   std::printf("repl_probe: %s: key %s slot %u to server %u: reply %s; value %s\n", c.c_str(),
               key.c_str(), slot, to.id, s.ToString().c_str(),
               intact ? "intact" : ("CHANGED (" + g.ToString() + " " + value + ")").c_str());

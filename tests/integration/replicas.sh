@@ -7,8 +7,9 @@
 # keep the data) on three addresses of the rxe interface, `cluster init --replicas=2`, then:
 #  - placement: every slot has a primary and a backup on another server; a loaded data set is
 #    held twice (entries over the servers = 2 x keys);
-#  - bad input: REPLICATE with an old epoch, a forged sender, a sequence gap, to a primary, too
-#    short: refused and counted; a repeat of an applied one is answered without applying it;
+#  - bad input: REPLICATE with an old epoch, a forged sender, a sequence gap, an old sequence
+#    number, to a primary, too short, a digest that does not match: refused and counted, the
+#    key's value intact;
 #  - under lin_load --failover (4 clients, 2 of them with a stale map, per-client owned keys):
 #    kill -9 a primary; it comes back empty and is re-replicated; kill -9 another; a primary
 #    SIGSTOPped past its lease then resumed (a zombie); the coordinator killed (it is also a
@@ -116,13 +117,13 @@ tot=0; for i in 0 1 2; do tot=$((tot + $(stat_of "$i" entries))); done
   fail "replicated load" "rc $lrc entries $tot: $(tail -2 "$logs/load.out")"
 
 # --- bad replication messages ---------------------------------------------------------------------
-for c in old_epoch forged gap duplicate not_backup short; do
+for c in old_epoch forged gap old_sequence not_backup short bad_digest; do
   "$build/repl_probe" --cluster="$cl" --test_case="$c" > "$logs/probe-$c.out" 2>&1 &&
     pass "REPLICATE $c: $(tail -1 "$logs/probe-$c.out" | cut -c1-200)" ||
     fail "REPLICATE $c" "$(tail -2 "$logs/probe-$c.out")"
 done
 refused=""
-for n in repl_refused_epoch repl_refused_sender repl_refused_sequence repl_refused_state repl_duplicates; do
+for n in repl_refused_epoch repl_refused_sender repl_refused_sequence repl_refused_state; do
   t=0; for i in 0 1 2; do t=$((t + $(stat_of "$i" $n))); done
   refused+="$n $t "
   [ "$t" -ge 1 ] || fail "counter $n" "$t"

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// ClusterNode: applying each new map to this server's ownership words (docs/cluster.md,
+// "Ownership words", "Failover and re-replication"; the argument in docs/design.md, "Replicas
+// and failover"). Per slot, by this server's role in the map:
+//  - primary: OWNED at the map's epoch; but a promotion (the slot was a backup here, or another
+//    server was its primary in the last map, with replicas) goes through PROMOTING: neither
+//    readable nor writable until the promotion fence passed (map_lease.h) and the replicated
+//    writes admitted as a backup finished; the promoter thread then stores OWNED;
+//  - backup: BACKUP (sequence unset: it takes the primary's next number);
+//  - none: NOT_OWNED.
+// Slots a migration is handing over keep their words (the migration sets them), unless the map
+// no longer names this server as their primary (a failover while it ran): they are released
+// here, and the migration's resume leaves them (it checks the routing, installed first).
+// A memory-only server restarted empty does not take the roles it held before (stale_role_)
+// until a copy reaches it (IMPORTING) or the map drops them.
+#include <glog/logging.h>
+
+#include <algorithm>
+
+#include "common/cluster/map_lease.h"
+#include "common/wire.h"
+#include "server/cluster/cluster_node.h"
+
+namespace rkv::cluster {
+
+void ClusterNode::Apply(const SlotMap& map) {
+  if (map.num_slots() != owners_->num_slots() || map.slot_seed() != slot_seed_) {
+    LOG(ERROR) << "cluster map of epoch " << map.epoch()
+               << " has another slot count or seed than this server's; not applied";
+    return;
+  }
+  std::lock_guard<std::mutex> words(words_mu_);
+  // The replicator and the routing learn the map before any word changes.
+  if (replicator_) replicator_->SetMap(map);
+  const uint32_t my_id = membership_ ? membership_->id() : 0;
+  const uint16_t me = membership_ ? map.IndexOf(my_id) : kUnassigned;
+  std::vector<uint32_t> owner_ids(map.num_slots(), wire::kNoOwner);
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
+    const uint16_t o = map.OwnerIndex(slot);
+    if (o != kUnassigned) owner_ids[slot] = map.servers()[o].id;
+  }
+  owners_->SetRouting(map.epoch(), owner_ids);
+  uint32_t gained = 0, lost = 0, promoted = 0, backups = 0;
+  const auto now = std::chrono::steady_clock::now();
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
+    int role = -1;  // this server's replica index for the slot
+    for (uint16_t r = 0; me != kUnassigned && r < map.replicas(); ++r)
+      if (map.OwnerIndex(slot, r) == me) role = r;
+    const uint64_t word = owners_->Word(slot);
+    const SlotState st = WordState(word);
+    const bool held =
+        st == SlotState::kOwned || st == SlotState::kMoving || st == SlotState::kPromoting;
+    if (role < 0 && slot < stale_role_.size()) stale_role_[slot] = 0;
+    const bool stale = slot < stale_role_.size() && stale_role_[slot] != 0;
+    if (owners_->HandingOver(slot)) {
+      if (role != 0 && held) {  // failed over while a migration ran
+        owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
+        ++lost;
+      }
+      continue;
+    }
+    if (role == 0) {
+      if (held || stale) continue;
+      uint32_t before = wire::kNoOwner;  // the primary of the last map applied
+      if (last_map_ && last_map_->OwnerIndex(slot) != kUnassigned)
+        before = last_map_->servers()[last_map_->OwnerIndex(slot)].id;
+      if (map.replicas() > 1 &&
+          (st == SlotState::kBackup || (before != wire::kNoOwner && before != my_id))) {
+        owners_->FenceWrites(slot, now + PromotionFence());
+        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kPromoting));
+        promoting_.push_back({slot, map.epoch(), now + PromotionFence()});
+        ++promoted;
+      } else {
+        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
+        ++gained;
+      }
+    } else if (role > 0) {
+      if (st == SlotState::kBackup || (stale && st != SlotState::kImporting)) continue;
+      // A new backup: whatever the copy (or an empty new slot) left; it accepts the primary's
+      // next sequence number, whichever it is.
+      owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
+      owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
+      if (slot < stale_role_.size()) stale_role_[slot] = 0;
+      ++backups;
+    } else if (held || st == SlotState::kBackup) {
+      owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
+      ++lost;
+    }
+  }
+  last_map_ = std::make_shared<const SlotMap>(map);
+  applied_epoch_.store(map.epoch());
+  promotions_.fetch_add(promoted);
+  if (promoted > 0) promote_cv_.notify_all();
+  LOG(INFO) << "cluster map epoch " << map.epoch() << " applied: " << gained << " slot(s) gained, "
+            << promoted << " promoted, " << backups << " new backup(s), " << lost << " released, "
+            << owners_->CountOwned() << " owned, " << owners_->CountBackups() << " backups";
+}
+
+void ClusterNode::Promote() {
+  std::unique_lock<std::mutex> l(words_mu_);
+  while (!stop_) {
+    auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    const auto now = std::chrono::steady_clock::now();
+    uint32_t done = 0;
+    for (size_t i = 0; i < promoting_.size();) {
+      const Promotion& p = promoting_[i];
+      if (owners_->Word(p.slot) != OwnerWord(p.epoch, SlotState::kPromoting)) {
+        promoting_.erase(promoting_.begin() + long(i));  // changed since: nothing to do
+        continue;
+      }
+      if (now >= p.after && owners_->WaitIdle(p.slot, now)) {
+        owners_->Set(p.slot, OwnerWord(p.epoch, SlotState::kOwned));
+        promoting_.erase(promoting_.begin() + long(i));
+        ++done;
+        continue;
+      }
+      next = std::min(next, std::max(p.after, now + std::chrono::milliseconds(10)));
+      ++i;
+    }
+    if (done > 0)
+      LOG(INFO) << "cluster: " << done << " promoted slot(s) now take reads and writes";
+    promote_cv_.wait_until(l, next);
+  }
+}
+
+}  // namespace rkv::cluster
