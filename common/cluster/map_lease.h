@@ -18,7 +18,7 @@
 
 namespace rkv::cluster {
 
-inline constexpr int kMapLeaseMs = 1000;
+inline constexpr int kMapLeaseMs = 500;
 inline constexpr double kMaxClockDrift = 0.01;  // 1%: quartz is within 0.01%
 inline constexpr int kFenceMarginMs = 100;
 

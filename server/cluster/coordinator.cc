@@ -23,7 +23,7 @@ constexpr int kRetryMs = 200;  // after an etcd error or lost compare
 constexpr int kCommitTries = 16;
 constexpr size_t kBatchSlots = 512;
 constexpr int kMigrationTimeoutMs = 300000;
-constexpr int kFailoverCheckMs = 250;
+constexpr int kFailoverCheckMs = 100;
 }  // namespace
 
 Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
