@@ -33,7 +33,10 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
         return Status(Code::kBadRequest,
                       "MIGRATE_BEGIN: slot " + std::to_string(v) + " out of range");
       const SlotState st = cluster::WordState(owners_->Word(v));
-      if (st == SlotState::kOwned || st == SlotState::kMoving || st == SlotState::kPromoting)
+      // A backup of the slot here is never a re-replication's target either (the planner picks
+      // servers holding no replica): a late BEGIN from a deposed primary must not wipe it.
+      if (st == SlotState::kOwned || st == SlotState::kMoving || st == SlotState::kPromoting ||
+          st == SlotState::kBackup)
         return Status(Code::kInvalidArgument, "MIGRATE_BEGIN: slot " + std::to_string(v) + " is " +
                                                   cluster::SlotStateName(st) +
                                                   " here; refusing to import over it");

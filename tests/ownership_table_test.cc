@@ -55,8 +55,20 @@ TEST(OwnershipTable, BeginWriteAdmitsOnlyOwned) {
     EXPECT_FALSE(t.BeginWrite(slot, &w)) << slot;
     EXPECT_EQ(w, words[slot]) << "the refusal says why";
   }
-  // Refused writes leave nothing in flight: a pause of those slots returns at once.
-  for (uint32_t slot : {1u, 2u, 3u}) EXPECT_TRUE(t.Pause(slot, Clock::now())) << slot;
+  // Refused writes leave nothing in flight: a pause of a MOVING slot returns at once; a slot
+  // that is neither OWNED nor MOVING (a map change released it) is not paused, and unchanged.
+  EXPECT_TRUE(t.Pause(1, Clock::now()));
+  for (uint32_t slot : {2u, 3u}) {
+    const uint64_t before = t.Word(slot);
+    EXPECT_FALSE(t.Pause(slot, Clock::now())) << slot;
+    EXPECT_EQ(t.Word(slot), before) << slot;
+  }
+  // Resume: MOVING or NOT_OWNED back to OWNED at the same epoch; nothing else.
+  EXPECT_TRUE(t.Resume(1));
+  EXPECT_EQ(t.Word(1), OwnerWord(4, SlotState::kOwned));
+  EXPECT_FALSE(t.Resume(1)) << "already OWNED";
+  EXPECT_FALSE(t.Resume(3)) << "IMPORTING is not this server's to take";
+  t.Set(1, OwnerWord(4, SlotState::kMoving));
   // A pause of an idle OWNED slot too, keeping its epoch.
   EXPECT_TRUE(t.Pause(0, Clock::now()));
   EXPECT_EQ(t.Word(0), OwnerWord(4, SlotState::kMoving));

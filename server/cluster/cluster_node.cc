@@ -38,14 +38,14 @@ Status ClusterNode::Prepare(ClusterNodeOptions o, std::unique_ptr<ClusterNode>* 
   return Status::Ok();
 }
 
-Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners) {
+Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
   if (replicas_ <= 1) return nullptr;
   ReplicatorOptions ro;
   ro.client.auth_token = o_.auth_token;
   ro.client.location_cache_entries = 0;
   ro.client.connect_timeout_ms = 2000;
   ro.client.rpc_timeout_ms = 2000;
-  replicator_ = std::make_unique<Replicator>(owners, ro);
+  replicator_ = std::make_unique<Replicator>(owners, table, ro);
   return replicator_.get();
 }
 

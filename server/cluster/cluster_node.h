@@ -17,11 +17,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/cluster/cluster_address.h"
@@ -30,8 +30,8 @@
 #include "server/cluster/coordinator.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/migrator.h"
-#include "server/cluster/replicator.h"
 #include "server/cluster/ownership_table.h"
+#include "server/cluster/replicator.h"
 #include "server/metrics/stat_value.h"
 
 namespace rkv::cluster {
@@ -63,7 +63,7 @@ class ClusterNode {
   // A cluster with replicas (the map's replicas > 1): the replicator client writes go through
   // (owned by the node; the server stops its write pools before destroying the node). Null
   // without replicas. Call once, before Join, with the table Join will get.
-  Replicator* MakeReplicator(OwnershipTable* owners);
+  Replicator* MakeReplicator(OwnershipTable* owners, Table* table);
   uint16_t replicas() const { return replicas_; }
   void AppendStats(std::vector<StatValue>* v) const;
 
@@ -98,10 +98,10 @@ class ClusterNode {
     uint64_t epoch;
     std::chrono::steady_clock::time_point after;
   };
-  std::vector<Promotion> promoting_;           // guarded by words_mu_
-  std::shared_ptr<const SlotMap> last_map_;    // guarded by words_mu_
-  std::vector<uint8_t> stale_role_;            // guarded by words_mu_ (after Join)
-  bool stop_ = false;                          // guarded by words_mu_
+  std::vector<Promotion> promoting_;         // guarded by words_mu_
+  std::shared_ptr<const SlotMap> last_map_;  // guarded by words_mu_
+  std::vector<uint8_t> stale_role_;          // guarded by words_mu_ (after Join)
+  bool stop_ = false;                        // guarded by words_mu_
   std::thread promoter_;
   // The promoter: a promoted slot's word becomes OWNED (readable, writable) once its fence
   // passed and no replicated write it admitted as a backup is still running.

@@ -117,8 +117,7 @@ void ClusterNode::Promote() {
       next = std::min(next, std::max(p.after, now + std::chrono::milliseconds(10)));
       ++i;
     }
-    if (done > 0)
-      LOG(INFO) << "cluster: " << done << " promoted slot(s) now take reads and writes";
+    if (done > 0) LOG(INFO) << "cluster: " << done << " promoted slot(s) now take reads and writes";
     promote_cv_.wait_until(l, next);
   }
 }

@@ -16,6 +16,7 @@
 #define RKV_SERVER_CLUSTER_COORDINATOR_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -23,8 +24,8 @@
 #include <thread>
 
 #include "common/cluster/cluster_address.h"
-#include "common/cluster/migration_record.h"
 #include "common/cluster/cluster_request.h"
+#include "common/cluster/migration_record.h"
 #include "common/cluster/rebalance_plan.h"
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/election.h"
@@ -74,6 +75,9 @@ class Coordinator {
   std::atomic<bool> leading_{false};
   std::atomic<uint64_t> requests_done_{0};
   std::atomic<uint64_t> failovers_{0};
+  // Re-replication pacing after a failed batch, and the pair taken next (the loop thread's).
+  std::chrono::steady_clock::time_point next_rereplication_{};
+  size_t rotation_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_

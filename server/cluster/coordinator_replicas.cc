@@ -12,6 +12,7 @@
 //     (server/cluster/migrator.h), which adds the backup to the map when the copy is complete.
 #include <glog/logging.h>
 
+#include <chrono>
 #include <map>
 #include <vector>
 
@@ -90,23 +91,27 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
                              std::to_string(fp.stranded) + " slot(s) with no live replica";
     return commit(fp.map, what.c_str());
   }
-  if (Stopping() || !rereplicate) return Status::Ok();
+  if (Stopping() || !rereplicate || std::chrono::steady_clock::now() < next_rereplication_)
+    return Status::Ok();
   ReplicaPlan rp;
   s = PlanReplicaAdds(map, live, kAddBatch, &rp);
   if (!s.ok() || rp.adds.empty()) return s;
   if (rp.map.servers().size() != map.servers().size())  // new servers enter the map first
     return commit(rp.map, "live servers added to the map");
-  // One batch: the adds of the first (primary, new backup) pair.
+  // One batch: the adds of one (primary, new backup) pair, taken in turn (a pair that keeps
+  // failing does not hold the others up).
+  const ReplicaAdd& pick = rp.adds[rotation_++ % rp.adds.size()];
   std::vector<SlotMove> batch;
   for (const ReplicaAdd& a : rp.adds)
-    if (a.from_id == rp.adds[0].from_id && a.to_id == rp.adds[0].to_id)
+    if (a.from_id == pick.from_id && a.to_id == pick.to_id)
       batch.push_back({a.slot, a.from_id, a.to_id});
   uint32_t copied = 0;
   s = Move(e, batch, MigrationRecord::kAddReplica, &copied);
   if (s.code() == Code::kUnauthenticated) return s;
   if (!s.ok()) {
     LOG(WARNING) << "cluster coordinator: re-replication: " << s.ToString();
-    Pause(1000);
+    // The next batch waits a second; failover checks go on meanwhile.
+    next_rereplication_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     return Status::Ok();
   }
   LOG(INFO) << "cluster coordinator: " << copied << " slot(s) copied to server " << batch[0].to_id

@@ -115,8 +115,7 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
     // every write reaches it (server/cluster/replicator.h).
     while (o_.applied_epoch && o_.applied_epoch() < committed_epoch_ && !Stopping()) Pause(20);
     for (uint32_t slot : rec.slots)  // unless a failover took it meanwhile (Apply released it)
-      if (StillPrimary(slot))
-        owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
+      ResumeSlot(slot);
     owners_->SetHandingOver(rec.slots, false);
     done_.fetch_add(1);
     LOG(INFO) << "migration " << rec.nonce << ": " << rec.slots.size()
@@ -215,14 +214,14 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(kPauseWaitMs);
   for (uint32_t slot : rec.slots)
     if (!owners_->Pause(slot, deadline)) {
-      for (uint32_t t : rec.slots)
-        owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
-      return fail("writes admitted before the pause did not finish in time");
+      for (uint32_t t : rec.slots) ResumeSlot(t);
+      return fail(
+          "writes admitted before the pause did not finish in time (or a map change "
+          "released a slot)");
     }
   bool overflow = false;
   if (!ship_dirty(&dirty, &overflow) || overflow) {
-    for (uint32_t t : rec.slots)
-      owners_->Set(t, OwnerWord(WordEpoch(owners_->Word(t)), SlotState::kOwned));
+    for (uint32_t t : rec.slots) ResumeSlot(t);
     return fail("shipping the last keys");
   }
   owners_->Track(rec.slots, false);
@@ -254,6 +253,8 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
       // (the record has moved on since). The commit gives every slot at once, so the first
       // slot tells.
       if (rec.kind == MigrationRecord::kAddReplica) {
+        if (me == kUnassigned || map.OwnerIndex(rec.slots[0]) != me)
+          return Outcome::kCancelled;  // no longer the primary: whoever added T, it was not us
         for (uint16_t r = 1; to != kUnassigned && r < map.replicas(); ++r)
           if (map.OwnerIndex(rec.slots[0], r) == to) {
             committed_epoch_ = map.epoch();
@@ -323,9 +324,8 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
 void Migrator::Resume(const MigrationRecord& rec, int64_t rec_revision, const std::string& why) {
   // Nothing was handed over (the commit did not happen), so the map still names this server.
   for (uint32_t slot : rec.slots) {
-    if (slot >= owners_->num_slots() || !owners_->HandingOver(slot) || !StillPrimary(slot))
-      continue;
-    owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kOwned));
+    if (slot >= owners_->num_slots() || !owners_->HandingOver(slot)) continue;
+    ResumeSlot(slot);
   }
   owners_->SetHandingOver(rec.slots, false);
   Fail(rec, rec_revision, why);

@@ -86,8 +86,17 @@ class Migrator {
   // Marks the record FAILED (if it is still ours) and counts it.
   void Fail(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
   void Purge(const std::vector<uint32_t>& slots);
-  // Whether the map this server applied last still names it as the slot's primary (a failover
-  // may have taken the slot while the migration ran: it is then not resumed here).
+  // Takes a slot that was not handed over back (OWNED), only while the map this server applied
+  // names it as the slot's primary (a failover may have taken the slot while the migration ran;
+  // ClusterNode::Apply installs the routing before it changes words, and releases a slot being
+  // handed over that it no longer gives this server, so checking again after the swap closes
+  // the race).
+  void ResumeSlot(uint32_t slot) {
+    if (!StillPrimary(slot) || !owners_->Resume(slot)) return;
+    if (!StillPrimary(slot))
+      owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kNotOwned));
+  }
+  // Whether the map this server applied last still names it as the slot's primary.
   bool StillPrimary(uint32_t slot) const {
     uint64_t epoch = 0;
     uint32_t owner = 0;

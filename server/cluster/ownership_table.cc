@@ -89,6 +89,13 @@ bool OwnershipTable::BeginReplicaWrite(uint32_t slot, uint64_t* word) {
   return false;
 }
 
+bool OwnershipTable::Resume(uint32_t slot) {
+  uint64_t w = Word(slot);
+  return (WordState(w) == SlotState::kMoving || WordState(w) == SlotState::kNotOwned) &&
+         __atomic_compare_exchange_n(&words_[slot], &w, OwnerWord(WordEpoch(w), SlotState::kOwned),
+                                     false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
 bool OwnershipTable::WaitIdle(uint32_t slot, std::chrono::steady_clock::time_point deadline) const {
   while (inflight_[slot].load(std::memory_order_seq_cst) != 0) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -108,7 +115,14 @@ uint32_t OwnershipTable::CountBackups() const {
 }
 
 bool OwnershipTable::Pause(uint32_t slot, std::chrono::steady_clock::time_point deadline) {
-  Set(slot, OwnerWord(WordEpoch(Word(slot)), SlotState::kMoving));
+  // OWNED -> MOVING only: a word a map change released meanwhile stays released.
+  uint64_t w = Word(slot);
+  while (WordState(w) != SlotState::kMoving) {
+    if (WordState(w) != SlotState::kOwned) return false;
+    if (__atomic_compare_exchange_n(&words_[slot], &w, OwnerWord(WordEpoch(w), SlotState::kMoving),
+                                    false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      break;
+  }
   while (inflight_[slot].load(std::memory_order_seq_cst) != 0) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(100));

@@ -64,8 +64,12 @@ class OwnershipTable {
   uint32_t CountBackups() const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
   // Sets the slot MOVING (at its current epoch) and waits until its admitted writes are done.
-  // False if they were not done by `deadline` (the slot stays MOVING).
+  // False if they were not done by `deadline` (the slot stays MOVING), or if the word was
+  // neither OWNED nor MOVING (then unchanged: a map change released it meanwhile).
   bool Pause(uint32_t slot, std::chrono::steady_clock::time_point deadline);
+  // MOVING or NOT_OWNED -> OWNED (same epoch) in one compare-and-swap (a migration that did not
+  // hand the slot over takes it back); false (unchanged) otherwise.
+  bool Resume(uint32_t slot);
   uint32_t CountOwned() const;
 
   // Migration's dirty keys: while a slot is tracked, every write admitted to it records its

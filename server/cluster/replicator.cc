@@ -17,8 +17,12 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int kRetryMs = 50;
 }  // namespace
 
-Replicator::Replicator(OwnershipTable* owners, ReplicatorOptions o)
-    : owners_(owners), o_(std::move(o)), slot_mu_(new std::timed_mutex[owners->num_slots()]) {}
+Replicator::Replicator(OwnershipTable* owners, Table* table, ReplicatorOptions o)
+    : owners_(owners),
+      table_(table),
+      o_(std::move(o)),
+      slot_mu_(new std::timed_mutex[owners->num_slots()]),
+      pending_(new std::unique_ptr<Pending>[owners->num_slots()]) {}
 
 Replicator::~Replicator() = default;
 
@@ -48,9 +52,8 @@ Replicator::Snapshot Replicator::SnapshotOf(uint32_t slot) const {
 
 bool Replicator::HasBackups(uint32_t slot) const { return !SnapshotOf(slot).backups.empty(); }
 
-Replicator::Link* Replicator::Acquire(const Backup& b) {
+Replicator::Link* Replicator::Acquire(const Backup& b, SteadyClock::time_point deadline) {
   std::unique_lock<std::mutex> l(links_mu_);
-  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
   for (;;) {
     std::vector<std::unique_ptr<Link>>& pool = links_[b.id];
     for (auto& link : pool)
@@ -77,9 +80,9 @@ void Replicator::Release(uint32_t /*id*/, Link* link, bool broken) {
 }
 
 Status Replicator::SendOnce(const Backup& b, const std::string& key, std::string_view value,
-                            bool* maybe_sent) {
+                            SteadyClock::time_point deadline, bool* maybe_sent) {
   *maybe_sent = false;
-  Link* link = Acquire(b);
+  Link* link = Acquire(b, deadline);
   if (link == nullptr)
     return Status(Code::kTimeout, "no free connection to backup " + std::to_string(b.id));
   Status s;
@@ -111,6 +114,50 @@ static bool Permanent(Code c) {
   return c == Code::kBadRequest || c == Code::kTooLarge || c == Code::kInvalidArgument;
 }
 
+Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg,
+                           std::string_view value, SteadyClock::time_point deadline, bool* sent_any,
+                           std::string* why) {
+  wire::ReplicateHeader h;
+  std::memcpy(&h, msg->data(), sizeof h);
+  h.epoch = snap.epoch;  // the epoch the backups expect now
+  std::memcpy(msg->data(), &h, sizeof h);
+  for (const Backup& b : snap.backups) {
+    for (;;) {
+      bool maybe_sent = false;
+      Status s = SendOnce(b, *msg, value, deadline, &maybe_sent);
+      *sent_any = *sent_any || maybe_sent;
+      if (s.ok()) break;
+      retries_.fetch_add(1, std::memory_order_relaxed);
+      LOG_EVERY_N(WARNING, 100) << "replicating slot " << slot << " to server " << b.id << ": "
+                                << s.ToString();
+      if (Permanent(s.code())) {
+        *why = "server " + std::to_string(b.id) + " refused the replicated write";
+        return s;
+      }
+      if (SteadyClock::now() >= deadline) {
+        *why = "server " + std::to_string(b.id) + " did not apply it in time";
+        return s;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
+      // The map may have changed meanwhile: this server deposed (fail), or the backup dropped
+      // (dead: it no longer needs the write).
+      const Snapshot now = SnapshotOf(slot);
+      if (!Primary(slot, now)) {
+        *why = "this server is no longer its primary";
+        return s;
+      }
+      bool listed = false;
+      for (const Backup& x : now.backups) listed = listed || x.id == b.id;
+      if (!listed) break;
+      if (now.epoch != h.epoch) {  // the message names the epoch the backup now expects
+        h.epoch = now.epoch;
+        std::memcpy(msg->data(), &h, sizeof h);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::string_view value,
                          const std::function<Status()>& apply) {
   // The deadline counts the wait for the slot's lock: writes queued behind a slow backup give
@@ -129,6 +176,28 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
     return Status(Code::kUnavailable, "the write was not applied: this server is no longer slot " +
                                           std::to_string(slot) + "'s primary (map epoch " +
                                           std::to_string(snap.epoch) + ")");
+  // An earlier write of unknown outcome first reaches every backup and this table (same
+  // number and digest: a backup that has it answers it as a resend), so that no backup is left
+  // a number behind for good.
+  if (pending_[slot]) {
+    Pending& p = *pending_[slot];
+    bool sent = false;
+    std::string why;
+    Status r = SendAll(slot, snap, &p.msg, p.value, deadline, &sent, &why);
+    if (r.ok()) {
+      r = p.put ? table_->Put(p.key, p.value) : table_->Delete(p.key);
+      if (r.IsNotFound()) r = Status::Ok();
+      if (!r.ok()) why = "applying it here";
+    }
+    if (!r.ok()) {
+      failures_.fetch_add(1, std::memory_order_relaxed);
+      return Status(Code::kUnavailable,
+                    "the write was not applied: slot " + std::to_string(slot) +
+                        "'s earlier write of unknown outcome is not on every replica yet (" + why +
+                        ": " + r.message() + ")");
+    }
+    pending_[slot].reset();
+  }
   uint64_t seq = owners_->Sequence(slot);
   seq = (seq == OwnershipTable::kSequenceUnset ? 0 : seq) + 1;
   if (snap.backups.empty()) {
@@ -144,54 +213,46 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   std::string msg(sizeof h, '\0');
   std::memcpy(msg.data(), &h, sizeof h);
   msg.append(key);
-  bool sent_any = false;
-  auto fail = [&](const Status& s, const std::string& why) {
-    failures_.fetch_add(1, std::memory_order_relaxed);
-    // A number that may have reached a backup is never given to another write (the backup
-    // would take that write for a repeat of this one).
-    if (sent_any) owners_->SetSequence(slot, seq);
-    if (!sent_any)
-      return Status(Code::kUnavailable, "the write was not applied: slot " +
-                                            std::to_string(slot) + ": " + why + " (" +
-                                            s.message() + ")");
-    return Status(Code::kTimeout,
-                  "outcome unknown: slot " + std::to_string(slot) + ": " + why + " (" +
-                      s.message() + ")");
+  auto keep = [&] {  // the write may be on some replica: resent (and applied here) first next time
+    pending_[slot] = std::make_unique<Pending>(
+        Pending{put, std::string(key), std::string(put ? value : std::string_view()), msg});
   };
-  for (const Backup& b : snap.backups) {
-    for (;;) {
-      bool maybe_sent = false;
-      Status s = SendOnce(b, msg, put ? value : std::string_view(), &maybe_sent);
-      sent_any = sent_any || maybe_sent;
-      if (s.ok()) break;
-      retries_.fetch_add(1, std::memory_order_relaxed);
-      LOG_EVERY_N(WARNING, 100) << "replicating slot " << slot << " to server " << b.id << ": "
-                                << s.ToString();
-      if (Permanent(s.code()))
-        return fail(s, "server " + std::to_string(b.id) + " refused the replicated write");
-      if (SteadyClock::now() >= deadline)
-        return fail(s, "server " + std::to_string(b.id) + " did not apply it in time");
-      std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
-      // The map may have changed meanwhile: this server deposed (fail), or the backup dropped
-      // (dead: it no longer needs the write).
-      const Snapshot now = SnapshotOf(slot);
-      if (!Primary(slot, now)) return fail(s, "this server is no longer its primary");
-      bool listed = false;
-      for (const Backup& x : now.backups) listed = listed || x.id == b.id;
-      if (!listed) break;
-      if (now.epoch != h.epoch) {  // the message names the epoch the backup now expects
-        h.epoch = now.epoch;
-        std::memcpy(msg.data(), &h, sizeof h);
-      }
-    }
+  bool sent_any = false;
+  std::string why;
+  Status r = SendAll(slot, snap, &msg, put ? value : std::string_view(), deadline, &sent_any, &why);
+  if (!r.ok()) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    if (!sent_any)
+      return Status(Code::kUnavailable, "the write was not applied: slot " + std::to_string(slot) +
+                                            ": " + why + " (" + r.message() + ")");
+    // Its number may have reached a backup: never given to another write.
+    owners_->SetSequence(slot, seq);
+    keep();
+    return Status(Code::kTimeout, "outcome unknown: slot " + std::to_string(slot) + ": " + why +
+                                      " (" + r.message() + ")");
   }
   owners_->SetSequence(slot, seq);
-  // Still the primary of the map now applied (a demotion stores NOT_OWNED, then waits for the
-  // writes in flight, this one included; Apply installs the map before the words).
-  if (!Primary(slot, SnapshotOf(slot)))
-    return fail(Status(Code::kUnavailable, "deposed"), "this server is no longer its primary");
+  // Still the primary of the map now applied (Apply installs the map before it changes words;
+  // a write that passed this check was on every backup of a map that named this server
+  // primary, the promoted one included).
+  if (!Primary(slot, SnapshotOf(slot))) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kTimeout, "outcome unknown: slot " + std::to_string(slot) +
+                                      ": its backups applied the write, then this server "
+                                      "stopped being its primary");
+  }
+  Status a = apply();
+  if (!a.ok() && !a.IsNotFound()) {
+    // The backups hold it and this table does not: not a failure the client may rely on.
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    keep();
+    return Status(Code::kTimeout, "outcome unknown: slot " + std::to_string(slot) +
+                                      ": the backups applied the write but this server could "
+                                      "not: " +
+                                      a.ToString());
+  }
   writes_.fetch_add(1, std::memory_order_relaxed);
-  return apply();
+  return a;
 }
 
 }  // namespace rkv::cluster

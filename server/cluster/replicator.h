@@ -15,7 +15,11 @@
 // write arrived (waiting for the slot's lock included). The two failures:
 //   kUnavailable: nothing was sent (no backup can hold the write): the write was not applied;
 //   kTimeout ("outcome unknown"): a backup may hold it (it may survive a failover); its
-//   sequence number is then used up, never given to another write.
+//   sequence number is then used up, never given to another write, and the write is kept: the
+//   slot's next write first resends it (same number and digest: a backup that has it answers it
+//   as a resend) and applies it here, so no backup stays a number behind (else its gap refusal
+//   would block the slot for good); until that succeeds the slot's writes fail UNAVAILABLE.
+//   A write the backups applied but this server's table refused is kept the same way (TIMEOUT).
 // Each message carries a digest of its kind, key and value: a backup answers a repeat of its
 // last number as a repeat only if the digest matches.
 // Connections to backups prove the cluster's token (--auth_token_file) as clients do; at most
@@ -27,6 +31,7 @@
 #define RKV_SERVER_CLUSTER_REPLICATOR_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -41,6 +46,7 @@
 #include "rkv/client.h"
 #include "rkv/status.h"
 #include "server/cluster/ownership_table.h"
+#include "server/store/table.h"
 
 namespace rkv {
 class ClientImpl;
@@ -56,7 +62,8 @@ struct ReplicatorOptions {
 class Replicator {
  public:
   static constexpr size_t kMaxLinks = 16;
-  Replicator(OwnershipTable* owners, ReplicatorOptions o);
+  // `table`: the server's (an earlier write of unknown outcome is applied to it when resent).
+  Replicator(OwnershipTable* owners, Table* table, ReplicatorOptions o);
   ~Replicator();
   Replicator(const Replicator&) = delete;
   Replicator& operator=(const Replicator&) = delete;
@@ -94,16 +101,29 @@ class Replicator {
   Snapshot SnapshotOf(uint32_t slot) const;
   // Whether this server is the slot's primary in `snap` and its word says so.
   bool Primary(uint32_t slot, const Snapshot& snap) const;
+  using SteadyClock = std::chrono::steady_clock;
   // One attempt to have `b` apply the message; *maybe_sent: it may have reached the backup.
   Status SendOnce(const Backup& b, const std::string& key, std::string_view value,
-                  bool* maybe_sent);
-  Link* Acquire(const Backup& b);
+                  SteadyClock::time_point deadline, bool* maybe_sent);
+  // Has every backup of `snap` apply the message (its header's epoch set to snap's), asking
+  // again as the header comment says; the error and *why when one did not.
+  Status SendAll(uint32_t slot, const Snapshot& snap, std::string* msg, std::string_view value,
+                 SteadyClock::time_point deadline, bool* sent_any, std::string* why);
+  Link* Acquire(const Backup& b, SteadyClock::time_point deadline);
   void Release(uint32_t id, Link* link, bool broken);
 
   OwnershipTable* const owners_;
+  Table* const table_;
   const ReplicatorOptions o_;
   std::atomic<uint32_t> my_id_{0};
   std::unique_ptr<std::timed_mutex[]> slot_mu_;  // one per slot: its writes in sequence order
+  // A slot's last write of unknown outcome (it may be on some backup), resent before the
+  // slot's next write; at most one per slot, guarded by the slot's lock.
+  struct Pending {
+    bool put;
+    std::string key, value, msg;  // msg: the REPLICATE key (header + key)
+  };
+  std::unique_ptr<std::unique_ptr<Pending>[]> pending_;
   mutable std::mutex map_mu_;
   std::shared_ptr<const SlotMap> map_;  // guarded by map_mu_
   std::mutex links_mu_;

@@ -76,12 +76,10 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
       req.op != wire::Op::kReplicate)
     return false;
   if (req.op == wire::Op::kReplicate) {
-    // A backup applies a REPLICATE on this worker (it never waits for another server) unless
-    // the log would make it wait for the disk (then on its own pool: WorkerEnv::repl_writes).
-    if (env_.repl_writes == nullptr) return false;
-    if (c->w.in_pool == 0 && c->w.waiting_writes.empty() &&
-        (env_.log == nullptr || env_.log->WriteInline()))
-      return false;
+    // A memory-only backup applies a REPLICATE on this worker (it never waits for another
+    // server or a disk); a durable one on its own pool (WorkerEnv::repl_writes), where it may
+    // wait for the log while holding the slot's apply lock.
+    if (env_.repl_writes == nullptr || env_.log == nullptr) return false;
   }
   // No hand-over when the log will not make this thread wait for the disk (--fsync=no|everysec
   // and no write in progress or slow: WriteLog::WriteInline), unless this connection has writes
