@@ -12,6 +12,7 @@
 //     (server/cluster/migrator.h), which adds the backup to the map when the copy is complete.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <vector>
@@ -100,7 +101,13 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     return commit(rp.map, "live servers added to the map");
   // One batch: the adds of one (primary, new backup) pair, taken in turn (a pair that keeps
   // failing does not hold the others up).
-  const ReplicaAdd& pick = rp.adds[rotation_++ % rp.adds.size()];
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (const ReplicaAdd& a : rp.adds)
+    if (std::find(pairs.begin(), pairs.end(), std::make_pair(a.from_id, a.to_id)) == pairs.end())
+      pairs.emplace_back(a.from_id, a.to_id);
+  const ReplicaAdd pick{0, pairs[rotation_ % pairs.size()].first,
+                        pairs[rotation_ % pairs.size()].second};
+  ++rotation_;
   std::vector<SlotMove> batch;
   for (const ReplicaAdd& a : rp.adds)
     if (a.from_id == pick.from_id && a.to_id == pick.to_id)

@@ -179,15 +179,25 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   // An earlier write of unknown outcome first reaches every backup and this table (same
   // number and digest: a backup that has it answers it as a resend), so that no backup is left
   // a number behind for good.
+  // A kept write belongs to the stint as primary it was made in (the word's epoch: a new stint
+  // always has a newer one); a later stint's data already settled it (the next primary's).
+  if (pending_[slot] && pending_[slot]->tenure != WordEpoch(owners_->Word(slot)))
+    pending_[slot].reset();
   if (pending_[slot]) {
     Pending& p = *pending_[slot];
     bool sent = false;
     std::string why;
     Status r = SendAll(slot, snap, &p.msg, p.value, deadline, &sent, &why);
+    if (r.ok() && !Primary(slot, SnapshotOf(slot))) {
+      r = Status(Code::kUnavailable, "deposed");
+      why = "this server is no longer its primary";
+    }
     if (r.ok()) {
       r = p.put ? table_->Put(p.key, p.value) : table_->Delete(p.key);
       if (r.IsNotFound()) r = Status::Ok();
       if (!r.ok()) why = "applying it here";
+      // Inside the caller's admitted write: a re-replication copy ships this key too.
+      if (owners_->Tracked(slot)) owners_->MarkDirty(p.key);
     }
     if (!r.ok()) {
       failures_.fetch_add(1, std::memory_order_relaxed);
@@ -214,8 +224,9 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   std::memcpy(msg.data(), &h, sizeof h);
   msg.append(key);
   auto keep = [&] {  // the write may be on some replica: resent (and applied here) first next time
-    pending_[slot] = std::make_unique<Pending>(
-        Pending{put, std::string(key), std::string(put ? value : std::string_view()), msg});
+    pending_[slot] =
+        std::make_unique<Pending>(Pending{put, WordEpoch(owners_->Word(slot)), std::string(key),
+                                          std::string(put ? value : std::string_view()), msg});
   };
   bool sent_any = false;
   std::string why;

@@ -19,6 +19,8 @@
 //   slot's next write first resends it (same number and digest: a backup that has it answers it
 //   as a resend) and applies it here, so no backup stays a number behind (else its gap refusal
 //   would block the slot for good); until that succeeds the slot's writes fail UNAVAILABLE.
+//   A kept write is dropped when the slot's stint as primary here ended (a newer word epoch):
+//   the next primary's data settled it.
 //   A write the backups applied but this server's table refused is kept the same way (TIMEOUT).
 // Each message carries a digest of its kind, key and value: a backup answers a repeat of its
 // last number as a repeat only if the digest matches.
@@ -121,6 +123,7 @@ class Replicator {
   // slot's next write; at most one per slot, guarded by the slot's lock.
   struct Pending {
     bool put;
+    uint64_t tenure;              // the slot word's epoch when kept: this stint as primary
     std::string key, value, msg;  // msg: the REPLICATE key (header + key)
   };
   std::unique_ptr<std::unique_ptr<Pending>[]> pending_;
