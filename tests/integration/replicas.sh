@@ -220,6 +220,10 @@ lin "$cl3" r3 24 &
 lpid=$!
 sleep 4
 kill -9 "${spid[3]}"
+# First the failover (until then the dead server's slots also show 2 live replicas), then the
+# re-replication that gives its promoted slots a second copy again.
+wait_status "$cl3" "server [0-9]+ [^ ]+:$(port 3) down slots 0 backups 0" 30 ||
+  fail "R=3: first failover" "$(cat "$logs/status.now")"
 full "$cl3" 2 120 || fail "R=3: failed over and re-replicated on the two left" "$(cat "$logs/status.now")"
 sleep 2
 kill -9 "${spid[4]}"
