@@ -6,6 +6,14 @@
 
 namespace rkv::cluster {
 
+Status AddLiveServer(SlotMap* map, const ServerEntry& e, uint16_t* index) {
+  *index = map->AddServer(e);
+  if (*index != kUnassigned) return Status::Ok();
+  return Status(Code::kInvalidArgument,
+                "server " + std::to_string(e.id) + " (" + e.host + ":" + std::to_string(e.port) +
+                    ") cannot enter the map (table full, or its id names another address)");
+}
+
 Status PlanRebalance(const SlotMap& map, const std::vector<ServerEntry>& live, uint32_t remove,
                      RebalancePlan* out) {
   out->assigned = map;
@@ -18,12 +26,9 @@ Status PlanRebalance(const SlotMap& map, const std::vector<ServerEntry>& live, u
   std::sort(sorted.begin(), sorted.end(),
             [](const ServerEntry& a, const ServerEntry& b) { return a.id < b.id; });
   for (const ServerEntry& e : sorted) {
-    const uint16_t idx = m.AddServer(e);
-    if (idx == kUnassigned)
-      return Status(Code::kInvalidArgument,
-                    "server " + std::to_string(e.id) + " (" + e.host + ":" +
-                        std::to_string(e.port) +
-                        ") cannot enter the map (table full, or its id names another address)");
+    uint16_t idx = kUnassigned;
+    Status s = AddLiveServer(&m, e, &idx);
+    if (!s.ok()) return s;
     is_live[idx] = true;
     if (e.id != remove) takers.push_back(idx);
   }

@@ -30,6 +30,10 @@ struct RebalancePlan {
   std::vector<SlotMove> moves;  // owned slots to migrate, in slot order
 };
 
+// Adds a live server to `map`'s server table (or finds it) and sets *index; kInvalidArgument
+// naming it when it cannot enter (table full, or its id names another address).
+[[nodiscard]] Status AddLiveServer(SlotMap* map, const ServerEntry& e, uint16_t* index);
+
 // `live`: the live servers' entries (their ids and addresses, from their member records).
 // kInvalidArgument when no live server can take slots (none, or only `remove`), or the server
 // table would overflow.

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "common/cluster/rebalance_plan.h"
+
 namespace rkv::cluster {
 namespace {
 
@@ -85,13 +87,9 @@ Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, 
   SlotMap& m = out->map;
   std::vector<uint16_t> candidates;  // live server indexes, each once
   for (const LiveServer& l : live) {
-    const ServerEntry& e = l.entry;
-    const uint16_t idx = m.AddServer(e);
-    if (idx == kUnassigned)
-      return Status(Code::kInvalidArgument,
-                    "server " + std::to_string(e.id) + " (" + e.host + ":" +
-                        std::to_string(e.port) +
-                        ") cannot enter the map (table full, or its id names another address)");
+    uint16_t idx = kUnassigned;
+    Status s = AddLiveServer(&m, l.entry, &idx);
+    if (!s.ok()) return s;
     if (std::find(candidates.begin(), candidates.end(), idx) == candidates.end())
       candidates.push_back(idx);
   }
