@@ -138,9 +138,10 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
         if ((s.ok() || s.IsNotFound()) && map->replicas() > 1 &&
             (!watcher_->Confirmed() || watcher_->epoch() != map->epoch())) {
           if (SteadyClock::now() >= deadline)
-            return Status(Code::kUnavailable, "the cluster map's lease ran out during every read "
-                                              "of " + std::to_string(options_.rpc_timeout_ms) +
-                                              " ms");
+            return Status(Code::kUnavailable,
+                          "the cluster map's lease ran out during every read "
+                          "of " +
+                              std::to_string(options_.rpc_timeout_ms) + " ms");
           continue;
         }
         break;
@@ -251,9 +252,9 @@ Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
       Status held;
       const bool leased_before = LeaseHeld(*map, &held) && watcher_->epoch() == map->epoch();
       if (leased_before) (void)c->MultiGet(sub_keys, &sub_values, &sub_statuses);
-      const bool leased = leased_before && (map->replicas() <= 1 || (watcher_->Confirmed() &&
-                                                                      watcher_->epoch() ==
-                                                                          map->epoch()));
+      const bool leased =
+          leased_before &&
+          (map->replicas() <= 1 || (watcher_->Confirmed() && watcher_->epoch() == map->epoch()));
       for (size_t j = 0; j < n; ++j) {
         const size_t i = idx[from + j];
         const Code code = leased ? sub_statuses[j].code() : Code::kMoved;

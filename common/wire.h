@@ -136,9 +136,9 @@ enum class Op : uint8_t {
   kMigratePut = 8,
   kMigrateDelete = 9,
   // Replication, primary to backup (docs/cluster.md, "Replication"): the key is a 32-byte
-  // wire::ReplicateHeader (epoch, sequence, sender, PUT or DELETE, digest) followed by the entry's key;
-  // the value is the entry's value (empty for a DELETE). Only a backup of the key's slot at the
-  // header's epoch applies it, in sequence order, from the slot's primary.
+  // wire::ReplicateHeader (epoch, sequence, sender, PUT or DELETE, digest) followed by the entry's
+  // key; the value is the entry's value (empty for a DELETE). Only a backup of the key's slot at
+  // the header's epoch applies it, in sequence order, from the slot's primary.
   kReplicate = 10
 };
 inline constexpr uint8_t kMaxOp = 10;

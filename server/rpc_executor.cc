@@ -44,8 +44,7 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     if (replicator_ != nullptr &&
         !(s = Table::CheckEntry(req.key, put ? req.value : std::string_view("x"))).ok()) {
       // Refused before the backups see it (they would refuse it too, for good).
-    } else if (owners_ != nullptr &&
-               !owners_->BeginWrite(slot = owners_->SlotOf(req.key), &word)) {
+    } else if (owners_ != nullptr && !owners_->BeginWrite(slot = owners_->SlotOf(req.key), &word)) {
       code = Refuse(slot, word, &payload);
     } else {
       admitted = owners_ != nullptr;

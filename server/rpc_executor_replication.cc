@@ -12,7 +12,8 @@
 //   a sender that is not the slot's primary: INVALID_ARGUMENT;
 //   a sequence number other than the next one: INVALID_ARGUMENT (a gap: something was lost;
 //   or an older one), unless it is the last one applied with the same digest: a resend after a
-//   lost reply, answered OK without applying it again. (The answer to a gap names no number.) The write is admitted through the ownership table's in-flight count, so a promotion
+//   lost reply, answered OK without applying it again. (The answer to a gap names no number.) The
+//   write is admitted through the ownership table's in-flight count, so a promotion
 // (ClusterNode::Apply) waits for it before the slot takes clients' writes.
 #include <cstring>
 
@@ -48,8 +49,8 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   if (!owners_->BeginReplicaWrite(slot, &word)) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
     return Status(Code::kUnavailable, "REPLICATE: slot " + std::to_string(slot) + " is " +
-                                              cluster::SlotStateName(cluster::WordState(word)) +
-                                              " here, not BACKUP");
+                                          cluster::SlotStateName(cluster::WordState(word)) +
+                                          " here, not BACKUP");
   }
   struct End {
     cluster::OwnershipTable* o;

@@ -238,7 +238,8 @@ Status Server::Start() {
   exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,
                                         [this] { return StatsText(); });
   if (owners_) exec_->SetOwnership(owners_.get());
-  cluster::Replicator* replicator = cluster_ ? cluster_->MakeReplicator(owners_.get(), table_.get()) : nullptr;
+  cluster::Replicator* replicator =
+      cluster_ ? cluster_->MakeReplicator(owners_.get(), table_.get()) : nullptr;
   if (replicator != nullptr) {
     exec_->SetReplicator(replicator);
     repl_writes_ = std::make_unique<WritePool>(

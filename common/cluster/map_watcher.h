@@ -71,9 +71,9 @@ class MapWatcher {
   std::atomic<int64_t> confirmed_ns_{0};  // steady ns when the last confirming read began
   mutable Mutex mu_;
   std::shared_ptr<const SlotMap> map_ GUARDED_BY(mu_);
-  int64_t revision_ GUARDED_BY(mu_) = 0;  // mod revision of map_ in etcd
+  int64_t revision_ GUARDED_BY(mu_) = 0;       // mod revision of map_ in etcd
   bool last_refused_ GUARDED_BY(mu_) = false;  // the value at revision_ was refused
-  std::mutex apply_mu_;                   // one on_map at a time, in epoch order
+  std::mutex apply_mu_;                        // one on_map at a time, in epoch order
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stop_ = false;  // guarded by stop_mu_

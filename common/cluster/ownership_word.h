@@ -8,8 +8,8 @@
 // MOVING (2: still this server's, its writes paused while it is handed over), IMPORTING (3: a
 // migration is copying the slot to this server; not yet its), BACKUP (4: this server holds a
 // replica the slot's primary keeps in sync; clients never read it), PROMOTING (5: this server's
-// after a failover, but not yet readable or writable: docs/design.md, "Replicas and failover"). A server writes
-// a word with one aligned 8-byte store (a reader sees the old word or the new one).
+// after a failover, but not yet readable or writable: docs/design.md, "Replicas and failover"). A
+// server writes a word with one aligned 8-byte store (a reader sees the old word or the new one).
 // The rule a reader applies (Readable): an entry READ posted before the word's READ, on the
 // same QP, may be returned only if the word is OWNED or MOVING at an epoch no newer than the
 // reader's map; otherwise the reader re-reads the map and asks the owner it names.

@@ -12,8 +12,8 @@ RpcMetrics::RpcMetrics() {
 
 const char* RpcMetrics::OpName(size_t op_index) {
   static constexpr const char* kNames[kOps] = {
-      "unknown",  "put",  "delete",        "stats",       "params",
-      "snapshot", "open", "migrate_begin", "migrate_put", "migrate_delete", "replicate"};
+      "unknown", "put",           "delete",      "stats",          "params",   "snapshot",
+      "open",    "migrate_begin", "migrate_put", "migrate_delete", "replicate"};
   return op_index < kOps ? kNames[op_index] : kNames[0];
 }
 
