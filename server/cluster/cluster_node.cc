@@ -58,6 +58,7 @@ ClusterNode::~ClusterNode() {
   if (promoter_.joinable()) promoter_.join();
   migrator_.reset();
   coordinator_.reset();  // resigns first: the next candidate leads at once
+  probe_.reset();
   watcher_.reset();
   membership_.reset();  // revokes the lease
 }
@@ -141,8 +142,9 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
       etcd_.get(), o_.cluster, [this](const SlotMap& map) { Apply(map); }, &watcher_);
   if (!s.ok()) return s;
   Membership* mem = membership_.get();
-  coordinator_ = std::make_unique<Coordinator>(etcd_.get(), o_.cluster, mem->id(),
-                                               [mem] { return mem->lease(); });
+  if (replicas_ > 1) probe_ = std::make_unique<LivenessProbe>(o_.auth_token);
+  coordinator_ = std::make_unique<Coordinator>(
+      etcd_.get(), o_.cluster, mem->id(), [mem] { return mem->lease(); }, probe_.get());
   coordinator_->Start();
   MigratorOptions mo;
   mo.cluster = o_.cluster;
@@ -168,6 +170,7 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(
       StatValue::U("cluster_reregistrations", membership_ ? membership_->reregistrations() : 0));
   v->push_back(StatValue::U("cluster_coordinator", coordinator_ && coordinator_->leading()));
+  v->push_back(StatValue::U("cluster_found_dead", probe_ ? probe_->found_dead() : 0));
   v->push_back(StatValue::U("migrations_out", migrator_ ? migrator_->batches_done() : 0));
   v->push_back(StatValue::U("migrations_failed", migrator_ ? migrator_->batches_failed() : 0));
   v->push_back(StatValue::U("migrated_keys_out", migrator_ ? migrator_->keys_sent() : 0));

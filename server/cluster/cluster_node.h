@@ -85,6 +85,7 @@ class ClusterNode {
   OwnershipTable* owners_ = nullptr;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<MapWatcher> watcher_;
+  std::unique_ptr<LivenessProbe> probe_;  // replicated clusters; used by the coordinator
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Migrator> migrator_;
   std::unique_ptr<Replicator> replicator_;

@@ -27,8 +27,12 @@ constexpr int kFailoverCheckMs = 100;
 }  // namespace
 
 Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
-                         std::function<int64_t()> lease)
-    : etcd_(etcd), cluster_(std::move(cluster)), my_id_(my_id), lease_(std::move(lease)) {}
+                         std::function<int64_t()> lease, LivenessProbe* probe)
+    : etcd_(etcd),
+      cluster_(std::move(cluster)),
+      my_id_(my_id),
+      lease_(std::move(lease)),
+      probe_(probe) {}
 
 void Coordinator::Start() {
   thread_ = std::thread([this] { Loop(); });
@@ -80,6 +84,7 @@ void Coordinator::Loop() {
       }
     }
     leading_.store(false);
+    if (probe_ != nullptr) probe_->SetTargets({});  // only the leader probes
     if (Stopping()) (void)e.Resign();
   }
 }

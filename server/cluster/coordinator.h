@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "common/cluster/cluster_address.h"
@@ -29,14 +30,17 @@
 #include "common/cluster/rebalance_plan.h"
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/election.h"
+#include "server/cluster/liveness_probe.h"
 
 namespace rkv::cluster {
 
 class Coordinator {
  public:
-  // lease(): the membership's current lease (0 while it has none).
+  // lease(): the membership's current lease (0 while it has none). `probe` (may be null; it
+  // outlives this): the servers of a replicated map are watched by it while this leads, and
+  // one it finds dead is failed over at once (server/cluster/liveness_probe.h).
   Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
-              std::function<int64_t()> lease);
+              std::function<int64_t()> lease, LivenessProbe* probe = nullptr);
   ~Coordinator();
   Coordinator(const Coordinator&) = delete;
   Coordinator& operator=(const Coordinator&) = delete;
@@ -72,6 +76,8 @@ class Coordinator {
   const ClusterAddress cluster_;
   const uint32_t my_id_;
   const std::function<int64_t()> lease_;
+  LivenessProbe* const probe_;
+  std::set<int64_t> revoked_;  // leases revoked after a probe found their server dead (loop's)
   std::atomic<bool> leading_{false};
   std::atomic<uint64_t> requests_done_{0};
   std::atomic<uint64_t> failovers_{0};

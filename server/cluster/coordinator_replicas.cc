@@ -26,6 +26,11 @@ namespace rkv::cluster {
 
 namespace {
 constexpr size_t kAddBatch = 512;
+bool InMap(const SlotMap& map, uint32_t id) {
+  for (const ServerEntry& e : map.servers())
+    if (e.id == id) return true;
+  return false;
+}
 }  // namespace
 
 Status Coordinator::Maintain(Election* e, bool* replicated) {
@@ -51,12 +56,28 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   if (!s.ok()) return s;
   std::vector<uint32_t> live_ids;
   std::vector<LiveServer> live;
+  std::vector<LivenessProbe::Target> targets;
   for (const EtcdKv& kv : members) {
     MemberRecord r;
     if (!MemberRecord::Decode(kv.value, &r).ok()) continue;
+    // A server of the map that the probe found gone is down now, not when its lease expires:
+    // its record goes (the lease revoked; a wrong verdict costs it its roles, never safety).
+    if (probe_ != nullptr && r.id != my_id_ && InMap(map, r.id)) {
+      if (probe_->FoundDead(r.id, kv.lease)) {
+        if (revoked_.size() > 1024) revoked_.clear();  // leases are never reused: only a memo
+        if (kv.lease != 0 && revoked_.insert(kv.lease).second) {
+          Status rv = etcd_->RevokeLease(kv.lease);
+          LOG(WARNING) << "cluster coordinator: server " << r.id << " (" << r.host << ":" << r.port
+                       << ") found dead by its probe; its lease revoked: " << rv.ToString();
+        }
+        continue;
+      }
+      targets.push_back({r.id, kv.lease, r.host, r.port});
+    }
     live_ids.push_back(r.id);
     live.push_back({{r.id, r.host, r.port}, r.zone});
   }
+  if (probe_ != nullptr) probe_->SetTargets(targets);
   auto commit = [&](SlotMap next, const char* what) -> Status {
     next.set_epoch(map.epoch() + 1);
     std::string value;
