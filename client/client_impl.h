@@ -65,6 +65,9 @@ class ClientImpl {
   }
   uint32_t owner_slots() const { return conn_ ? conn_->hello().owner_slots : 0; }
   bool broken() const { return !conn_ || conn_->state() != Connection::State::kConnected; }
+  // Whether the connection is lost, including a DISCONNECTED the server's side sent that no
+  // call has met yet (Connection::PeerGone).
+  bool PeerGone() { return !conn_ || conn_->PeerGone(); }
   // One request of any op and its reply (kvserver's migration uses it for MIGRATE_*).
   Status Call(wire::Op op, std::string_view key, std::string_view value, std::string* payload) {
     return RpcStatus(op, key, value, payload);

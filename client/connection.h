@@ -100,6 +100,13 @@ class Connection {
   const layout::Geometry& geometry() const { return geometry_; }
   const ServerInfo& info() const { return info_; }
   State state() const { return state_; }
+  // rdma_cm mode: whether the server closed the connection or its process died (a DISCONNECTED
+  // event waits in the channel; one non-blocking poll, never on the GET path). True breaks the
+  // connection. False in manual mode (the exchange channel watches the peer there).
+  bool PeerGone() {
+    if (state_ == State::kConnected && PeerDisconnected()) state_ = State::kBroken;
+    return state_ != State::kConnected;
+  }
 
  private:
   Connection() = default;

@@ -65,8 +65,14 @@ void Coordinator::Loop() {
       continue;
     }
     Election e(etcd_, Key("coordinator/"), lease);
-    Status s = e.Campaign(std::to_string(my_id_), kWaitMs);
-    if (s.code() == Code::kTimeout) continue;
+    // With a probe (a replicated cluster) the wait is short: between waits the leader is
+    // probed, and one found dead is not waited for (ProbeLeader).
+    Status s =
+        e.Campaign(std::to_string(my_id_), probe_ != nullptr ? kFailoverCheckMs * 2 : kWaitMs);
+    if (s.code() == Code::kTimeout) {
+      ProbeLeader();
+      continue;
+    }
     if (!s.ok()) {
       LOG_EVERY_N(WARNING, 20) << "cluster coordinator: campaign: " << s.ToString();
       Pause(kRetryMs);

@@ -68,6 +68,11 @@ class Coordinator {
   // Move calls it with rereplicate false while an ADD_REPLICA batch runs, so that failures are
   // handled meanwhile.
   Status Upkeep(Election* e, bool rereplicate, bool* replicated, bool* changed);
+  // Not leading, with a probe: probes the leader; if it is found dead (nothing listens at its
+  // address: server/cluster/liveness_probe.h), revokes its lease, which ends its candidacy and
+  // its membership at once, so the next candidate leads without waiting for the lease to
+  // expire (coordinator_replicas.cc).
+  void ProbeLeader();
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }

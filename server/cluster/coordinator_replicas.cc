@@ -13,6 +13,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <vector>
@@ -32,6 +33,31 @@ bool InMap(const SlotMap& map, uint32_t id) {
   return false;
 }
 }  // namespace
+
+void Coordinator::ProbeLeader() {
+  if (probe_ == nullptr) return;
+  std::string leader;
+  int64_t token = 0;
+  bool any = false;
+  Status s = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
+  uint32_t id = 0;
+  // The leader's value is its server id in decimal (Loop's Campaign).
+  if (!s.ok() || !any) return;
+  const auto [end, ec] = std::from_chars(leader.data(), leader.data() + leader.size(), id);
+  if (ec != std::errc() || end != leader.data() + leader.size() || id == 0 || id == my_id_) return;
+  bool found = false;
+  EtcdKv kv;
+  s = etcd_->Get(Key(("servers/" + std::to_string(id)).c_str()), &found, &kv, nullptr);
+  MemberRecord r;
+  if (!s.ok() || !found || !MemberRecord::Decode(kv.value, &r).ok() || kv.lease == 0) return;
+  probe_->SetTargets({{r.id, kv.lease, r.host, r.port}});
+  if (!probe_->FoundDead(r.id, kv.lease)) return;
+  if (revoked_.size() > 1024) revoked_.clear();
+  if (!revoked_.insert(kv.lease).second) return;
+  s = etcd_->RevokeLease(kv.lease);
+  LOG(WARNING) << "cluster coordinator: the coordinator, server " << r.id << " (" << r.host << ":"
+               << r.port << "), found dead by the probe; its lease revoked: " << s.ToString();
+}
 
 Status Coordinator::Maintain(Election* e, bool* replicated) {
   bool changed = false;

@@ -16,7 +16,7 @@ Options ProbeOptions(std::string token) {
   o.auth_token = std::move(token);
   o.location_cache_entries = 0;
   o.connect_timeout_ms = LivenessProbe::kTimeoutMs;
-  o.rpc_timeout_ms = LivenessProbe::kTimeoutMs;
+  o.rpc_timeout_ms = LivenessProbe::kReadTimeoutMs;
   o.auto_reconnect = false;
   return o;
 }
@@ -63,7 +63,9 @@ bool LivenessProbe::FoundDead(uint32_t id, int64_t lease) const {
 
 void LivenessProbe::ProbeOnce(Probe* p) {
   if (p->dead) return;
-  if (p->conn && !p->conn->broken()) {
+  // A process that dies closes its rdma_cm ids: its host's kernel sends a disconnect at once,
+  // and it waits in the channel (checked first: no READ needed to notice it).
+  if (p->conn && !p->conn->PeerGone()) {
     std::string value;
     Status s = p->conn->Get(kProbeKey, &value);
     if (s.ok() || s.IsNotFound()) return;  // answered: alive

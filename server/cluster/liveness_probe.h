@@ -2,9 +2,10 @@
 // LivenessProbe: finds a replicated cluster's dead servers sooner than their etcd leases do
 // (docs/cluster.md, "Failover and re-replication"). The elected coordinator names the servers
 // of its map that are live in etcd (SetTargets: id, address, the lease of the membership
-// record); a thread keeps one authenticated connection to each and, every kProbeMs, reads a
-// bucket pair through it (a one-sided GET: the server's CPU does nothing). When that read or
-// the connection fails, it connects once more, and decides:
+// record); a thread keeps one authenticated connection to each and, every kProbeMs, checks it
+// for a disconnect (a dying process's kernel sends one at once) and reads a bucket pair through
+// it (a one-sided GET: the server's CPU does nothing). When either fails, it connects once more,
+// and decides:
 //   - dead: the server's host rejects the connect because nothing listens on the address
 //     (rdma_cm REJECTED with IB CM reason 8, invalid service id: the process is gone), or a
 //     process with another instance id answers (the one probed was replaced);
@@ -40,7 +41,8 @@ namespace rkv::cluster {
 class LivenessProbe {
  public:
   static constexpr int kProbeMs = 200;
-  static constexpr int kTimeoutMs = 1000;  // a probe's connect and read
+  static constexpr int kTimeoutMs = 1000;     // a probe's connect
+  static constexpr int kReadTimeoutMs = 500;  // a probe's READ (a timeout only reconnects)
   struct Target {
     uint32_t id = 0;
     int64_t lease = 0;  // the membership record's: a new registration is a new target
