@@ -179,6 +179,7 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("repl_writes", replicator_ ? replicator_->writes() : 0));
   v->push_back(StatValue::U("repl_retries", replicator_ ? replicator_->retries() : 0));
   v->push_back(StatValue::U("repl_failures", replicator_ ? replicator_->failures() : 0));
+  v->push_back(StatValue::U("repl_kept", replicator_ ? replicator_->kept() : 0));
 }
 
 }  // namespace rkv::cluster

@@ -93,8 +93,11 @@ class Migrator {
   // the race).
   void ResumeSlot(uint32_t slot) {
     if (!StillPrimary(slot) || !owners_->Resume(slot)) return;
-    if (!StillPrimary(slot))
-      owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kNotOwned));
+    // Undone only if the word is still the one just stored: a map change that stored another
+    // meanwhile (a backup role, a newer epoch) keeps it.
+    const uint64_t w = owners_->Word(slot);
+    if (!StillPrimary(slot) && WordState(w) == SlotState::kOwned)
+      (void)owners_->CompareAndSet(slot, w, OwnerWord(WordEpoch(w), SlotState::kNotOwned));
   }
   // Whether the map this server applied last still names it as the slot's primary.
   bool StillPrimary(uint32_t slot) const {

@@ -70,6 +70,12 @@ class OwnershipTable {
   // MOVING or NOT_OWNED -> OWNED (same epoch) in one compare-and-swap (a migration that did not
   // hand the slot over takes it back); false (unchanged) otherwise.
   bool Resume(uint32_t slot);
+  // The word from `expected` to `desired` in one compare-and-swap; false (unchanged) if it was
+  // not `expected` (a map change stored another meanwhile).
+  bool CompareAndSet(uint32_t slot, uint64_t expected, uint64_t desired) {
+    return __atomic_compare_exchange_n(&words_[slot], &expected, desired, false, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_SEQ_CST);
+  }
   uint32_t CountOwned() const;
 
   // Migration's dirty keys: while a slot is tracked, every write admitted to it records its

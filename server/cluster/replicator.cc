@@ -111,7 +111,13 @@ bool Replicator::Primary(uint32_t slot, const Snapshot& snap) const {
 
 // A refusal that asking again cannot change (the backup's answer is final for this message).
 static bool Permanent(Code c) {
-  return c == Code::kBadRequest || c == Code::kTooLarge || c == Code::kInvalidArgument;
+  return c == Code::kBadRequest || c == Code::kTooLarge || c == Code::kInvalidArgument ||
+         c == Code::kTableFull;
+}
+// A refusal that says the backup did not apply the message (its table had no room, or the
+// message did not decode): the backup's sequence did not move.
+static bool NotApplied(Code c) {
+  return c == Code::kBadRequest || c == Code::kTooLarge || c == Code::kTableFull;
 }
 
 Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg,
@@ -125,7 +131,10 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
     for (;;) {
       bool maybe_sent = false;
       Status s = SendOnce(b, *msg, value, deadline, &maybe_sent);
-      *sent_any = *sent_any || maybe_sent;
+      // A backup that applied it, or an attempt whose fate is unknown, may hold it; a refusal
+      // that says "not applied" holds nothing, but only if no earlier attempt is in doubt (one
+      // that timed out may still be applied after it).
+      if (!NotApplied(s.code())) *sent_any = *sent_any || maybe_sent;
       if (s.ok()) break;
       retries_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 100) << "replicating slot " << slot << " to server " << b.id << ": "
@@ -181,23 +190,23 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   // a number behind for good.
   // A kept write belongs to the stint as primary it was made in (the word's epoch: a new stint
   // always has a newer one); a later stint's data already settled it (the next primary's).
-  if (pending_[slot] && pending_[slot]->tenure != WordEpoch(owners_->Word(slot)))
+  auto drop_kept = [&] {
+    if (!pending_[slot]) return;
     pending_[slot].reset();
+    kept_.fetch_sub(1, std::memory_order_relaxed);
+  };
+  if (pending_[slot] && pending_[slot]->tenure != WordEpoch(owners_->Word(slot))) drop_kept();
+  bool superseded = false;  // a kept write of this key, resent, waits for this one to replace it
   if (pending_[slot]) {
     Pending& p = *pending_[slot];
     bool sent = false;
     std::string why;
-    Status r = SendAll(slot, snap, &p.msg, p.value, deadline, &sent, &why);
+    // Resent until it reached every backup once; never after (later numbers follow it there).
+    Status r =
+        p.delivered ? Status::Ok() : SendAll(slot, snap, &p.msg, p.value, deadline, &sent, &why);
     if (r.ok() && !Primary(slot, SnapshotOf(slot))) {
       r = Status(Code::kUnavailable, "deposed");
       why = "this server is no longer its primary";
-    }
-    if (r.ok()) {
-      r = p.put ? table_->Put(p.key, p.value) : table_->Delete(p.key);
-      if (r.IsNotFound()) r = Status::Ok();
-      if (!r.ok()) why = "applying it here";
-      // Inside the caller's admitted write: a re-replication copy ships this key too.
-      if (owners_->Tracked(slot)) owners_->MarkDirty(p.key);
     }
     if (!r.ok()) {
       failures_.fetch_add(1, std::memory_order_relaxed);
@@ -206,13 +215,33 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
                         "'s earlier write of unknown outcome is not on every replica yet (" + why +
                         ": " + r.message() + ")");
     }
-    pending_[slot].reset();
+    p.delivered = true;
+    // On every backup now. A write to the same key supersedes it here: its local apply is left
+    // to the new write, which replaces it on every replica (until that succeeds it stays
+    // kept). Otherwise it is applied here; if this table still refuses it (no room for its
+    // value) it stays kept and the slot's writes go on: writes to other keys commute with it,
+    // and the next write of its key supersedes it, so a value this table has no room for
+    // never blocks the slot, nor a DELETE that would make room.
+    superseded = p.key == key;
+    if (!superseded) {
+      Status a = p.put ? table_->Put(p.key, p.value) : table_->Delete(p.key);
+      if (a.ok() || a.IsNotFound()) {
+        // Inside the caller's admitted write: a re-replication copy ships this key too.
+        if (owners_->Tracked(slot)) owners_->MarkDirty(p.key);
+        drop_kept();
+      } else {
+        LOG_EVERY_N(WARNING, 100) << "slot " << slot << ": a kept write still does not apply "
+                                  << "here: " << a.ToString();
+      }
+    }
   }
   uint64_t seq = owners_->Sequence(slot);
   seq = (seq == OwnershipTable::kSequenceUnset ? 0 : seq) + 1;
   if (snap.backups.empty()) {
     owners_->SetSequence(slot, seq);
-    return apply();
+    Status a = apply();
+    if (superseded && (a.ok() || a.IsNotFound())) drop_kept();
+    return a;
   }
   wire::ReplicateHeader h{};
   h.epoch = snap.epoch;
@@ -224,6 +253,8 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   std::memcpy(msg.data(), &h, sizeof h);
   msg.append(key);
   auto keep = [&] {  // the write may be on some replica: resent (and applied here) first next time
+    drop_kept();     // a superseded one: this write of the same key, a later number, replaces it
+    kept_.fetch_add(1, std::memory_order_relaxed);
     pending_[slot] =
         std::make_unique<Pending>(Pending{put, WordEpoch(owners_->Word(slot)), std::string(key),
                                           std::string(put ? value : std::string_view()), msg});
@@ -233,9 +264,12 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   Status r = SendAll(slot, snap, &msg, put ? value : std::string_view(), deadline, &sent_any, &why);
   if (!r.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
+    // Held by no backup: a refusal that says so keeps its code (TABLE_FULL: as a single server
+    // would answer); its number is given to the next write.
     if (!sent_any)
-      return Status(Code::kUnavailable, "the write was not applied: slot " + std::to_string(slot) +
-                                            ": " + why + " (" + r.message() + ")");
+      return Status(NotApplied(r.code()) ? r.code() : Code::kUnavailable,
+                    "the write was not applied: slot " + std::to_string(slot) + ": " + why + " (" +
+                        r.message() + ")");
     // Its number may have reached a backup: never given to another write.
     owners_->SetSequence(slot, seq);
     keep();
@@ -262,6 +296,7 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
                                       "not: " +
                                       a.ToString());
   }
+  if (superseded) drop_kept();  // replaced on every replica and here
   writes_.fetch_add(1, std::memory_order_relaxed);
   return a;
 }

@@ -11,17 +11,28 @@
 // after every retry and before applying. A backup that does not answer is asked again (a fresh
 // connection) until it does, the map no longer names it (the coordinator drops a dead backup:
 // the write then goes on without it), this server is no longer the slot's primary, the backup
-// refuses for good (BAD_REQUEST, TOO_LARGE, INVALID_ARGUMENT), or `max_wait_ms` passed since the
-// write arrived (waiting for the slot's lock included). The two failures:
+// refuses for good (BAD_REQUEST, TOO_LARGE, INVALID_ARGUMENT, TABLE_FULL), or `max_wait_ms` passed
+// since the write arrived (waiting for the slot's lock included). The two failures:
 //   kUnavailable: nothing was sent (no backup can hold the write): the write was not applied;
 //   kTimeout ("outcome unknown"): a backup may hold it (it may survive a failover); its
 //   sequence number is then used up, never given to another write, and the write is kept: the
 //   slot's next write first resends it (same number and digest: a backup that has it answers it
 //   as a resend) and applies it here, so no backup stays a number behind (else its gap refusal
-//   would block the slot for good); until that succeeds the slot's writes fail UNAVAILABLE.
+//   would block the slot for good); until the resend reached every backup the slot's writes
+//   fail UNAVAILABLE. A write the backups applied but this server's table refused is kept the
+//   same way (TIMEOUT). Once resent, a kept write this table still refuses (no room for its
+//   value) stays kept without holding the slot's writes up (writes to other keys commute with
+//   it; it is not resent again: later numbers follow it on the backups), and the next write of
+//   its key supersedes it (not applied here: the new write replaces it on every replica), so it
+//   never blocks a DELETE that would make room. At most one write
+//   per slot is kept (a newer one replaces an older one that only this table lacked); kept()
+//   counts them: bounded by the slots this server is primary of, each by the largest entry.
 //   A kept write is dropped when the slot's stint as primary here ended (a newer word epoch):
 //   the next primary's data settled it.
-//   A write the backups applied but this server's table refused is kept the same way (TIMEOUT).
+//   A backup's refusal that says it did not apply the write (TABLE_FULL, TOO_LARGE,
+//   BAD_REQUEST), met before any attempt whose fate is unknown, leaves nothing on any backup:
+//   the write fails with that code (TABLE_FULL, as a single server would answer) and its number
+//   goes to the next write.
 // Each message carries a digest of its kind, key and value: a backup answers a repeat of its
 // last number as a repeat only if the digest matches.
 // Connections to backups prove the cluster's token (--auth_token_file) as clients do; at most
@@ -83,6 +94,9 @@ class Replicator {
   uint64_t writes() const { return writes_.load(); }
   uint64_t retries() const { return retries_.load(); }
   uint64_t failures() const { return failures_.load(); }
+  // Slots holding a kept write now (at most one each: bounded by the slots this server is the
+  // primary of, each by the largest entry).
+  uint64_t kept() const { return kept_.load(); }
 
  private:
   struct Link {
@@ -125,6 +139,9 @@ class Replicator {
     bool put;
     uint64_t tenure;              // the slot word's epoch when kept: this stint as primary
     std::string key, value, msg;  // msg: the REPLICATE key (header + key)
+    // On every backup of the map it was resent under: only the local apply is left (a backup
+    // added later by re-replication copies this table, which lacks it: unknown outcome).
+    bool delivered = false;
   };
   std::unique_ptr<std::unique_ptr<Pending>[]> pending_;
   mutable std::mutex map_mu_;
@@ -132,7 +149,7 @@ class Replicator {
   std::mutex links_mu_;
   std::condition_variable links_cv_;
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_
-  std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0};
+  std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0}, kept_{0};
 };
 
 }  // namespace rkv::cluster

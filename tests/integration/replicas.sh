@@ -18,6 +18,8 @@
 #    linearizable, and the longest stretches without a successful write and read are reported;
 #  - R=3: two of three servers killed one after the other (re-replication between): nothing
 #    acknowledged is lost.
+# Finally no server log holds a sanitizer report or a failed CHECK.
+# RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -28,6 +30,7 @@ if [ $# -eq 1 ] && [ -z "${RKV_IN_SANDBOX:-}" ]; then
 fi
 addr=${2:?usage: replicas.sh BUILD_DIR ADDR LOG_DIR}
 logs=${3:?usage: replicas.sh BUILD_DIR ADDR LOG_DIR}
+server=${RKV_REPL_SERVER:-$build/kvserver}
 rc=0
 pass() { echo "[case PASS] replicas: $1"; }
 fail() { echo "[case FAIL] replicas: $1${2:+ ($2)}"; rc=1; }
@@ -66,9 +69,9 @@ done
 echo "# replicated servers on ${addrs[*]} (device ${dev:-?})"
 declare -A spid
 port() { echo $((7700 + $1)); }
-start_server() {  # start_server I CLUSTER: server I (memory only, starts empty) on addrs[I % 3]
+start_server() {  # start_server I CLUSTER [MEMORY]: server I (memory only, starts empty) on addrs[I % 3]
   local i=$1
-  "$build/kvserver" --listen="${addrs[$((i % 3))]}:$(port "$i")" --memory=32M \
+  "$server" --listen="${addrs[$((i % 3))]}:$(port "$i")" --memory="${3:-32M}" \
     --allow_unauthenticated --cluster="$2" >> "$logs/server$i.log" 2>&1 &
   spid[$i]=$!
   pids+=("${spid[$i]}")
@@ -241,8 +244,30 @@ sleep 3
 touch "$logs/r3.stop"
 wait $lpid; judge r3 $? "R=3, two of three servers killed one after the other"
 
+# 6. a full replica: two servers of different sizes (R=2), filled with 30 KB values until
+# writes fail. A write no replica could take fails TABLE_FULL at once (a full backup's refusal),
+# one the backups took but the small primary could not is TIMEOUT (kept), and neither blocks
+# its slot: DELETEs of those keys and of some others succeed, then small PUTs, and every
+# acknowledged value reads back (repl_fill).
+clf=etcd://127.0.0.1:2379/repfull
+ctl --server="$clf" cluster init --slots=64 --replicas=2 > "$logs/initf.out" 2>&1 ||
+  fail "cluster init (full replica)" "$(cat "$logs/initf.out")"
+start_server 6 "$clf" 8M || fail "server 6 (8M) started"
+start_server 7 "$clf" 24M || fail "server 7 (24M) started"
+ctl --server="$clf" cluster rebalance > "$logs/rebalancef.out" 2>&1
+full "$clf" 2 30 || fail "full-replica cluster placement" "$(cat "$logs/status.now")"
+"$build/repl_fill" --cluster="$clf" > "$logs/fill.out" 2>&1 &&
+  pass "a full replica: $(grep "^repl_fill: [0-9]" "$logs/fill.out"); kept now $(stat_of 6 repl_kept)/$(stat_of 7 repl_kept)" ||
+  fail "a full replica" "$(tail -6 "$logs/fill.out")"
+
 for i in 0 1 2; do
   f=$(stat_of "$i" repl_failures)
   echo "# server $i: repl_writes $(stat_of "$i" repl_writes) repl_retries $(stat_of "$i" repl_retries) repl_failures ${f:-?} promotions $(stat_of "$i" cluster_promotions)"
 done
+# Sanitizer reports and failed CHECKs (glog's "Check failed") in any server's log.
+cleanup
+trap - EXIT
+bad=$(grep -l -E "WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error:|Check failed" "$logs"/server*.log 2>/dev/null)
+[ -z "$bad" ] && pass "no sanitizer report or failed CHECK in the servers' logs" ||
+  fail "reports in ${bad//$'\n'/ }" "$(grep -h -m3 -E "ThreadSanitizer|AddressSanitizer|runtime error:|Check failed" $bad | head -5)"
 exit $rc

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// repl_fill: fills a replicated cluster whose servers have different --memory until writes
+// fail, and checks how they fail (tests/integration/replicas.sh, "a full replica"):
+//   repl_fill --cluster=etcd://H:P/NAME [--value_size=N] [--keys=N]
+// PUTs keys fill-0, fill-1, ... (values of value_size bytes, each naming its key) until `keys`
+// or until 40 PUTs in a row failed; then DELETEs every key whose PUT's outcome was unknown
+// (TIMEOUT) and every fifth acknowledged key, PUTs a small value to a new key of each slot, and
+// reads every key back.
+// The rules (server/cluster/replicator.h): a write no replica could take fails TABLE_FULL (as a
+// single server's would), never UNAVAILABLE (a slot blocked by an earlier write) or
+// CONNECTION_LOST; a write the backups applied but the primary's table could not take is
+// TIMEOUT (kept) and a DELETE of its key then succeeds (it supersedes the kept write); an
+// acknowledged value reads back; a deleted key reads NOT_FOUND.
+// Prints a summary line `repl_fill: ...`; exit 0 when every rule held, 1 otherwise, 2 on a
+// setup failure.
+#include <gflags/gflags.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "rkv/client.h"
+
+DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
+DEFINE_int32(value_size, 30000, "bytes per value");
+DEFINE_int32(keys, 4000, "PUTs at most");
+
+namespace {
+std::string ValueOf(const std::string& key, size_t n) {
+  std::string v = key + ":";
+  while (v.size() < n) v += char('a' + v.size() % 26);
+  v.resize(n);
+  return v;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  using rkv::Code;
+  rkv::Options o;
+  o.rpc_timeout_ms = 20000;  // longer than a replicated write's 10 s
+  std::unique_ptr<rkv::Client> c;
+  rkv::Status s = rkv::Client::Connect(FLAGS_cluster, o, &c);
+  if (!s.ok()) {
+    std::fprintf(stderr, "repl_fill: connect: %s\n", s.ToString().c_str());
+    return 2;
+  }
+  std::map<std::string, std::string> want;  // key -> value ("" : must be absent)
+  std::map<std::string, int> codes;
+  std::vector<std::string> unknown;
+  int bad = 0, in_a_row = 0;
+  auto wrong = [&](const std::string& what, const rkv::Status& st) {
+    if (++bad <= 10) std::printf("repl_fill: WRONG: %s: %s\n", what.c_str(), st.ToString().c_str());
+  };
+  int i = 0;
+  for (; i < FLAGS_keys && in_a_row < 40; ++i) {
+    const std::string key = "fill-" + std::to_string(i);
+    const std::string value = ValueOf(key, size_t(FLAGS_value_size));
+    s = c->Put(key, value);
+    ++codes[rkv::CodeName(s.code())];
+    if (s.ok()) {
+      want[key] = value;
+      in_a_row = 0;
+      continue;
+    }
+    ++in_a_row;
+    if (s.code() == Code::kTimeout) {
+      unknown.push_back(key);
+    } else if (s.code() != Code::kTableFull) {
+      wrong("PUT " + key, s);
+    }
+  }
+  int deleted = 0;
+  for (const std::string& key : unknown) {
+    s = c->Delete(key);
+    if (!s.ok() && !s.IsNotFound()) {
+      wrong("DELETE of " + key + " (its PUT's outcome was unknown)", s);
+      continue;
+    }
+    want[key] = "";
+    ++deleted;
+  }
+  int n = 0;
+  for (auto& [key, value] : want) {
+    if (value.empty() || n++ % 5 != 0) continue;
+    s = c->Delete(key);
+    if (!s.ok()) {
+      wrong("DELETE of " + key, s);
+      continue;
+    }
+    value = "";
+    ++deleted;
+  }
+  // With room again, small writes succeed.
+  int small_ok = 0;
+  for (int k = 0; k < 50; ++k) {
+    const std::string key = "small-" + std::to_string(k);
+    s = c->Put(key, "v" + key);
+    if (s.ok()) {
+      want[key] = "v" + key;
+      ++small_ok;
+    } else {
+      wrong("PUT " + key + " after deletes", s);
+    }
+  }
+  int checked = 0;
+  for (const auto& [key, value] : want) {
+    std::string got;
+    s = c->Get(key, &got);
+    ++checked;
+    if (value.empty() ? !s.IsNotFound() : (!s.ok() || got != value))
+      wrong("GET " + key + (value.empty() ? " (deleted)" : ""),
+            s.ok() ? rkv::Status(Code::kProtocolError, "another value") : s);
+  }
+  std::string summary;
+  for (const auto& [code, count] : codes) summary += " " + code + " " + std::to_string(count);
+  std::printf(
+      "repl_fill: %d PUTs:%s; %zu of unknown outcome deleted, %d deletes in all; %d small PUTs "
+      "after; %d keys read back; %d wrong\n",
+      i, summary.c_str(), unknown.size(), deleted, small_ok, checked, bad);
+  return bad == 0 && codes["TABLE_FULL"] + codes["TIMEOUT"] > 0 ? 0 : 1;
+}
