@@ -153,6 +153,10 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   mo.client.location_cache_entries = 0;
   mo.rate_bytes_s = o_.migration_rate;
   mo.applied_epoch = [this] { return applied_epoch_.load(); };
+  if (replicator_) {
+    Replicator* r = replicator_.get();
+    mo.has_kept = [r](uint32_t slot) { return r->HasKept(slot); };
+  }
   migrator_ = std::make_unique<Migrator>(etcd_.get(), table, owners, mo);
   migrator_->Start();
   promoter_ = std::thread([this] { Promote(); });

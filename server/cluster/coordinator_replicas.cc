@@ -53,8 +53,9 @@ void Coordinator::ProbeLeader() {
   probe_->SetTargets({{r.id, kv.lease, r.host, r.port}});
   if (!probe_->FoundDead(r.id, kv.lease)) return;
   if (revoked_.size() > 1024) revoked_.clear();
-  if (!revoked_.insert(kv.lease).second) return;
+  if (revoked_.count(kv.lease) != 0) return;
   s = etcd_->RevokeLease(kv.lease);
+  if (s.ok() || s.message().find("lease not found") != std::string::npos) revoked_.insert(kv.lease);
   LOG(WARNING) << "cluster coordinator: the coordinator, server " << r.id << " (" << r.host << ":"
                << r.port << "), found dead by the probe; its lease revoked: " << s.ToString();
 }
@@ -89,16 +90,20 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     // A server of the map that the probe found gone is down now, not when its lease expires:
     // its record goes (the lease revoked; a wrong verdict costs it its roles, never safety).
     if (probe_ != nullptr && r.id != my_id_ && InMap(map, r.id)) {
+      // Still a target while its record lives: the verdict holds until the record goes.
+      targets.push_back({r.id, kv.lease, r.host, r.port});
       if (probe_->FoundDead(r.id, kv.lease)) {
         if (revoked_.size() > 1024) revoked_.clear();  // leases are never reused: only a memo
-        if (kv.lease != 0 && revoked_.insert(kv.lease).second) {
+        if (kv.lease != 0 && revoked_.count(kv.lease) == 0) {
           Status rv = etcd_->RevokeLease(kv.lease);
+          // Done, or already gone (expired meanwhile): not asked again. Else the next round.
+          if (rv.ok() || rv.message().find("lease not found") != std::string::npos)
+            revoked_.insert(kv.lease);
           LOG(WARNING) << "cluster coordinator: server " << r.id << " (" << r.host << ":" << r.port
                        << ") found dead by its probe; its lease revoked: " << rv.ToString();
         }
         continue;
       }
-      targets.push_back({r.id, kv.lease, r.host, r.port});
     }
     live_ids.push_back(r.id);
     live.push_back({{r.id, r.host, r.port}, r.zone});

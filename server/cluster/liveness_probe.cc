@@ -112,8 +112,9 @@ void LivenessProbe::Loop() {
         next.push_back(Probe{t, nullptr, 0, false});
       }
     }
-    probes = std::move(next);
+    probes.swap(next);
     l.unlock();
+    next.clear();  // dropped probes' connections torn down without the lock
     for (Probe& p : probes) {
       ProbeOnce(&p);
       std::lock_guard<std::mutex> g(mu_);

@@ -225,6 +225,14 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     return fail("shipping the last keys");
   }
   owners_->Track(rec.slots, false);
+  // Paused and idle: no write runs in these slots, so none can keep a write until they resume
+  // (after the commit, when every write also reaches the new backup).
+  for (uint32_t slot : rec.slots)
+    if (rec.kind == MigrationRecord::kAddReplica && o_.has_kept && o_.has_kept(slot)) {
+      for (uint32_t t : rec.slots) ResumeSlot(t);
+      return fail("slot " + std::to_string(slot) +
+                  " holds a write of unknown outcome that this server's table has not taken yet");
+    }
   if (rec.kind == MigrationRecord::kAddReplica) return true;  // still this server's: MOVING
   for (uint32_t slot : rec.slots)
     owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kNotOwned));

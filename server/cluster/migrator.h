@@ -56,6 +56,9 @@ struct MigratorOptions {
   // The epoch of the map this server applied last (ClusterNode): an ADD_REPLICA batch resumes
   // its slots' writes only once the map naming the new backup is applied here.
   std::function<uint64_t()> applied_epoch;
+  // A replicated server: whether a slot holds a kept write (Replicator::HasKept); an
+  // ADD_REPLICA batch with such a slot fails (re-replication tries again later).
+  std::function<bool(uint32_t)> has_kept;
 };
 
 class Migrator {

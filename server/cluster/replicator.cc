@@ -21,7 +21,7 @@ Replicator::Replicator(OwnershipTable* owners, Table* table, ReplicatorOptions o
     : owners_(owners),
       table_(table),
       o_(std::move(o)),
-      slot_mu_(new std::timed_mutex[owners->num_slots()]),
+      slot_mu_(new SlotLock[owners->num_slots()]),
       pending_(new std::unique_ptr<Pending>[owners->num_slots()]) {}
 
 Replicator::~Replicator() = default;
@@ -48,6 +48,12 @@ Replicator::Snapshot Replicator::SnapshotOf(uint32_t slot) const {
     if (e != nullptr && e->id != my_id_.load()) out.backups.push_back({e->id, e->host, e->port});
   }
   return out;
+}
+
+bool Replicator::HasKept(uint32_t slot) {
+  std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
+  if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return true;
+  return pending_[slot] != nullptr;
 }
 
 bool Replicator::HasBackups(uint32_t slot) const { return !SnapshotOf(slot).backups.empty(); }
@@ -172,7 +178,7 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   // The deadline counts the wait for the slot's lock: writes queued behind a slow backup give
   // up with it instead of each waiting max_wait_ms in turn.
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
-  std::unique_lock<std::timed_mutex> slot_lock(slot_mu_[slot], std::defer_lock);
+  std::unique_lock<SlotLock> slot_lock(slot_mu_[slot], std::defer_lock);
   if (!slot_lock.try_lock_until(deadline)) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     return Status(Code::kUnavailable, "the write was not applied: slot " + std::to_string(slot) +

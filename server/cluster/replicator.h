@@ -94,6 +94,10 @@ class Replicator {
   uint64_t writes() const { return writes_.load(); }
   uint64_t retries() const { return retries_.load(); }
   uint64_t failures() const { return failures_.load(); }
+  // Whether the slot holds a kept write (true also when its lock is not had within 100 ms).
+  // Re-replication refuses to copy such a slot: a kept write already delivered is not resent,
+  // so a backup added from this table (which lacks it) would never get it.
+  bool HasKept(uint32_t slot);
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).
   uint64_t kept() const { return kept_.load(); }
@@ -132,7 +136,31 @@ class Replicator {
   Table* const table_;
   const ReplicatorOptions o_;
   std::atomic<uint32_t> my_id_{0};
-  std::unique_ptr<std::timed_mutex[]> slot_mu_;  // one per slot: its writes in sequence order
+  // A lock taken with a deadline: a mutex, a flag and a condition variable (std::timed_mutex's
+  // timed lock is pthread_mutex_clocklock, which ThreadSanitizer does not see: it then reports
+  // every unlock). What std::unique_lock needs of it here: try_lock_until and unlock.
+  class SlotLock {
+   public:
+    bool try_lock_until(SteadyClock::time_point deadline) {
+      std::unique_lock<std::mutex> l(mu_);
+      if (!cv_.wait_until(l, deadline, [this] { return !held_; })) return false;
+      held_ = true;
+      return true;
+    }
+    void unlock() {
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        held_ = false;
+      }
+      cv_.notify_one();
+    }
+
+   private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool held_ = false;  // guarded by mu_
+  };
+  std::unique_ptr<SlotLock[]> slot_mu_;  // one per slot: its writes in sequence order
   // A slot's last write of unknown outcome (it may be on some backup), resent before the
   // slot's next write; at most one per slot, guarded by the slot's lock.
   struct Pending {
