@@ -26,6 +26,7 @@
 
 #include "common/cluster/cluster_address.h"
 #include "common/cluster/cluster_request.h"
+#include "common/cluster/member_record.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/rebalance_plan.h"
 #include "common/etcd/etcd_client.h"
@@ -73,6 +74,8 @@ class Coordinator {
   // its membership at once, so the next candidate leads without waiting for the lease to
   // expire (coordinator_replicas.cc).
   void ProbeLeader();
+  // Revokes the lease of a server the probe found dead (once per lease; `who` for the log).
+  void RevokeDead(const MemberRecord& r, int64_t lease, const char* who);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }

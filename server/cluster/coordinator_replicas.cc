@@ -52,11 +52,16 @@ void Coordinator::ProbeLeader() {
   if (!s.ok() || !found || !MemberRecord::Decode(kv.value, &r).ok() || kv.lease == 0) return;
   probe_->SetTargets({{r.id, kv.lease, r.host, r.port}});
   if (!probe_->FoundDead(r.id, kv.lease)) return;
-  if (revoked_.size() > 1024) revoked_.clear();
-  if (revoked_.count(kv.lease) != 0) return;
-  s = etcd_->RevokeLease(kv.lease);
-  if (s.ok() || s.message().find("lease not found") != std::string::npos) revoked_.insert(kv.lease);
-  LOG(WARNING) << "cluster coordinator: the coordinator, server " << r.id << " (" << r.host << ":"
+  RevokeDead(r, kv.lease, "the coordinator");
+}
+
+void Coordinator::RevokeDead(const MemberRecord& r, int64_t lease, const char* who) {
+  if (revoked_.size() > 1024) revoked_.clear();  // leases are never reused: only a memo
+  if (lease == 0 || revoked_.count(lease) != 0) return;
+  Status s = etcd_->RevokeLease(lease);
+  // Done, or already gone (expired meanwhile): not asked again. Else the next round.
+  if (s.ok() || s.message().find("lease not found") != std::string::npos) revoked_.insert(lease);
+  LOG(WARNING) << "cluster coordinator: " << who << ", server " << r.id << " (" << r.host << ":"
                << r.port << "), found dead by the probe; its lease revoked: " << s.ToString();
 }
 
@@ -93,15 +98,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
       // Still a target while its record lives: the verdict holds until the record goes.
       targets.push_back({r.id, kv.lease, r.host, r.port});
       if (probe_->FoundDead(r.id, kv.lease)) {
-        if (revoked_.size() > 1024) revoked_.clear();  // leases are never reused: only a memo
-        if (kv.lease != 0 && revoked_.count(kv.lease) == 0) {
-          Status rv = etcd_->RevokeLease(kv.lease);
-          // Done, or already gone (expired meanwhile): not asked again. Else the next round.
-          if (rv.ok() || rv.message().find("lease not found") != std::string::npos)
-            revoked_.insert(kv.lease);
-          LOG(WARNING) << "cluster coordinator: server " << r.id << " (" << r.host << ":" << r.port
-                       << ") found dead by its probe; its lease revoked: " << rv.ToString();
-        }
+        RevokeDead(r, kv.lease, "a member of the map");
         continue;
       }
     }
