@@ -76,6 +76,7 @@ Status ClientImpl::Open(const Options& options) {
     Status s = Connection::Open(host_, port_, attempt > 0 ? again : options, &c);
     if (s.ok()) {
       conn_ = std::move(c);
+      conn_->SetAbandon(abandon_);
       info_ = conn_->info();
       return Status::Ok();
     }

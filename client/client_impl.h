@@ -5,6 +5,7 @@
 #define RKV_CLIENT_CLIENT_IMPL_H_
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -68,6 +69,12 @@ class ClientImpl {
   // Whether the connection is lost, including a DISCONNECTED the server's side sent that no
   // call has met yet (Connection::PeerGone).
   bool PeerGone() { return !conn_ || conn_->PeerGone(); }
+  // Connection::SetAbandon for this client's waits for replies (kept across reconnects); null
+  // clears it. The cluster router sets it around a write to a replicated slot.
+  void SetAbandon(const std::function<bool()>* abandon) {
+    abandon_ = abandon;
+    if (conn_) conn_->SetAbandon(abandon);
+  }
   // One request of any op and its reply (kvserver's migration uses it for MIGRATE_*).
   Status Call(wire::Op op, std::string_view key, std::string_view value, std::string* payload) {
     return RpcStatus(op, key, value, payload);
@@ -117,6 +124,7 @@ class ClientImpl {
   int owner_count_ = 0;
   uint32_t owner_slots_[Connection::kMaxBatch] = {};
   uint64_t owner_epoch_ = 0;
+  const std::function<bool()>* abandon_ = nullptr;  // SetAbandon
   // RoundTrip's tail in cluster mode: posts ops plus the word's READ, waits, checks the word.
   Status OwnedRoundTrip(const Connection::ReadOp* ops, int n);
 };

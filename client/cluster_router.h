@@ -13,7 +13,11 @@
 // owner, or whose owner cannot be reached, is UNAVAILABLE (naming the slot and the server) at
 // once. A write whose connection failed after it was sent is "outcome unknown"
 // (CONNECTION_LOST), never resent; the broken connection is dropped and the next call opens a
-// new one.
+// new one. With replicas, a write that waits for a reply from a server the watched map has
+// since replaced as the slot's primary (a failover) stops waiting (after at least
+// kAbandonAfterMs) and is "outcome unknown" the same way: a stopped or cut-off primary sends
+// neither a reply nor a disconnect, and the wait would otherwise last rpc_timeout_ms. (Only
+// with the map watched: with watch_cluster_map off nothing changes the map during the wait.)
 // Thread safety: none (one thread at a time, as Client); the map watcher's thread only swaps
 // the map under its own lock. Ownership: owns the etcd client, the watcher and every
 // connection.
@@ -83,7 +87,8 @@ class ClusterRouter {
   std::map<uint32_t, std::unique_ptr<ClientImpl>> conns_;  // by server id
   ClientCounters closed_;                                  // counters of dropped connections
   ClientCounters sum_;  // counters(): closed_ + open connections + routing
-  uint64_t redirects_ = 0, map_refreshes_ = 0;
+  uint64_t redirects_ = 0, map_refreshes_ = 0, abandoned_waits_ = 0;
+  static constexpr int kAbandonAfterMs = 200;  // Route: a write's least wait before abandoning
   // Servers whose connect failed: not dialled again before this time (fail fast), and why.
   std::map<uint32_t, std::chrono::steady_clock::time_point> down_until_;
   std::map<uint32_t, std::string> down_why_;

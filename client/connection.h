@@ -17,6 +17,7 @@
 #define RKV_CLIENT_CONNECTION_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -100,6 +101,12 @@ class Connection {
   const layout::Geometry& geometry() const { return geometry_; }
   const ServerInfo& info() const { return info_; }
   State state() const { return state_; }
+  // While set (non-null), a wait for a reply (Rpc, NextReply) asks `abandon` every 1024 empty
+  // polls whether to give up: true breaks the connection at once with kConnectionLost (the
+  // request's outcome is unknown), as a lost connection would. The callable must outlive the
+  // waits it is set for; the cluster router uses it to stop waiting for a server the map
+  // failed over (docs/cluster.md, "Clients").
+  void SetAbandon(const std::function<bool()>* abandon) { abandon_ = abandon; }
   // rdma_cm mode: whether the server closed the connection or its process died (a DISCONNECTED
   // event waits in the channel; one non-blocking poll, never on the GET path). True breaks the
   // connection. False in manual mode (the exchange channel watches the peer there).
@@ -145,6 +152,7 @@ class Connection {
 
   Options options_;
   State state_ = State::kConnected;
+  const std::function<bool()>* abandon_ = nullptr;  // SetAbandon
   wire::ServerHello server_hello_{};  // the accept data (or manual-mode reply): nonce, flags
   uint32_t server_qpn_ = 0;           // the server's QP number as our QP addresses it
   wire::OpenReply hello_{};

@@ -194,6 +194,7 @@ struct Stats {
     counters.reconnects += o.counters.reconnects;
     counters.server_restarts += o.counters.server_restarts;
     counters.cache_hits += o.counters.cache_hits, counters.cache_misses += o.counters.cache_misses;
+    counters.abandoned_waits += o.counters.abandoned_waits;
     max_server_restarts = std::max(max_server_restarts, o.counters.server_restarts);
     if (first_error.empty()) first_error = o.first_error;
     if (first_lost.empty()) first_lost = o.first_lost;
@@ -1016,11 +1017,13 @@ int main(int argc, char** argv) {
       for (size_t i = 1; i < t->size(); ++i) m = std::max(m, (*t)[i] - (*t)[i - 1]);
       return double(m) / 1e6;
     };
-    std::printf("lin_load:   failover: writes of unknown outcome %" PRIu64 ", refused %" PRIu64
+    std::printf("lin_load:   failover: writes of unknown outcome %" PRIu64
+                " (waits abandoned at a failed-over server %" PRIu64 "), refused %" PRIu64
                 ", failed GETs dropped %" PRIu64
                 "; longest stretch without a successful write %.0f ms, without a successful "
                 "read %.0f ms\n",
-                total.unknown, total.not_sent, total.gets_dropped, longest(&w), longest(&r));
+                total.unknown, c.abandoned_waits, total.not_sent, total.gets_dropped, longest(&w),
+                longest(&r));
     if (!total.first_lost.empty())
       std::printf("lin_load:   first failover status: %s\n", total.first_lost.c_str());
   }

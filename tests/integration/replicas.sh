@@ -12,7 +12,8 @@
 #    key's value intact;
 #  - under lin_load --failover (4 clients, 2 of them with a stale map, per-client owned keys):
 #    kill -9 a primary; it comes back empty and is re-replicated; kill -9 another; a primary
-#    SIGSTOPped past its lease then resumed (a zombie); the coordinator killed (it is also a
+#    SIGSTOPped past its lease then resumed (a zombie; a client's write waiting at it ends
+#    when the map fails it over: abandon_probe); the coordinator killed (it is also a
 #    primary); etcd stopped during a failover. After each: every acknowledged write is there
 #    and every acknowledged delete stays deleted (lin_load's durability tally), the history is
 #    linearizable, and the longest stretches without a successful write and read are reported;
@@ -182,13 +183,23 @@ wait $lpid; judge kill $? "kill -9 of a primary, back empty, re-replicated, kill
 start_server $v2 "$cl" || fail "server $v2 back (empty)"
 full "$cl" 2 180 || fail "re-replication after the second kill" "$(cat "$logs/status.now")"
 
-# 2. a zombie primary: SIGSTOP past its lease, then SIGCONT.
+# 2. a zombie primary: SIGSTOP past its lease, then SIGCONT. abandon_probe has a connection to
+# every primary and, once the server is stopped, PUTs a key of its first: the wait there must
+# end when the map fails it over (not at the probe's 60 s rpc timeout).
 lin "$cl" zombie 22 &
 lpid=$!
+timeout 180 "$build/abandon_probe" --cluster="$cl" --stopped="${addrs[0]}:$(port 0)" \
+  --go_file="$logs/abandon.go" > "$logs/abandon.out" 2>&1 &
+apid=$!
+for _ in $(seq 300); do grep -q "ready" "$logs/abandon.out" && break; sleep 0.1; done
 sleep 4
 kill -STOP "${spid[0]}"
+touch "$logs/abandon.go"
 wait_status "$cl" "server [0-9]+ [^ ]+:$(port 0) down slots 0 " 30 ||
   fail "failover of a stopped primary" "$(cat "$logs/status.now")"
+wait $apid &&
+  pass "a write waiting at the stopped primary ended when the map failed it over: $(grep "^abandon_probe: second" "$logs/abandon.out")" ||
+  fail "a write waiting at the stopped primary" "$(tail -3 "$logs/abandon.out")"
 sleep 3  # past the promoted backups' write fence: writes land on them
 kill -CONT "${spid[0]}"
 sleep 5

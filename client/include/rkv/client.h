@@ -116,6 +116,9 @@ struct ClientCounters {
   // and reads of the slot map from etcd made for them.
   uint64_t redirects = 0;
   uint64_t map_refreshes = 0;
+  // Writes to a replicated cluster whose wait for a reply was given up because the map failed
+  // the server over while it waited (returned CONNECTION_LOST: outcome unknown).
+  uint64_t abandoned_waits = 0;
 };
 // (A Get or MultiGet retried after an automatic reconnect counts its keys in `gets` again.)
 // Sums and differences, field by field (e.g. several clients' counters, or a phase's share).
@@ -132,6 +135,7 @@ inline ClientCounters& operator+=(ClientCounters& a, const ClientCounters& b) {
   a.cache_misses += b.cache_misses;
   a.redirects += b.redirects;
   a.map_refreshes += b.map_refreshes;
+  a.abandoned_waits += b.abandoned_waits;
   return a;
 }
 inline ClientCounters& operator-=(ClientCounters& a, const ClientCounters& b) {
@@ -147,6 +151,7 @@ inline ClientCounters& operator-=(ClientCounters& a, const ClientCounters& b) {
   a.cache_misses -= b.cache_misses;
   a.redirects -= b.redirects;
   a.map_refreshes -= b.map_refreshes;
+  a.abandoned_waits -= b.abandoned_waits;
   return a;
 }
 

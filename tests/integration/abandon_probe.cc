@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: Apache-2.0
+// abandon_probe: checks that a cluster client stops waiting for the reply of a primary that was
+// failed over while it waited (client/cluster_router.h; tests/integration/replicas.sh, "a
+// zombie primary"):
+//   abandon_probe --cluster=etcd://H:P/NAME --stopped=HOST:PORT --go_file=F [--keys=N]
+// Picks from the map a key whose primary is the server at --stopped (the target) and N other
+// keys, PUTs them all (opening a connection to every server that is a primary of one), prints
+// "abandon_probe: ready", waits until F exists (the script stops that server with SIGSTOP,
+// then creates F), and PUTs every key again with an rpc timeout of 60 s, the target first: its
+// wait at the stopped server must end, once the failover commits, CONNECTION_LOST naming the
+// map (not TIMEOUT after 60 s); the keys after it go to their primaries, the new ones
+// included. Then every key is read back: a key whose second PUT was acknowledged reads its
+// second value; one refused its first; one of unknown outcome either.
+// Prints `abandon_probe: ... abandoned N ...`; exit 0 when at least one wait was abandoned and
+// every read was right, 1 otherwise, 2 on a setup failure.
+#include <gflags/gflags.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cluster/cluster_address.h"
+#include "common/cluster/slot_map.h"
+#include "common/etcd/etcd_client.h"
+#include "rkv/client.h"
+
+DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
+DEFINE_string(stopped, "", "HOST:PORT of the server the script stops");
+DEFINE_string(go_file, "", "the second round of PUTs starts once this file exists");
+DEFINE_int32(keys, 32, "keys besides the target");
+
+namespace {
+int Setup(const std::string& what, const rkv::Status& s) {
+  std::fprintf(stderr, "abandon_probe: %s: %s\n", what.c_str(), s.ToString().c_str());
+  return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (FLAGS_go_file.empty() || FLAGS_stopped.empty() || FLAGS_keys <= 0)
+    return Setup("flags", rkv::Status(rkv::Code::kInvalidArgument, "see the file's comment"));
+  rkv::cluster::ClusterAddress address;
+  rkv::Status s = rkv::cluster::ParseClusterAddress(FLAGS_cluster, &address);
+  if (!s.ok()) return Setup("--cluster", s);
+  rkv::EtcdSettings settings;
+  settings.endpoints = address.endpoints;
+  std::unique_ptr<rkv::EtcdClient> etcd;
+  s = rkv::EtcdClient::Open(settings, &etcd);
+  bool found = false;
+  rkv::EtcdKv kv;
+  if (s.ok()) s = etcd->Get(address.Prefix() + "map", &found, &kv, nullptr);
+  rkv::cluster::SlotMap map;
+  if (s.ok() && !found) s = rkv::Status(rkv::Code::kNotFound, "no map");
+  if (s.ok()) s = rkv::cluster::SlotMap::Decode(kv.value, &map);
+  if (!s.ok()) return Setup("reading the map", s);
+  std::vector<std::string> keys;  // the target first
+  for (int i = 0; i < 100000 && keys.empty(); ++i) {
+    const std::string k = "abandon-target-" + std::to_string(i);
+    const rkv::cluster::ServerEntry* p = map.Owner(map.SlotOf(k), 0);
+    if (p != nullptr && p->host + ":" + std::to_string(p->port) == FLAGS_stopped) keys.push_back(k);
+  }
+  if (keys.empty())
+    return Setup("no slot of " + FLAGS_stopped, rkv::Status(rkv::Code::kNotFound, "not a primary"));
+  for (int i = 0; i < FLAGS_keys; ++i) keys.push_back("abandon-" + std::to_string(i));
+  rkv::Options o;
+  o.rpc_timeout_ms = 60000;  // far longer than a failover: only abandoning ends the wait early
+  std::unique_ptr<rkv::Client> c;
+  s = rkv::Client::Connect(FLAGS_cluster, o, &c);
+  if (!s.ok()) return Setup("connect", s);
+  const int n = int(keys.size());
+  auto key = [&keys](int i) { return keys[size_t(i)]; };
+  for (int i = 0; i < n; ++i) {
+    if (!(s = c->Put(key(i), "first")).ok()) {
+      std::fprintf(stderr, "abandon_probe: first PUT of %s: %s\n", key(i).c_str(),
+                   s.ToString().c_str());
+      return 2;
+    }
+  }
+  std::printf("abandon_probe: ready\n");
+  std::fflush(stdout);
+  for (int waited = 0; access(FLAGS_go_file.c_str(), F_OK) != 0; ++waited) {
+    if (waited > 2400) {  // 120 s
+      std::fprintf(stderr, "abandon_probe: %s never appeared\n", FLAGS_go_file.c_str());
+      return 2;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::vector<int> outcome(size_t(n), 0);  // 1 acknowledged, 0 unknown, -1 refused
+  int ok = 0, unknown = 0, refused = 0, bad = 0;
+  std::string first_abandon;
+  for (int i = 0; i < n; ++i) {
+    s = c->Put(key(i), "second");
+    if (s.ok()) {
+      outcome[size_t(i)] = 1;
+      ++ok;
+    } else if (s.code() == rkv::Code::kConnectionLost || s.code() == rkv::Code::kTimeout) {
+      ++unknown;
+      if (first_abandon.empty() && s.message().find("cluster map") != std::string::npos)
+        first_abandon = s.ToString();
+    } else {
+      outcome[size_t(i)] = -1;  // refused: not applied
+      ++refused;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    std::string v;
+    s = c->Get(key(i), &v);
+    const int k = outcome[size_t(i)];
+    const bool right = s.ok() && (k == 1    ? v == "second"
+                                  : k == -1 ? v == "first"
+                                            : v == "first" || v == "second");
+    if (!right && ++bad <= 5)
+      std::printf("abandon_probe: WRONG: %s read %s '%s' (second PUT %s)\n", key(i).c_str(),
+                  s.ToString().c_str(), v.c_str(),
+                  k == 1    ? "acknowledged"
+                  : k == -1 ? "refused"
+                            : "of unknown outcome");
+  }
+  const uint64_t abandoned = c->counters().abandoned_waits;
+  std::printf(
+      "abandon_probe: second PUTs: %d acknowledged, %d of unknown outcome, %d refused; "
+      "abandoned %llu; wrong reads %d%s%s\n",
+      ok, unknown, refused, static_cast<unsigned long long>(abandoned), bad,
+      first_abandon.empty() ? "" : "; first: ", first_abandon.c_str());
+  return abandoned >= 1 && bad == 0 ? 0 : 1;
+}
