@@ -22,10 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/cluster/cluster_address.h"
 #include "common/cluster/slot_map.h"
-#include "common/etcd/etcd_client.h"
 #include "rkv/client.h"
+#include "tests/integration/read_slot_map.h"
 
 DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_string(stopped, "", "HOST:PORT of the server the script stops");
@@ -43,20 +42,9 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   if (FLAGS_go_file.empty() || FLAGS_stopped.empty() || FLAGS_keys <= 0)
     return Setup("flags", rkv::Status(rkv::Code::kInvalidArgument, "see the file's comment"));
-  rkv::cluster::ClusterAddress address;
-  rkv::Status s = rkv::cluster::ParseClusterAddress(FLAGS_cluster, &address);
-  if (!s.ok()) return Setup("--cluster", s);
-  rkv::EtcdSettings settings;
-  settings.endpoints = address.endpoints;
-  std::unique_ptr<rkv::EtcdClient> etcd;
-  s = rkv::EtcdClient::Open(settings, &etcd);
-  bool found = false;
-  rkv::EtcdKv kv;
-  if (s.ok()) s = etcd->Get(address.Prefix() + "map", &found, &kv, nullptr);
   rkv::cluster::SlotMap map;
-  if (s.ok() && !found) s = rkv::Status(rkv::Code::kNotFound, "no map");
-  if (s.ok()) s = rkv::cluster::SlotMap::Decode(kv.value, &map);
-  if (!s.ok()) return Setup("reading the map", s);
+  rkv::Status s = rkv::integration::ReadSlotMap(FLAGS_cluster, &map);
+  if (!s.ok()) return Setup("setup", s);
   std::vector<std::string> keys;  // the target first
   for (int i = 0; i < 100000 && keys.empty(); ++i) {
     const std::string k = "abandon-target-" + std::to_string(i);

@@ -20,11 +20,10 @@
 #include <string>
 
 #include "client/client_impl.h"
-#include "common/cluster/cluster_address.h"
 #include "common/cluster/slot_map.h"
-#include "common/etcd/etcd_client.h"
 #include "common/wire.h"
 #include "rkv/client.h"
+#include "tests/integration/read_slot_map.h"
 
 DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_string(test_case, "",
@@ -41,21 +40,9 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   const std::string c = FLAGS_test_case;
   using rkv::Code;
-  rkv::cluster::ClusterAddress address;
-  rkv::Status s = rkv::cluster::ParseClusterAddress(FLAGS_cluster, &address);
-  if (!s.ok()) return Setup("--cluster", s);
-  rkv::EtcdSettings settings;
-  settings.endpoints = address.endpoints;
-  std::unique_ptr<rkv::EtcdClient> etcd;
-  s = rkv::EtcdClient::Open(settings, &etcd);
-  if (!s.ok()) return Setup("etcd", s);
-  bool found = false;
-  rkv::EtcdKv kv;
-  s = etcd->Get(address.Prefix() + "map", &found, &kv, nullptr);
   rkv::cluster::SlotMap map;
-  if (s.ok() && !found) s = rkv::Status(Code::kNotFound, "no map");
-  if (s.ok()) s = rkv::cluster::SlotMap::Decode(kv.value, &map);
-  if (!s.ok()) return Setup("reading the map", s);
+  rkv::Status s = rkv::integration::ReadSlotMap(FLAGS_cluster, &map);
+  if (!s.ok()) return Setup("setup", s);
   std::string key;
   uint32_t slot = 0;
   for (int i = 0; i < 100000 && key.empty(); ++i) {
