@@ -147,38 +147,9 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
         }
         break;
       case Kind::kPut:
-      case Kind::kDelete: {
-        // A replicated slot's primary may be failed over while this write waits for its reply
-        // (it was stopped or cut off: no reply, no disconnect). Once the watched map gives the
-        // slot to another server, the wait ends (outcome unknown, as for a lost connection)
-        // instead of lasting rpc_timeout_ms; not before kAbandonAfterMs, so a write that
-        // had just started is not cut short.
-        struct Wait {
-          uint32_t slot, server;
-          uint64_t epoch;
-          SteadyClock::time_point sent;
-          bool abandoned;
-        } w{slot, map->servers()[owner].id, map->epoch(), SteadyClock::now(), false};
-        std::function<bool()> moved;  // two pointers: held inline, no allocation
-        if (map->replicas() > 1)
-          moved = [this, &w] {
-            if (watcher_->epoch() == w.epoch ||
-                SteadyClock::now() - w.sent < std::chrono::milliseconds(kAbandonAfterMs))
-              return false;
-            const std::shared_ptr<const cluster::SlotMap> now = watcher_->current();
-            const uint16_t o = now->OwnerIndex(w.slot);
-            w.abandoned = o == cluster::kUnassigned || now->servers()[o].id != w.server;
-            return w.abandoned;
-          };
-        struct Clear {  // the hook never outlives `moved`, however the call ends
-          ClientImpl* c;
-          ~Clear() { c->SetAbandon(nullptr); }
-        } clear{c};
-        if (moved) c->SetAbandon(&moved);
-        s = kind == Kind::kPut ? c->Put(key, value) : c->Delete(key);
-        if (w.abandoned) ++abandoned_waits_;
+      case Kind::kDelete:
+        s = Write(c, *map, owner, slot, kind == Kind::kPut, key, value);
         break;
-      }
     }
     if (s.code() == Code::kMoved || s.code() == Code::kTryAgain) {
       ++redirects_;
@@ -212,6 +183,39 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
             (rpcs_sent ? "; the write was not retried: it may or may not have been applied"
                        : "; the write was not sent"));
   }
+}
+
+Status ClusterRouter::Write(ClientImpl* c, const cluster::SlotMap& map, uint16_t owner,
+                            uint32_t slot, bool put, std::string_view key, std::string_view value) {
+  if (map.replicas() <= 1) return put ? c->Put(key, value) : c->Delete(key);
+  // The slot's primary may be failed over while this write waits for its reply (it was
+  // stopped or cut off: no reply, no disconnect). Once the watched map gives the slot to
+  // another server, the wait ends (outcome unknown, as for a lost connection) instead of
+  // lasting rpc_timeout_ms; not before kAbandonAfterMs, so a write that had just started is
+  // not cut short.
+  struct Wait {
+    uint32_t slot, server;
+    uint64_t epoch;
+    SteadyClock::time_point sent;
+    bool abandoned;
+  } w{slot, map.servers()[owner].id, map.epoch(), SteadyClock::now(), false};
+  const std::function<bool()> moved = [this, &w] {  // two pointers: held inline, no allocation
+    if (watcher_->epoch() == w.epoch ||
+        SteadyClock::now() - w.sent < std::chrono::milliseconds(kAbandonAfterMs))
+      return false;
+    const std::shared_ptr<const cluster::SlotMap> now = watcher_->current();
+    const uint16_t o = now->OwnerIndex(w.slot);
+    w.abandoned = o == cluster::kUnassigned || now->servers()[o].id != w.server;
+    return w.abandoned;
+  };
+  struct Clear {  // the hook never outlives `moved`, however the call ends
+    ClientImpl* c;
+    ~Clear() { c->SetAbandon(nullptr); }
+  } clear{c};
+  c->SetAbandon(&moved);
+  Status s = put ? c->Put(key, value) : c->Delete(key);
+  if (w.abandoned) ++abandoned_waits_;
+  return s;
 }
 
 Status ClusterRouter::Get(std::string_view key, std::string* value) {

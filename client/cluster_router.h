@@ -63,6 +63,10 @@ class ClusterRouter {
   enum class Kind { kGet, kPut, kDelete };
   // Runs `kind` for `key` at its owner, following MOVED and TRY_AGAIN until rpc_timeout_ms.
   Status Route(Kind kind, std::string_view key, std::string_view value, std::string* result);
+  // A PUT (put) or DELETE of `key` to `c`, the slot's owner (index `owner` of `map`); with
+  // replicas its wait for the reply is abandoned once the watched map names another primary.
+  Status Write(ClientImpl* c, const cluster::SlotMap& map, uint16_t owner, uint32_t slot, bool put,
+               std::string_view key, std::string_view value);
   // The connection to server `id` of `map` (opened on first use). Null with *s set on failure.
   ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s);
   // A replicated cluster's GETs need the map confirmed within its lease
