@@ -73,10 +73,9 @@ Status ClientImpl::Open(const Options& options) {
       again.connect_timeout_ms = remaining;
       again.exchange.timeout_ms = std::min(options.exchange.timeout_ms, remaining);
     }
-    Status s = Connection::Open(host_, port_, attempt > 0 ? again : options, &c);
+    Status s = Connection::Open(host_, port_, attempt > 0 ? again : options, &c, abandon_);
     if (s.ok()) {
       conn_ = std::move(c);
-      conn_->SetAbandon(abandon_);
       info_ = conn_->info();
       return Status::Ok();
     }

@@ -69,8 +69,9 @@ class ClientImpl {
   // Whether the connection is lost, including a DISCONNECTED the server's side sent that no
   // call has met yet (Connection::PeerGone).
   bool PeerGone() { return !conn_ || conn_->PeerGone(); }
-  // Connection::SetAbandon for this client's waits for replies (kept across reconnects); null
-  // clears it. The cluster router sets it around a write to a replicated slot.
+  // Connection::SetAbandon for this client's waits (kept across reconnects); null clears it.
+  // The cluster router sets it around operations on a replicated slot (FailoverWatch), the
+  // replicator around a REPLICATE.
   void SetAbandon(const std::function<bool()>* abandon) {
     abandon_ = abandon;
     if (conn_) conn_->SetAbandon(abandon);

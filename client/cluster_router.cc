@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "client/connection.h"
+#include "client/failover_watch.h"
 #include "common/cluster/map_lease.h"
 
 namespace rkv {
@@ -59,7 +60,8 @@ void ClusterRouter::Drop(uint32_t id) {
   conns_.erase(it);
 }
 
-ClientImpl* ClusterRouter::ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s) {
+ClientImpl* ClusterRouter::ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s,
+                                        uint32_t slot) {
   const cluster::ServerEntry& e = map.servers()[index];
   const std::string where =
       "server " + std::to_string(e.id) + " (" + e.host + ":" + std::to_string(e.port) + ")";
@@ -73,7 +75,14 @@ ClientImpl* ClusterRouter::ConnectionTo(const cluster::SlotMap& map, uint16_t in
     return nullptr;
   }
   auto c = std::make_unique<ClientImpl>(e.host, e.port, options_);
-  Status o = c->Open();
+  Status o;
+  if (map.replicas() > 1 && slot != kAnySlot) {
+    FailoverWatch watch(watcher_.get(), c.get(), slot, e.id, map.epoch(), kAbandonAfterMs);
+    o = c->Open();
+    if (watch.abandoned()) ++abandoned_waits_;
+  } else {
+    o = c->Open();
+  }
   if (o.ok() && c->owner_slots() != map.num_slots())
     o = Status(Code::kProtocolError, "it has no ownership table for cluster '" + address_.name +
                                          "' (" + std::to_string(c->owner_slots()) +
@@ -116,7 +125,7 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
                                             "); kvctl cluster rebalance assigns it");
     }
     Status s;
-    ClientImpl* c = ConnectionTo(*map, owner, &s);
+    ClientImpl* c = ConnectionTo(*map, owner, &s, slot);
     if (c == nullptr) {
       // With replicas the owner may have failed over: a newer map names another (read at most
       // every kDownRefreshMs, so a dead server does not turn every call into an etcd read).
@@ -133,7 +142,7 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
         if (!LeaseHeld(*map, &s)) return s;
         if (watcher_->epoch() > map->epoch()) continue;  // the confirming read found a new map
         c->ExpectOwner(slot, map->epoch());
-        s = c->Get(key, result);
+        s = ReadAt(c, *map, owner, slot, key, result);
         // The value was read before now: good only if the lease on this very map still held
         // (map_lease.h); else read again (the map is confirmed or renewed first).
         if ((s.ok() || s.IsNotFound()) && map->replicas() > 1 &&
@@ -189,32 +198,23 @@ Status ClusterRouter::Write(ClientImpl* c, const cluster::SlotMap& map, uint16_t
                             uint32_t slot, bool put, std::string_view key, std::string_view value) {
   if (map.replicas() <= 1) return put ? c->Put(key, value) : c->Delete(key);
   // The slot's primary may be failed over while this write waits for its reply (it was
-  // stopped or cut off: no reply, no disconnect). Once the watched map gives the slot to
-  // another server, the wait ends (outcome unknown, as for a lost connection) instead of
-  // lasting rpc_timeout_ms; not before kAbandonAfterMs, so a write that had just started is
-  // not cut short.
-  struct Wait {
-    uint32_t slot, server;
-    uint64_t epoch;
-    SteadyClock::time_point sent;
-    bool abandoned;
-  } w{slot, map.servers()[owner].id, map.epoch(), SteadyClock::now(), false};
-  const std::function<bool()> moved = [this, &w] {  // two pointers: held inline, no allocation
-    if (watcher_->epoch() == w.epoch ||
-        SteadyClock::now() - w.sent < std::chrono::milliseconds(kAbandonAfterMs))
-      return false;
-    const std::shared_ptr<const cluster::SlotMap> now = watcher_->current();
-    const uint16_t o = now->OwnerIndex(w.slot);
-    w.abandoned = o == cluster::kUnassigned || now->servers()[o].id != w.server;
-    return w.abandoned;
-  };
-  struct Clear {  // the hook never outlives `moved`, however the call ends
-    ClientImpl* c;
-    ~Clear() { c->SetAbandon(nullptr); }
-  } clear{c};
-  c->SetAbandon(&moved);
+  // stopped or cut off: no reply, no disconnect): the wait then ends, outcome unknown.
+  FailoverWatch watch(watcher_.get(), c, slot, map.servers()[owner].id, map.epoch(),
+                      kAbandonAfterMs);
   Status s = put ? c->Put(key, value) : c->Delete(key);
-  if (w.abandoned) ++abandoned_waits_;
+  if (watch.abandoned()) ++abandoned_waits_;
+  return s;
+}
+
+Status ClusterRouter::ReadAt(ClientImpl* c, const cluster::SlotMap& map, uint16_t owner,
+                             uint32_t slot, std::string_view key, std::string* value) {
+  if (map.replicas() <= 1) return c->Get(key, value);
+  // A cut-off primary completes no READ: once the map names another, the READ wait ends
+  // (the connection broken) and Route reads again at the new primary.
+  FailoverWatch watch(watcher_.get(), c, slot, map.servers()[owner].id, map.epoch(),
+                      kAbandonAfterMs);
+  Status s = c->Get(key, value);
+  if (watch.abandoned()) ++abandoned_waits_;
   return s;
 }
 
@@ -264,7 +264,7 @@ Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
   std::vector<Status> sub_statuses;
   for (const auto& [owner, idx] : by_owner) {
     Status s;
-    ClientImpl* c = ConnectionTo(*map, owner, &s);
+    ClientImpl* c = ConnectionTo(*map, owner, &s, map->SlotOf(keys[idx.front()]));
     if (c == nullptr) {
       for (size_t i : idx) (*statuses)[i] = s;
       continue;
@@ -283,7 +283,17 @@ Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
       c->ExpectOwners(slots, distinct, map->epoch());
       Status held;
       const bool leased_before = LeaseHeld(*map, &held) && watcher_->epoch() == map->epoch();
-      if (leased_before) (void)c->MultiGet(sub_keys, &sub_values, &sub_statuses);
+      if (leased_before) {
+        // A batch at a cut-off primary: its READ wait ends once the map gives the batch's
+        // first slot to another server (failover moves all of a server's primaries); its keys
+        // then go one by one.
+        std::optional<FailoverWatch> watch;
+        if (map->replicas() > 1)
+          watch.emplace(watcher_.get(), c, slots[0], map->servers()[owner].id, map->epoch(),
+                        kAbandonAfterMs);
+        (void)c->MultiGet(sub_keys, &sub_values, &sub_statuses);
+        if (watch && watch->abandoned()) ++abandoned_waits_;
+      }
       const bool leased =
           leased_before &&
           (map->replicas() <= 1 || (watcher_->Confirmed() && watcher_->epoch() == map->epoch()));

@@ -13,11 +13,13 @@
 // owner, or whose owner cannot be reached, is UNAVAILABLE (naming the slot and the server) at
 // once. A write whose connection failed after it was sent is "outcome unknown"
 // (CONNECTION_LOST), never resent; the broken connection is dropped and the next call opens a
-// new one. With replicas, a write that waits for a reply from a server the watched map has
-// since replaced as the slot's primary (a failover) stops waiting (after at least
-// kAbandonAfterMs) and is "outcome unknown" the same way: a stopped or cut-off primary sends
-// neither a reply nor a disconnect, and the wait would otherwise last rpc_timeout_ms. (Only
-// with the map watched: with watch_cluster_map off nothing changes the map during the wait.)
+// new one. With replicas, an operation that waits on a server the watched map has since
+// replaced as the slot's primary (a failover) stops waiting (after at least kAbandonAfterMs;
+// client/failover_watch.h): a write is then "outcome unknown" the same way, a GET (or a
+// MultiGet batch) is read again at the new primary. A stopped or cut-off primary sends neither
+// a reply nor a disconnect (and a cut-off one completes no READ): the wait would otherwise last
+// rpc_timeout_ms. (Only with the map watched: with watch_cluster_map off nothing changes the
+// map during the wait.)
 // Thread safety: none (one thread at a time, as Client); the map watcher's thread only swaps
 // the map under its own lock. Ownership: owns the etcd client, the watcher and every
 // connection.
@@ -67,8 +69,16 @@ class ClusterRouter {
   // replicas its wait for the reply is abandoned once the watched map names another primary.
   Status Write(ClientImpl* c, const cluster::SlotMap& map, uint16_t owner, uint32_t slot, bool put,
                std::string_view key, std::string_view value);
+  // A GET of `key` at `c` (index `owner` of `map`); with replicas its READ wait is abandoned
+  // once the watched map names another primary (the connection is then broken: Route retries).
+  Status ReadAt(ClientImpl* c, const cluster::SlotMap& map, uint16_t owner, uint32_t slot,
+                std::string_view key, std::string* value);
   // The connection to server `id` of `map` (opened on first use). Null with *s set on failure.
-  ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s);
+  // `slot` (kAnySlot: none): with replicas, a connect it is needed for ends early once the
+  // watched map gives the slot to another server (a cut-off server answers no connect).
+  static constexpr uint32_t kAnySlot = ~0u;
+  ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s,
+                           uint32_t slot = kAnySlot);
   // A replicated cluster's GETs need the map confirmed within its lease
   // (common/cluster/map_lease.h): re-reads it if not; false (and *s UNAVAILABLE) if etcd
   // cannot confirm it.
@@ -92,7 +102,7 @@ class ClusterRouter {
   ClientCounters closed_;                                  // counters of dropped connections
   ClientCounters sum_;  // counters(): closed_ + open connections + routing
   uint64_t redirects_ = 0, map_refreshes_ = 0, abandoned_waits_ = 0;
-  static constexpr int kAbandonAfterMs = 200;  // Route: a write's least wait before abandoning
+  static constexpr int kAbandonAfterMs = 200;  // an operation's least wait before abandoning
   // Servers whose connect failed: not dialled again before this time (fail fast), and why.
   std::map<uint32_t, std::chrono::steady_clock::time_point> down_until_;
   std::map<uint32_t, std::string> down_why_;

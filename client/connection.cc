@@ -111,11 +111,16 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
         return Broken(Status(Code::kConnectionLost,
                              "server disconnected (rdma_cm DISCONNECTED) while a reply was "
                              "awaited; the request's outcome is unknown"));
-      if ((want_recv || want_pipe) && abandon_ != nullptr && (*abandon_)())
+      // Any wait (READs too: a cut-off server completes none): one pointer test, and while a
+      // cluster router watches, one atomic load (client/failover_watch.h).
+      if (abandon_ != nullptr && (*abandon_)())
         return Broken(Status(Code::kConnectionLost,
-                             "stopped waiting for the reply: the cluster map gave the key's slot "
-                             "to another server (this one was failed over); the request's "
-                             "outcome is unknown"));
+                             want_reads > 0 && !want_recv && !want_pipe
+                                 ? "stopped waiting for READs: the cluster map gave the key's "
+                                   "slot to another server (this one was failed over)"
+                                 : "stopped waiting for the reply: the cluster map gave the "
+                                   "key's slot to another server (this one was failed over); "
+                                   "the request's outcome is unknown"));
     }
   }
   return Status::Ok();

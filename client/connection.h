@@ -63,8 +63,11 @@ class Connection {
     uint32_t length;
   };
 
+  // `abandon` (may be null): SetAbandon's hook, asked from the start (rdma_cm mode: also while
+  // the connect is awaited, every 50 ms).
   static Status Open(const std::string& host, uint16_t port, const Options& options,
-                     std::unique_ptr<Connection>* out);
+                     std::unique_ptr<Connection>* out,
+                     const std::function<bool()>* abandon = nullptr);
   ~Connection();
 
   // Posts n READs as one chain (one doorbell; only the last is signalled). Does not wait.
@@ -101,8 +104,8 @@ class Connection {
   const layout::Geometry& geometry() const { return geometry_; }
   const ServerInfo& info() const { return info_; }
   State state() const { return state_; }
-  // While set (non-null), a wait for a reply (Rpc, NextReply) asks `abandon` every 1024 empty
-  // polls whether to give up: true breaks the connection at once with kConnectionLost (the
+  // While set (non-null), every wait (READs, Rpc, NextReply) asks `abandon` every 1024 empty
+  // polls whether to give up: true breaks the connection at once with kConnectionLost (a
   // request's outcome is unknown), as a lost connection would. The callable must outlive the
   // waits it is set for; the cluster router uses it to stop waiting for a server the map
   // failed over (docs/cluster.md, "Clients").

@@ -20,9 +20,10 @@ constexpr int kKeepaliveAccess = IBV_ACCESS_REMOTE_WRITE;
 }  // namespace
 
 Status Connection::Open(const std::string& host, uint16_t port, const Options& options,
-                        std::unique_ptr<Connection>* out) {
+                        std::unique_ptr<Connection>* out, const std::function<bool()>* abandon) {
   std::unique_ptr<Connection> c(new Connection());
   c->options_ = options;
+  c->abandon_ = abandon;
   void* mem = nullptr;
   if (posix_memalign(&mem, 4096, kBufferSize) != 0)
     return Status(Code::kIoError, "posix_memalign of the client buffer failed");
@@ -128,7 +129,7 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
   cp.rnr_retry_count = static_cast<uint8_t>(qs.rnr_retry);
   if (rdma_connect(id, &cp) != 0) return ErrnoStatus("rdma_connect", errno);
   rdma_cm_event* ev = nullptr;
-  s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &ev);
+  s = WaitCmEvent(channel_.get(), RDMA_CM_EVENT_ESTABLISHED, timeout_ms, &ev, abandon_);
   if (!s.ok())
     return Status(s.code(),
                   "connecting to " + host + ":" + std::to_string(port) + ": " + s.message());

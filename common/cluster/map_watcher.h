@@ -49,6 +49,8 @@ class MapWatcher {
   uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   // Reads NAME/map now and adopts it if it is newer (as the watch would).
   [[nodiscard]] Status Refresh();
+  // Whether a thread watches the map (Start's `watch`); if not, only Refresh changes it.
+  bool watching() const { return thread_.joinable(); }
   uint64_t bad_maps() const { return bad_maps_.load(); }
   // Whether the current map was confirmed by an etcd read begun less than kMapLeaseMs ago
   // (common/cluster/map_lease.h). The watch thread of a replicated cluster's map confirms it

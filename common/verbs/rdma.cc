@@ -82,9 +82,26 @@ Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id, const std::stri
 }
 
 Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int timeout_ms,
-                   rdma_cm_event** event) {
+                   rdma_cm_event** event, const std::function<bool()>* give_up) {
   pollfd pfd{channel->fd, POLLIN, 0};
-  int r = poll(&pfd, 1, timeout_ms);
+  int r = 0;
+  if (give_up == nullptr) {
+    r = poll(&pfd, 1, timeout_ms);
+  } else {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            deadline - std::chrono::steady_clock::now())
+                            .count();
+      r = poll(&pfd, 1, int(std::max<int64_t>(0, std::min<int64_t>(left, 50))));
+      if (r != 0 || left <= 0) break;
+      if ((*give_up)())
+        return Status(Code::kConnectionLost, std::string("gave up waiting for ") +
+                                                 rdma_event_str(expected) +
+                                                 " (the caller no longer needs the connection)");
+    }
+  }
   if (r < 0) return ErrnoStatus("poll(rdma_cm channel)", errno);
   if (r == 0)
     return Status(Code::kTimeout, std::string("no rdma_cm event within ") +

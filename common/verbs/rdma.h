@@ -12,6 +12,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -90,9 +91,10 @@ uint32_t ProbeMaxInline(ibv_context* ctx, ibv_pd* pd, uint32_t want, uint32_t ma
 void MoveQpToError(ibv_qp* qp);
 
 // Waits for the next event on `channel` of type `expected`, up to timeout_ms. On success the
-// event is returned in *event and must be acked by the caller.
+// event is returned in *event and must be acked by the caller. With `give_up` (non-null) the
+// wait asks it every 50 ms and ends kConnectionLost when it says true.
 Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int timeout_ms,
-                   rdma_cm_event** event);
+                   rdma_cm_event** event, const std::function<bool()>* give_up = nullptr);
 
 // Resolves host:port to an address, then a route, on `id` (events on `channel`), applying the
 // type of service `tos` (GRH traffic class) when non-zero. Errors name the step and the host.

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "client/client_impl.h"
@@ -30,6 +31,15 @@ void Replicator::SetMap(const SlotMap& map) {
   auto m = std::make_shared<const SlotMap>(map);
   std::lock_guard<std::mutex> l(map_mu_);
   map_ = std::move(m);
+  map_epoch_.store(map.epoch());
+}
+
+bool Replicator::StillWanted(uint32_t slot, uint32_t backup) const {
+  const Snapshot now = SnapshotOf(slot);
+  if (!Primary(slot, now)) return false;
+  for (const Backup& x : now.backups)
+    if (x.id == backup) return true;
+  return false;
 }
 
 Replicator::Snapshot Replicator::SnapshotOf(uint32_t slot) const {
@@ -85,28 +95,48 @@ void Replicator::Release(uint32_t /*id*/, Link* link, bool broken) {
   links_cv_.notify_one();
 }
 
-Status Replicator::SendOnce(const Backup& b, const std::string& key, std::string_view value,
-                            SteadyClock::time_point deadline, bool* maybe_sent) {
+Status Replicator::SendOnce(uint32_t slot, const Backup& b, const std::string& key,
+                            std::string_view value, SteadyClock::time_point deadline,
+                            bool* maybe_sent) {
   *maybe_sent = false;
+  // A cut-off backup answers neither the connect nor the message: the waits end once the
+  // applied map no longer wants this backup's ack (StillWanted; looked at only when the map's
+  // epoch moved since the last look).
+  struct Watch {
+    const Replicator* r;
+    uint32_t slot, backup;
+    uint64_t epoch;
+  } w{this, slot, b.id, map_epoch_.load()};
+  const std::function<bool()> dropped = [&w] {  // one pointer: no allocation
+    const uint64_t e = w.r->map_epoch_.load();
+    if (e == w.epoch) return false;
+    w.epoch = e;
+    return !w.r->StillWanted(w.slot, w.backup);
+  };
   Link* link = Acquire(b, deadline);
   if (link == nullptr)
     return Status(Code::kTimeout, "no free connection to backup " + std::to_string(b.id));
-  Status s;
   // The link is this thread's until Release: its client is touched by no other.
-  if (!link->client || link->client->broken()) {
+  if (!link->client || link->client->broken())
     link->client = std::make_unique<ClientImpl>(b.host, b.port, o_.client);
-    s = link->client->Open();
-    if (s.ok() && link->client->owner_slots() != owners_->num_slots())
+  ClientImpl* const c = link->client.get();
+  c->SetAbandon(&dropped);  // cleared below before Release (which may destroy c)
+  Status s;
+  if (c->broken()) {
+    s = c->Open();
+    if (s.ok() && c->owner_slots() != owners_->num_slots())
       s = Status(Code::kProtocolError, "the backup has no ownership table of this cluster");
     if (!s.ok()) {
+      c->SetAbandon(nullptr);
       Release(b.id, link, true);
       return s;
     }
   }
   *maybe_sent = true;
   std::string reply;
-  s = link->client->Call(wire::Op::kReplicate, key, value, &reply);
-  Release(b.id, link, link->client->broken());
+  s = c->Call(wire::Op::kReplicate, key, value, &reply);
+  c->SetAbandon(nullptr);
+  Release(b.id, link, c->broken());
   return s;
 }
 
@@ -136,7 +166,7 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
   for (const Backup& b : snap.backups) {
     for (;;) {
       bool maybe_sent = false;
-      Status s = SendOnce(b, *msg, value, deadline, &maybe_sent);
+      Status s = SendOnce(slot, b, *msg, value, deadline, &maybe_sent);
       // A backup that applied it, or an attempt whose fate is unknown, may hold it; a refusal
       // that says "not applied" holds nothing, but only if no earlier attempt is in doubt (one
       // that timed out may still be applied after it).

@@ -123,8 +123,15 @@ class Replicator {
   bool Primary(uint32_t slot, const Snapshot& snap) const;
   using SteadyClock = std::chrono::steady_clock;
   // One attempt to have `b` apply the message; *maybe_sent: it may have reached the backup.
-  Status SendOnce(const Backup& b, const std::string& key, std::string_view value,
+  // Its wait for the reply ends early (the link broken, kConnectionLost) once the applied map
+  // moved on and no longer names `b` as a backup of `slot` or this server as its primary: a
+  // cut-off backup sends neither a reply nor a disconnect, and SendAll goes on without a
+  // backup the map dropped.
+  Status SendOnce(uint32_t slot, const Backup& b, const std::string& key, std::string_view value,
                   SteadyClock::time_point deadline, bool* maybe_sent);
+  // Whether the applied map still wants `backup`'s ack for `slot` (this server its primary,
+  // `backup` one of its backups).
+  bool StillWanted(uint32_t slot, uint32_t backup) const;
   // Has every backup of `snap` apply the message (its header's epoch set to snap's), asking
   // again as the header comment says; the error and *why when one did not.
   Status SendAll(uint32_t slot, const Snapshot& snap, std::string* msg, std::string_view value,
@@ -174,6 +181,7 @@ class Replicator {
   std::unique_ptr<std::unique_ptr<Pending>[]> pending_;
   mutable std::mutex map_mu_;
   std::shared_ptr<const SlotMap> map_;  // guarded by map_mu_
+  std::atomic<uint64_t> map_epoch_{0};  // map_'s epoch (read without the lock)
   std::mutex links_mu_;
   std::condition_variable links_cv_;
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_

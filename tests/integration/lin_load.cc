@@ -180,7 +180,13 @@ struct Stats {
   rkv::ClientCounters counters;
   uint64_t max_server_restarts = 0;  // the most restarts one client saw
   std::string first_error, first_lost;
+  // The longest operation that failed (dropped or of unknown outcome), with its status: where
+  // a failover's stretch without successes went.
+  int64_t slowest_failed_ns = 0;
+  std::string slowest_failed;
   void Add(const Stats& o) {
+    if (o.slowest_failed_ns > slowest_failed_ns)
+      slowest_failed_ns = o.slowest_failed_ns, slowest_failed = o.slowest_failed;
     ops += o.ops, gets += o.gets, get_nf += o.get_nf, gets_retried += o.gets_retried;
     multigets += o.multigets, multiget_keys += o.multiget_keys, puts += o.puts;
     batches += o.batches, batch_ops += o.batch_ops;
@@ -445,6 +451,13 @@ class Worker {
   }
   void End(Op op) {
     ++stats_.ops;
+    if (op.outcome == Outcome::kFailed || op.outcome == Outcome::kUnknown) {
+      const int64_t took = op.return_ns - op.call_ns;
+      if (took > stats_.slowest_failed_ns) {
+        stats_.slowest_failed_ns = took;
+        stats_.slowest_failed = op.key + ": " + last_failure_;
+      }
+    }
     // With --reconnect a failed GET is dropped from the history (it has no result).
     if ((FLAGS_reconnect || FLAGS_failover) && op.type == OpType::kGet &&
         op.outcome == Outcome::kFailed)
@@ -477,6 +490,7 @@ class Worker {
     last_code_ = s.code();
     if (s.ok()) return Outcome::kOk;
     if (s.IsNotFound()) return Outcome::kNotFound;
+    last_failure_ = s.ToString();
     if (FLAGS_failover && (Lost(s.code()) || Refused(s.code()))) {
       if (stats_.first_lost.empty()) stats_.first_lost = what + ": " + s.ToString();
       if (Refused(s.code())) {
@@ -519,6 +533,7 @@ class Worker {
       ++stats_.get_nf;
     } else {
       op->outcome = Outcome::kFailed;
+      last_failure_ = s.ToString();
       if ((FLAGS_reconnect && Lost(s.code())) ||
           (FLAGS_failover && (Lost(s.code()) || Refused(s.code())))) {
         ++stats_.gets_dropped;  // dropped from the history (End skips failed GETs)
@@ -654,6 +669,7 @@ class Worker {
   std::vector<Op> ops_;
   std::vector<OwnedKey> owned_;
   rkv::Code last_code_ = rkv::Code::kOk;  // of the last write
+  std::string last_failure_;  // the status of the last failed operation (End records it)
   Stats stats_;
   bool fatal_ = false;
 };
@@ -860,13 +876,22 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   // 2. The run: --ops, or --duration_s / --stop_file.
-  std::printf("lin_load: run phase started (%d clients%s%s)\n", FLAGS_clients,
-              FLAGS_reconnect ? ", auto_reconnect" : "",
-              FLAGS_owned_keys > 0
-                  ? (", " + std::to_string(FLAGS_owned_keys) + " owned keys each").c_str()
-                  : "");
+  {
+    // The history's clock (steady) beside the wall clock, to line the history up with logs.
+    const auto wall = std::chrono::system_clock::now().time_since_epoch();
+    std::printf(
+        "lin_load: run phase started (%d clients%s%s) at history time %.3f s = unix "
+        "time %.3f s\n",
+        FLAGS_clients, FLAGS_reconnect ? ", auto_reconnect" : "",
+        FLAGS_owned_keys > 0
+            ? (", " + std::to_string(FLAGS_owned_keys) + " owned keys each").c_str()
+            : "",
+        double(NowNs()) / 1e9,
+        double(std::chrono::duration_cast<std::chrono::milliseconds>(wall).count()) / 1e3);
+  }
   std::fflush(stdout);
   auto t_run = Clock::now();
+  const int64_t run_ns = NowNs();  // the run phase's ops are those called from here on
   const bool timed = FLAGS_duration_s > 0 || !FLAGS_stop_file.empty();
   std::thread stopper;
   std::atomic<bool> joined{false};
@@ -1005,10 +1030,12 @@ int main(int argc, char** argv) {
   }
   if (FLAGS_failover) {
     // Availability: the longest stretch between successive successful writes (reads) of the
-    // run, over all clients (from the history's return times).
+    // run phase, over all clients (from the history's return times; the first phase's writes
+    // and the table statistics read between the phases are not the run's).
     std::vector<int64_t> w, r;
     for (const Op& op : history.ops()) {
       if (op.outcome != Outcome::kOk && op.outcome != Outcome::kNotFound) continue;
+      if (op.call_ns < run_ns) continue;
       (op.type == OpType::kGet ? r : w).push_back(op.return_ns);
     }
     auto longest = [](std::vector<int64_t>* t) {
@@ -1026,6 +1053,9 @@ int main(int argc, char** argv) {
                 longest(&r));
     if (!total.first_lost.empty())
       std::printf("lin_load:   first failover status: %s\n", total.first_lost.c_str());
+    if (total.slowest_failed_ns > 0)
+      std::printf("lin_load:   slowest failed operation: %.0f ms: %s\n",
+                  double(total.slowest_failed_ns) / 1e6, total.slowest_failed.c_str());
   }
   if (FLAGS_final_reads)
     std::printf("lin_load:   final reads: %" PRIu64 " keys read after the run\n",

@@ -140,6 +140,12 @@ lin() {  # lin CLUSTER NAME SEED: lin_load --failover until $logs/NAME.stop exis
     --keys=60 --owned_keys=12 --prefill=0 --max_value=2000 --timeout_ms=8000 --seed="$3" \
     --stop_file="$logs/$2.stop" --history="$logs/$2.hist" > "$logs/$2.out" 2>&1
 }
+running() {  # running NAME: waits until lin_load NAME is in its run phase (up to 120 s), then 2 s
+  # more: a failure injected before it would fall in its first phase or between the phases
+  # (where it reads the servers' statistics), not in the measured run.
+  for _ in $(seq 600); do grep -q "run phase started" "$logs/$1.out" 2>/dev/null && break; sleep 0.2; done
+  sleep 2
+}
 judge() {  # judge NAME RC WHAT
   if [ "$2" = 0 ] && grep -q "^durability: " "$logs/$1.out"; then
     pass "$3: linearizable, no acknowledged write lost: $(grep -m1 -E "^lin_load: [0-9]+ " "$logs/$1.out" | cut -c1-80); $(grep -m1 "^durability: " "$logs/$1.out" | cut -c1-160); $(grep -m1 "longest stretch" "$logs/$1.out" | sed 's/.*; longest/longest/')"
@@ -156,7 +162,7 @@ coordinator() {  # the index of the server that leads
 # expires); back empty and re-replicated; kill -9 another.
 lin "$cl" kill 21 &
 lpid=$!
-sleep 4
+running kill
 c0=$(coordinator 0 1 2)
 v1=1; [ "$c0" = 1 ] && v1=2
 v2=$((3 - v1))
@@ -192,7 +198,7 @@ timeout 180 "$build/abandon_probe" --cluster="$cl" --stopped="${addrs[0]}:$(port
   --go_file="$logs/abandon.go" > "$logs/abandon.out" 2>&1 &
 apid=$!
 for _ in $(seq 300); do grep -q "ready" "$logs/abandon.out" && break; sleep 0.1; done
-sleep 4
+running zombie
 kill -STOP "${spid[0]}"
 touch "$logs/abandon.go"
 wait_status "$cl" "server [0-9]+ [^ ]+:$(port 0) down slots 0 " 30 ||
@@ -211,7 +217,7 @@ full "$cl" 2 180 && pass "the resumed server rejoined and was re-replicated" ||
 # 3. the coordinator (also a primary) killed; 4. etcd stopped during a failover.
 lin "$cl" coord 23 &
 lpid=$!
-sleep 4
+running coord
 k=$(coordinator 0 1 2)
 kill -9 "${spid[$k]}"
 wait_status "$cl" "server [0-9]+ [^ ]+:$(port "$k") down slots 0 " 40 &&
@@ -241,7 +247,7 @@ ctl --server="$cl3" cluster rebalance > "$logs/rebalance3.out" 2>&1
 full "$cl3" 3 30 || fail "R=3 placement" "$(cat "$logs/rebalance3.out" "$logs/status.now")"
 lin "$cl3" r3 24 &
 lpid=$!
-sleep 4
+running r3
 kill -9 "${spid[3]}"
 # First the failover (until then the dead server's slots also show 2 live replicas), then the
 # re-replication that gives its promoted slots a second copy again.

@@ -110,7 +110,10 @@ b2=$(stat_of 2 cluster_backup_slots)
   --keys=60 --owned_keys=12 --prefill=0 --max_value=2000 --timeout_ms=8000 --seed=31 \
   --stop_file="$logs/cut.stop" --history="$logs/cut.hist" > "$logs/cut.out" 2>&1 &
 lpid=$!
-sleep 4
+# The cut falls in lin_load's run phase (not in its first phase or between the phases, where
+# it reads the servers' statistics).
+for _ in $(seq 600); do grep -q "run phase started" "$logs/cut.out" 2>/dev/null && break; sleep 0.2; done
+sleep 2
 tools/sandbox-peer link off > "$logs/link.out" 2>&1 || fail "B's cable pulled" "$(cat "$logs/link.out")"
 down="server [0-9]+ [^ ]+:${sport[2]} down slots 0 backups 0"
 if wait_status "$down" 40; then
