@@ -230,14 +230,23 @@ Status ClusterRouter::Delete(std::string_view key) {
 
 bool ClusterRouter::LeaseHeld(const cluster::SlotMap& map, Status* s) {
   if (map.replicas() <= 1 || watcher_->Confirmed()) return true;
-  ++map_refreshes_;
-  Status r = watcher_->Refresh();
-  if (watcher_->Confirmed()) return true;
-  *s = Status(Code::kUnavailable,
-              "cluster '" + address_.name + "': the slot map could not be confirmed within its " +
-                  std::to_string(cluster::kMapLeaseMs) + " ms lease (" +
-                  (r.ok() ? std::string("etcd answered slowly") : r.ToString()) +
-                  "); a GET cannot be trusted without it");
+  // etcd answering, but slower than the lease (a loaded host): asked again until rpc_timeout_ms;
+  // etcd failing: at once (a GET cannot be trusted without it).
+  const auto deadline =
+      SteadyClock::now() + std::chrono::milliseconds(std::max(0, options_.rpc_timeout_ms));
+  Status r;
+  do {
+    ++map_refreshes_;
+    r = watcher_->Refresh();
+    if (watcher_->Confirmed()) return true;
+  } while (r.ok() && SteadyClock::now() < deadline);
+  *s = Status(Code::kUnavailable, "cluster '" + address_.name +
+                                      "': the slot map could not be confirmed within its " +
+                                      std::to_string(cluster::kMapLeaseMs) + " ms lease (" +
+                                      (r.ok() ? "etcd answered slower than that for " +
+                                                    std::to_string(options_.rpc_timeout_ms) + " ms"
+                                              : r.ToString()) +
+                                      "); a GET cannot be trusted without it");
   return false;
 }
 

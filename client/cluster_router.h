@@ -80,8 +80,8 @@ class ClusterRouter {
   ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s,
                            uint32_t slot = kAnySlot);
   // A replicated cluster's GETs need the map confirmed within its lease
-  // (common/cluster/map_lease.h): re-reads it if not; false (and *s UNAVAILABLE) if etcd
-  // cannot confirm it.
+  // (common/cluster/map_lease.h): re-reads it if not (again while etcd answers but too slowly,
+  // up to rpc_timeout_ms); false (and *s UNAVAILABLE) if etcd fails or never answers in time.
   static constexpr int kDownRefreshMs = 100;
   std::chrono::steady_clock::time_point next_down_refresh_{};
   bool LeaseHeld(const cluster::SlotMap& map, Status* s);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -61,9 +62,11 @@ Status Connection::PostReads(const ReadOp* ops, int n) {
 
 Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
                         bool want_pipe, bool want_pipe_sends) {
-  uint64_t deadline = NowNs() + uint64_t(timeout_ms) * 1000000ull;
+  const uint64_t start = NowNs();
+  uint64_t deadline = start + uint64_t(timeout_ms) * 1000000ull;
   ibv_wc wc[32];
   uint32_t spins = 0;
+  bool long_wait = false;  // past kBusyPollMs: sleep between polls
   const uint64_t pipe_before = pipe_arrived_;
   auto pipe_waiting = [&] { return want_pipe && pipe_arrived_ == pipe_before; };
   while (want_reads > 0 || want_recv || want_send || pipe_waiting() ||
@@ -98,10 +101,17 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
           break;
       }
     }
-    if (n == 0 && (++spins & 1023) == 0) {
+    if (n == 0 && long_wait) {
+      // A wait this long is not a round trip but a server stopped, cut off or overloaded:
+      // polling on would take a core from the processes that are to end it (etcd, the
+      // coordinator, the servers on this host).
+      std::this_thread::sleep_for(std::chrono::microseconds(kLongWaitSleepUs));
+    }
+    if (n == 0 && ((++spins & 1023) == 0 || long_wait)) {
       // Waiting for an RPC's reply (never on the GET path): let a thread that has work run
       // first (a kvserver replicating to a backup on the same cores, an oversubscribed host).
       if (want_recv || want_pipe) std::this_thread::yield();
+      long_wait = long_wait || NowNs() - start > uint64_t(kBusyPollMs) * 1000000ull;
       if (NowNs() > deadline)
         return Broken(Status(Code::kTimeout, "no completion within " + std::to_string(timeout_ms) +
                                                  " ms; connection considered lost"));

@@ -64,7 +64,7 @@ class Connection {
   };
 
   // `abandon` (may be null): SetAbandon's hook, asked from the start (rdma_cm mode: also while
-  // the connect is awaited, every 50 ms).
+  // the address, the route and the connect are awaited, every 50 ms).
   static Status Open(const std::string& host, uint16_t port, const Options& options,
                      std::unique_ptr<Connection>* out,
                      const std::function<bool()>* abandon = nullptr);
@@ -140,7 +140,10 @@ class Connection {
   // Opens, then fills info_ from hello_ and the read-back parameters of both QPs.
   Status FinishOpen(const std::string& host, uint16_t port);
   // Polls until the wanted completions came (want_pipe: a pipelined reply not yet taken).
-  // want_pipe_sends: every pipelined SEND's completion.
+  // want_pipe_sends: every pipelined SEND's completion. Busy-polls for kBusyPollMs, then
+  // sleeps kLongWaitSleepUs between polls (a wait that long is a failure being sorted out).
+  static constexpr int kBusyPollMs = 5;
+  static constexpr int kLongWaitSleepUs = 50;
   Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
               bool want_pipe = false, bool want_pipe_sends = false);
   // rdma_cm mode: true if the channel holds a DISCONNECTED (or device removal) event, consumed

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GET path: one-sided READs only. No allocation (values are assigned into the caller's
-// string), no locks, no system calls beyond posting and polling.
+// string), no locks, no system calls beyond posting and polling (and, in a wait that passed
+// Connection::kBusyPollMs, a sleep between polls: a failure, not a round trip).
 // First the key's cached location, if the client has met the key (cached_read.cc): one round
 // trip of 128 B (an inline entry) or 128 B plus the value's block. Otherwise, or if that does
 // not verify, the bucket pair: 1 round trip for an inline entry or an absent key (both candidate

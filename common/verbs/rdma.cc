@@ -56,7 +56,8 @@ void QpOwner::Reset() {
 }
 
 Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id, const std::string& host,
-                    uint16_t port, int timeout_ms, uint8_t tos) {
+                    uint16_t port, int timeout_ms, uint8_t tos,
+                    const std::function<bool()>* give_up) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -69,13 +70,13 @@ Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id, const std::stri
   freeaddrinfo(res);
   if (rc != 0) return ErrnoStatus("rdma_resolve_addr(" + host + ")", err);
   rdma_cm_event* ev = nullptr;
-  Status s = WaitCmEvent(channel, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &ev);
+  Status s = WaitCmEvent(channel, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &ev, give_up);
   if (!s.ok()) return Status(s.code(), "resolving " + host + ": " + s.message());
   rdma_ack_cm_event(ev);
   if (tos != 0 && rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, sizeof tos) != 0)
     return ErrnoStatus("rdma_set_option(TOS)", errno);
   if (rdma_resolve_route(id, timeout_ms) != 0) return ErrnoStatus("rdma_resolve_route", errno);
-  s = WaitCmEvent(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, &ev);
+  s = WaitCmEvent(channel, RDMA_CM_EVENT_ROUTE_RESOLVED, timeout_ms, &ev, give_up);
   if (!s.ok()) return s;
   rdma_ack_cm_event(ev);
   return Status::Ok();

@@ -13,6 +13,13 @@
 // second value; one refused its first; one of unknown outcome either.
 // Prints `abandon_probe: ... abandoned N ...`; exit 0 when at least one wait was abandoned and
 // every read was right, 1 otherwise, 2 on a setup failure.
+//   abandon_probe --mode=get ... (tests/integration/replicas_linkcut.sh: the target's primary
+// is cut off): the same first round (PUTs, then a GET of each: connections and the location
+// cache warm), then, once F exists, one GET of the target with rpc and connect timeouts of
+// 60 s: it must return the first value. A cut-off server completes no READ (or fails it) and
+// answers no connect: the GET returns in time only if its waits end when the map names the new
+// primary, where it reads again. Then the other keys are read. Exit 0 when every read was
+// right and at least one wait was abandoned.
 #include <gflags/gflags.h>
 #include <unistd.h>
 
@@ -30,11 +37,37 @@ DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_string(stopped, "", "HOST:PORT of the server the script stops");
 DEFINE_string(go_file, "", "the second round of PUTs starts once this file exists");
 DEFINE_int32(keys, 32, "keys besides the target");
+DEFINE_string(mode, "put", "put: the second round PUTs; get: it GETs (see the file's comment)");
 
 namespace {
 int Setup(const std::string& what, const rkv::Status& s) {
   std::fprintf(stderr, "abandon_probe: %s: %s\n", what.c_str(), s.ToString().c_str());
   return 2;
+}
+// --mode=get's second round: the target's GET must return its value (read again at the new
+// primary); then every other key.
+int ReadAfterCut(rkv::Client* c, const std::vector<std::string>& keys) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string v;
+  rkv::Status s = c->Get(keys[0], &v);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int bad = 0;
+  if (!s.ok() || v != "first") {
+    ++bad;
+    std::printf("abandon_probe: WRONG: the target %s read %s '%s'\n", keys[0].c_str(),
+                s.ToString().c_str(), v.c_str());
+  }
+  for (size_t i = 1; i < keys.size(); ++i) {
+    s = c->Get(keys[i], &v);
+    if ((!s.ok() || v != "first") && ++bad <= 5)
+      std::printf("abandon_probe: WRONG: %s read %s '%s'\n", keys[i].c_str(), s.ToString().c_str(),
+                  v.c_str());
+  }
+  const uint64_t abandoned = c->counters().abandoned_waits;
+  std::printf(
+      "abandon_probe: the target's GET returned in %.1f s; abandoned %llu; wrong reads %d\n", took,
+      static_cast<unsigned long long>(abandoned), bad);
+  return abandoned >= 1 && bad == 0 ? 0 : 1;
 }
 }  // namespace
 
@@ -56,6 +89,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < FLAGS_keys; ++i) keys.push_back("abandon-" + std::to_string(i));
   rkv::Options o;
   o.rpc_timeout_ms = 60000;  // far longer than a failover: only abandoning ends the wait early
+  o.connect_timeout_ms = 60000;
   std::unique_ptr<rkv::Client> c;
   s = rkv::Client::Connect(FLAGS_cluster, o, &c);
   if (!s.ok()) return Setup("connect", s);
@@ -68,6 +102,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (FLAGS_mode == "get") {
+    std::string v;
+    for (int i = 0; i < n; ++i)
+      if (!(s = c->Get(key(i), &v)).ok() || v != "first") return Setup("first GET of " + key(i), s);
+  }
   std::printf("abandon_probe: ready\n");
   std::fflush(stdout);
   for (int waited = 0; access(FLAGS_go_file.c_str(), F_OK) != 0; ++waited) {
@@ -77,6 +116,7 @@ int main(int argc, char** argv) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  if (FLAGS_mode == "get") return ReadAfterCut(c.get(), keys);
   std::vector<int> outcome(size_t(n), 0);  // 1 acknowledged, 0 unknown, -1 refused
   int ok = 0, unknown = 0, refused = 0, bad = 0;
   std::string first_abandon;

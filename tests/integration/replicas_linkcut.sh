@@ -106,6 +106,12 @@ b2=$(stat_of 2 cluster_backup_slots)
   pass "the server in host B is the coordinator, a primary of $p2 slots and a backup of $b2" ||
   fail "roles of the server in host B" "coordinator ${coord:-?} primary ${p2:-?} backup ${b2:-?}"
 
+# abandon_probe --mode=get: once the cable is out, one GET of a key whose primary is in B (60 s
+# rpc and connect timeouts) must return its value from the new primary.
+timeout 180 "$build/abandon_probe" --mode=get --cluster="$cl" --stopped="$peer:${sport[2]}" \
+  --go_file="$logs/abandon.go" > "$logs/abandon.out" 2>&1 &
+apid=$!
+for _ in $(seq 300); do grep -q "ready" "$logs/abandon.out" && break; sleep 0.1; done
 "$build/lin_load" --server="$cl" --failover --clients=4 --stale_map_clients=2 --hot_keys=4 \
   --keys=60 --owned_keys=12 --prefill=0 --max_value=2000 --timeout_ms=8000 --seed=31 \
   --stop_file="$logs/cut.stop" --history="$logs/cut.hist" > "$logs/cut.out" 2>&1 &
@@ -115,12 +121,16 @@ lpid=$!
 for _ in $(seq 600); do grep -q "run phase started" "$logs/cut.out" 2>/dev/null && break; sleep 0.2; done
 sleep 2
 tools/sandbox-peer link off > "$logs/link.out" 2>&1 || fail "B's cable pulled" "$(cat "$logs/link.out")"
+touch "$logs/abandon.go"
 down="server [0-9]+ [^ ]+:${sport[2]} down slots 0 backups 0"
 if wait_status "$down" 40; then
   pass "B's cable pulled: another coordinator failed its primaries over and dropped it as a backup"
 else
   fail "failover after the cut" "$(cat "$logs/status.now")"
 fi
+wait $apid &&
+  pass "a GET waiting on the cut primary read the new one once the map named it: $(grep -m1 "returned in" "$logs/abandon.out")" ||
+  fail "a GET at the cut primary" "$(tail -5 "$logs/abandon.out")"
 full 120 && pass "the slots it was a backup of re-replicated in host A" ||
   fail "re-replication in A" "$(cat "$logs/status.now")"
 sleep 2
