@@ -76,10 +76,12 @@ ClientImpl* ClusterRouter::ConnectionTo(const cluster::SlotMap& map, uint16_t in
   }
   auto c = std::make_unique<ClientImpl>(e.host, e.port, options_);
   Status o;
+  bool abandoned = false;
   if (map.replicas() > 1 && slot != kAnySlot) {
     FailoverWatch watch(watcher_.get(), c.get(), slot, e.id, map.epoch(), kAbandonAfterMs);
     o = c->Open();
-    if (watch.abandoned()) ++abandoned_waits_;
+    abandoned = watch.abandoned();
+    if (abandoned) ++abandoned_waits_;
   } else {
     o = c->Open();
   }
@@ -89,9 +91,12 @@ ClientImpl* ClusterRouter::ConnectionTo(const cluster::SlotMap& map, uint16_t in
                                          " slots, the map has " + std::to_string(map.num_slots()) +
                                          ")");
   if (!o.ok()) {
-    // A dead server is not dialled again for a second: its slots fail fast meanwhile.
-    down_until_[e.id] = SteadyClock::now() + std::chrono::seconds(1);
-    down_why_[e.id] = o.ToString();
+    // A dead server is not dialled again for a second: its slots fail fast meanwhile. (Not
+    // one whose connect was given up because the map moved on: it may be well.)
+    if (!abandoned) {
+      down_until_[e.id] = SteadyClock::now() + std::chrono::seconds(1);
+      down_why_[e.id] = o.ToString();
+    }
     *s = Status(Code::kUnavailable, where + " cannot be reached: " + o.ToString());
     return nullptr;
   }
@@ -127,6 +132,9 @@ Status ClusterRouter::Route(Kind kind, std::string_view key, std::string_view va
     Status s;
     ClientImpl* c = ConnectionTo(*map, owner, &s, slot);
     if (c == nullptr) {
+      if (watcher_->epoch() > map->epoch())
+        continue;  // a newer map (the connect may have
+                   // been abandoned for it): route again
       // With replicas the owner may have failed over: a newer map names another (read at most
       // every kDownRefreshMs, so a dead server does not turn every call into an etcd read).
       if (map->replicas() > 1 && SteadyClock::now() >= next_down_refresh_) {
@@ -230,23 +238,27 @@ Status ClusterRouter::Delete(std::string_view key) {
 
 bool ClusterRouter::LeaseHeld(const cluster::SlotMap& map, Status* s) {
   if (map.replicas() <= 1 || watcher_->Confirmed()) return true;
-  // etcd answering, but slower than the lease (a loaded host): asked again until rpc_timeout_ms;
-  // etcd failing: at once (a GET cannot be trusted without it).
+  // etcd answering, but each read slower than the lease (a loaded host): asked again until
+  // rpc_timeout_ms; etcd failing, or its map not adopted (refused): at once.
   const auto deadline =
       SteadyClock::now() + std::chrono::milliseconds(std::max(0, options_.rpc_timeout_ms));
   Status r;
+  bool slow = false;
   do {
     ++map_refreshes_;
+    const auto asked = SteadyClock::now();
     r = watcher_->Refresh();
     if (watcher_->Confirmed()) return true;
-  } while (r.ok() && SteadyClock::now() < deadline);
-  *s = Status(Code::kUnavailable, "cluster '" + address_.name +
-                                      "': the slot map could not be confirmed within its " +
-                                      std::to_string(cluster::kMapLeaseMs) + " ms lease (" +
-                                      (r.ok() ? "etcd answered slower than that for " +
-                                                    std::to_string(options_.rpc_timeout_ms) + " ms"
-                                              : r.ToString()) +
-                                      "); a GET cannot be trusted without it");
+    slow = SteadyClock::now() - asked >= std::chrono::milliseconds(cluster::kMapLeaseMs);
+  } while (r.ok() && slow && SteadyClock::now() < deadline);
+  *s = Status(Code::kUnavailable,
+              "cluster '" + address_.name + "': the slot map could not be confirmed within its " +
+                  std::to_string(cluster::kMapLeaseMs) + " ms lease (" +
+                  (!r.ok() ? r.ToString()
+                   : slow  ? "etcd answered slower than that until rpc_timeout_ms, " +
+                                std::to_string(options_.rpc_timeout_ms) + " ms"
+                          : std::string("the map etcd holds was not adopted")) +
+                  "); a GET cannot be trusted without it");
   return false;
 }
 
@@ -275,7 +287,11 @@ Status ClusterRouter::MultiGet(const std::vector<std::string_view>& keys,
     Status s;
     ClientImpl* c = ConnectionTo(*map, owner, &s, map->SlotOf(keys[idx.front()]));
     if (c == nullptr) {
-      for (size_t i : idx) (*statuses)[i] = s;
+      if (watcher_->epoch() > map->epoch()) {  // a newer map: these keys one by one
+        single.insert(single.end(), idx.begin(), idx.end());
+      } else {
+        for (size_t i : idx) (*statuses)[i] = s;
+      }
       continue;
     }
     for (size_t from = 0; from < idx.size(); from += Connection::kMaxBatch) {

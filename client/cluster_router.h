@@ -18,8 +18,7 @@
 // client/failover_watch.h): a write is then "outcome unknown" the same way, a GET (or a
 // MultiGet batch) is read again at the new primary. A stopped or cut-off primary sends neither
 // a reply nor a disconnect (and a cut-off one completes no READ): the wait would otherwise last
-// rpc_timeout_ms. (Only with the map watched: with watch_cluster_map off nothing changes the
-// map during the wait.)
+// rpc_timeout_ms. (With watch_cluster_map off the wait re-reads the map itself, every 500 ms.)
 // Thread safety: none (one thread at a time, as Client); the map watcher's thread only swaps
 // the map under its own lock. Ownership: owns the etcd client, the watcher and every
 // connection.
@@ -75,13 +74,15 @@ class ClusterRouter {
                 std::string_view key, std::string* value);
   // The connection to server `id` of `map` (opened on first use). Null with *s set on failure.
   // `slot` (kAnySlot: none): with replicas, a connect it is needed for ends early once the
-  // watched map gives the slot to another server (a cut-off server answers no connect).
+  // watched map gives the slot to another server (a cut-off server answers no connect; rdma_cm
+  // mode only: the manual modes' exchange does not ask). Such a server is not marked down.
   static constexpr uint32_t kAnySlot = ~0u;
   ClientImpl* ConnectionTo(const cluster::SlotMap& map, uint16_t index, Status* s,
                            uint32_t slot = kAnySlot);
   // A replicated cluster's GETs need the map confirmed within its lease
   // (common/cluster/map_lease.h): re-reads it if not (again while etcd answers but too slowly,
-  // up to rpc_timeout_ms); false (and *s UNAVAILABLE) if etcd fails or never answers in time.
+  // up to rpc_timeout_ms); false (and *s UNAVAILABLE) if etcd fails, never answers in time, or
+  // holds a map the watcher refused.
   static constexpr int kDownRefreshMs = 100;
   std::chrono::steady_clock::time_point next_down_refresh_{};
   bool LeaseHeld(const cluster::SlotMap& map, Status* s);

@@ -105,10 +105,10 @@ class Connection {
   const ServerInfo& info() const { return info_; }
   State state() const { return state_; }
   // While set (non-null), every wait (READs, Rpc, NextReply) asks `abandon` every 1024 empty
-  // polls whether to give up: true breaks the connection at once with kConnectionLost (a
-  // request's outcome is unknown), as a lost connection would. The callable must outlive the
-  // waits it is set for; the cluster router uses it to stop waiting for a server the map
-  // failed over (docs/cluster.md, "Clients").
+  // polls (every poll once the wait passed kBusyPollMs) whether to give up: true breaks the
+  // connection at once with kConnectionLost (a request's outcome is unknown), as a lost connection
+  // would. The callable must outlive the waits it is set for; the cluster router uses it to stop
+  // waiting for a server the map failed over (docs/cluster.md, "Clients").
   void SetAbandon(const std::function<bool()>* abandon) { abandon_ = abandon; }
   // rdma_cm mode: whether the server closed the connection or its process died (a DISCONNECTED
   // event waits in the channel; one non-blocking poll, never on the GET path). True breaks the
@@ -142,7 +142,7 @@ class Connection {
   // Polls until the wanted completions came (want_pipe: a pipelined reply not yet taken).
   // want_pipe_sends: every pipelined SEND's completion. Busy-polls for kBusyPollMs, then
   // sleeps kLongWaitSleepUs between polls (a wait that long is a failure being sorted out).
-  static constexpr int kBusyPollMs = 5;
+  static constexpr int kBusyPollMs = 20;  // above a round trip, an fsync, a replicated write
   static constexpr int kLongWaitSleepUs = 50;
   Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
               bool want_pipe = false, bool want_pipe_sends = false);

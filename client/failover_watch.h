@@ -6,13 +6,17 @@
 // whole rpc_timeout_ms after the cluster had long moved on (docs/cluster.md, "Clients").
 // The wait ends as a lost connection does (Connection::SetAbandon: kConnectionLost, the
 // connection broken): a read is then repeated at the new primary, a write is "outcome unknown".
-// It never gives up before `after_ms` of waiting, so an operation that had just started is not
-// cut short by an unrelated map change. A client that does not watch the map
-// (Options::watch_cluster_map off) re-reads it from etcd instead, at most every
-// kUnwatchedRefreshMs once the wait passed `after_ms` (it confirms its map that often anyway
-// to read, common/cluster/map_lease.h).
-// Cost: one atomic load every 1024 empty polls while waiting; the map itself is looked at (the
-// watcher's lock) only once its epoch moved. Constructing one allocates nothing.
+// It never gives up before `after_ms` of waiting (counted from its first look, ~1024 empty
+// polls into the wait), so an operation that had just started is not cut short by an
+// unrelated map change. A client that does not watch the map (Options::watch_cluster_map off)
+// re-reads it from etcd instead, kUnwatchedRefreshMs after the previous read ended, once the
+// wait passed `after_ms` (it confirms its map that often anyway to read,
+// common/cluster/map_lease.h); such a read (up to EtcdClient::kCallTimeoutMs) polls nothing
+// while it lasts and may stretch the wait past its deadline by that much.
+// Cost: none per operation beyond two pointer stores; while waiting, a clock read and an
+// atomic load per look (Connection::Poll: every 1024 empty polls, every poll after
+// kBusyPollMs); the map itself (the watcher's lock) only when its epoch moved since the last
+// look. Constructing one allocates nothing.
 // Thread safety: one thread (the connection's). Ownership: borrows the watcher and the
 // connection, which must outlive it; the destructor clears the hook, so the hook never outlives
 // this object however the call ends.
@@ -45,9 +49,10 @@ class FailoverWatch {
   cluster::MapWatcher* const watcher_;
   ClientImpl* const c_;
   const uint32_t slot_, server_;
-  const uint64_t epoch_;
-  const std::chrono::steady_clock::time_point since_;
   const std::chrono::milliseconds after_;
+  uint64_t seen_epoch_;  // the watcher's epoch at the last look
+  bool started_ = false;
+  std::chrono::steady_clock::time_point since_{};  // the first look
   bool abandoned_ = false;
   std::chrono::steady_clock::time_point next_refresh_{};  // unwatched: the next etcd read
   const std::function<bool()> hook_;                      // [this]: held inline, no allocation

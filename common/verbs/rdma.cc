@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -89,8 +90,9 @@ Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int
   if (give_up == nullptr) {
     r = poll(&pfd, 1, timeout_ms);
   } else {
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, timeout_ms));
+    // A negative timeout waits for ever, as poll's does.
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(timeout_ms < 0 ? INT32_MAX : timeout_ms);
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                             deadline - std::chrono::steady_clock::now())

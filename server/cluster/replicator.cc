@@ -34,12 +34,15 @@ void Replicator::SetMap(const SlotMap& map) {
   map_epoch_.store(map.epoch());
 }
 
-bool Replicator::StillWanted(uint32_t slot, uint32_t backup) const {
-  const Snapshot now = SnapshotOf(slot);
-  if (!Primary(slot, now)) return false;
-  for (const Backup& x : now.backups)
+bool Replicator::Listed(const Snapshot& snap, uint32_t backup) {
+  for (const Backup& x : snap.backups)
     if (x.id == backup) return true;
   return false;
+}
+
+bool Replicator::StillWanted(uint32_t slot, uint32_t backup) const {
+  const Snapshot now = SnapshotOf(slot);
+  return Primary(slot, now) && Listed(now, backup);
 }
 
 Replicator::Snapshot Replicator::SnapshotOf(uint32_t slot) const {
@@ -95,7 +98,7 @@ void Replicator::Release(uint32_t /*id*/, Link* link, bool broken) {
   links_cv_.notify_one();
 }
 
-Status Replicator::SendOnce(uint32_t slot, const Backup& b, const std::string& key,
+Status Replicator::SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
                             std::string_view value, SteadyClock::time_point deadline,
                             bool* maybe_sent) {
   *maybe_sent = false;
@@ -106,7 +109,7 @@ Status Replicator::SendOnce(uint32_t slot, const Backup& b, const std::string& k
     const Replicator* r;
     uint32_t slot, backup;
     uint64_t epoch;
-  } w{this, slot, b.id, map_epoch_.load()};
+  } w{this, slot, b.id, epoch};
   const std::function<bool()> dropped = [&w] {  // one pointer: no allocation
     const uint64_t e = w.r->map_epoch_.load();
     if (e == w.epoch) return false;
@@ -166,7 +169,7 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
   for (const Backup& b : snap.backups) {
     for (;;) {
       bool maybe_sent = false;
-      Status s = SendOnce(slot, b, *msg, value, deadline, &maybe_sent);
+      Status s = SendOnce(slot, h.epoch, b, *msg, value, deadline, &maybe_sent);
       // A backup that applied it, or an attempt whose fate is unknown, may hold it; a refusal
       // that says "not applied" holds nothing, but only if no earlier attempt is in doubt (one
       // that timed out may still be applied after it).
@@ -179,21 +182,23 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
         *why = "server " + std::to_string(b.id) + " refused the replicated write";
         return s;
       }
-      if (SteadyClock::now() >= deadline) {
-        *why = "server " + std::to_string(b.id) + " did not apply it in time";
-        return s;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
       // The map may have changed meanwhile: this server deposed (fail), or the backup dropped
-      // (dead: it no longer needs the write).
-      const Snapshot now = SnapshotOf(slot);
+      // (dead: it no longer needs the write). Looked at after a pause, and at once when the
+      // deadline passed (a backup dropped while its wait ran out is no failure).
+      Snapshot now = SnapshotOf(slot);
+      if (Primary(slot, now) && Listed(now, b.id) && SteadyClock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(kRetryMs));
+        now = SnapshotOf(slot);
+      }
       if (!Primary(slot, now)) {
         *why = "this server is no longer its primary";
         return s;
       }
-      bool listed = false;
-      for (const Backup& x : now.backups) listed = listed || x.id == b.id;
-      if (!listed) break;
+      if (!Listed(now, b.id)) break;
+      if (SteadyClock::now() >= deadline) {
+        *why = "server " + std::to_string(b.id) + " did not apply it in time";
+        return s;
+      }
       if (now.epoch != h.epoch) {  // the message names the epoch the backup now expects
         h.epoch = now.epoch;
         std::memcpy(msg->data(), &h, sizeof h);

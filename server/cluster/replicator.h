@@ -123,15 +123,18 @@ class Replicator {
   bool Primary(uint32_t slot, const Snapshot& snap) const;
   using SteadyClock = std::chrono::steady_clock;
   // One attempt to have `b` apply the message; *maybe_sent: it may have reached the backup.
-  // Its wait for the reply ends early (the link broken, kConnectionLost) once the applied map
-  // moved on and no longer names `b` as a backup of `slot` or this server as its primary: a
-  // cut-off backup sends neither a reply nor a disconnect, and SendAll goes on without a
-  // backup the map dropped.
-  Status SendOnce(uint32_t slot, const Backup& b, const std::string& key, std::string_view value,
-                  SteadyClock::time_point deadline, bool* maybe_sent);
+  // Its waits for the connect and the reply end early (the link broken, kConnectionLost) once
+  // the applied map moved past `epoch` (the one the caller's snapshot was taken at) and no
+  // longer names `b` as a backup of `slot` or this server as its primary: a cut-off backup
+  // sends neither a reply nor a disconnect, and SendAll goes on without a backup the map
+  // dropped.
+  Status SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
+                  std::string_view value, SteadyClock::time_point deadline, bool* maybe_sent);
   // Whether the applied map still wants `backup`'s ack for `slot` (this server its primary,
   // `backup` one of its backups).
   bool StillWanted(uint32_t slot, uint32_t backup) const;
+  // Whether `backup` is one of snap's backups.
+  static bool Listed(const Snapshot& snap, uint32_t backup);
   // Has every backup of `snap` apply the message (its header's epoch set to snap's), asking
   // again as the header comment says; the error and *why when one did not.
   Status SendAll(uint32_t slot, const Snapshot& snap, std::string* msg, std::string_view value,

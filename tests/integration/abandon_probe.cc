@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
   std::printf("abandon_probe: ready\n");
   std::fflush(stdout);
   for (int waited = 0; access(FLAGS_go_file.c_str(), F_OK) != 0; ++waited) {
-    if (waited > 2400) {  // 120 s
+    if (waited > 12000) {  // 600 s
       std::fprintf(stderr, "abandon_probe: %s never appeared\n", FLAGS_go_file.c_str());
       return 2;
     }

@@ -194,7 +194,7 @@ full "$cl" 2 180 || fail "re-replication after the second kill" "$(cat "$logs/st
 # end when the map fails it over (not at the probe's 60 s rpc timeout).
 lin "$cl" zombie 22 &
 lpid=$!
-timeout 180 "$build/abandon_probe" --cluster="$cl" --stopped="${addrs[0]}:$(port 0)" \
+timeout 600 "$build/abandon_probe" --cluster="$cl" --stopped="${addrs[0]}:$(port 0)" \
   --go_file="$logs/abandon.go" > "$logs/abandon.out" 2>&1 &
 apid=$!
 for _ in $(seq 300); do grep -q "ready" "$logs/abandon.out" && break; sleep 0.1; done

@@ -108,7 +108,7 @@ b2=$(stat_of 2 cluster_backup_slots)
 
 # abandon_probe --mode=get: once the cable is out, one GET of a key whose primary is in B (60 s
 # rpc and connect timeouts) must return its value from the new primary.
-timeout 180 "$build/abandon_probe" --mode=get --cluster="$cl" --stopped="$peer:${sport[2]}" \
+timeout 600 "$build/abandon_probe" --mode=get --cluster="$cl" --stopped="$peer:${sport[2]}" \
   --go_file="$logs/abandon.go" > "$logs/abandon.out" 2>&1 &
 apid=$!
 for _ in $(seq 300); do grep -q "ready" "$logs/abandon.out" && break; sleep 0.1; done
