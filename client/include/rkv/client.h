@@ -37,6 +37,8 @@
 // completion when the QP's retries run out, else the timeout: on soft-RoCE a killed server was
 // noticed only by the timeout), then up to about reconnect_timeout_ms reconnecting, then a
 // read's retry. Connect itself does not retry: it fails fast if the server cannot be reached.
+// Waits poll without sleeping for their first 20 ms, then sleep 50 us between polls (a wait
+// that long is a failure being sorted out, not a round trip: the core is left to others).
 // Consistency: per key linearizable. Once Put returns OK, every Get that starts later, from any
 // client, returns that value or a newer one.
 #ifndef RKV_CLIENT_H_
