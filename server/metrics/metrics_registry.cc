@@ -99,6 +99,39 @@ const Mapping kMappings[] = {
     {"migration_purged", "rkv_cluster_migration_purged_keys_total", kC,
      "Cluster: entries a MIGRATE_BEGIN deleted here (left in the slots from an earlier "
      "ownership or an aborted migration)."},
+    // Replication (issue 25). As a backup: REPLICATE messages by what became of them.
+    {"repl_applied", "rkv_replicate_received_total", kC,
+     "Replication: REPLICATE messages this server received as a backup, by result: applied, "
+     "duplicate (a resend of the last number with the same digest, answered without applying), "
+     "refused_epoch (an older epoch), refused_sender (not the slot's primary), "
+     "refused_sequence (not the next number), refused_state (not a backup of the slot here, "
+     "or malformed).",
+     "result=applied"},
+    {"repl_duplicates", "rkv_replicate_received_total", kC, "", "result=duplicate"},
+    {"repl_refused_epoch", "rkv_replicate_received_total", kC, "", "result=refused_epoch"},
+    {"repl_refused_sender", "rkv_replicate_received_total", kC, "", "result=refused_sender"},
+    {"repl_refused_sequence", "rkv_replicate_received_total", kC, "", "result=refused_sequence"},
+    {"repl_refused_state", "rkv_replicate_received_total", kC, "", "result=refused_state"},
+    // As a primary (server/cluster/replicator.h).
+    {"repl_writes", "rkv_replicated_writes_total", kC,
+     "Replication: client writes this server, as the slot's primary, replicated to every "
+     "backup and applied."},
+    {"repl_retries", "rkv_replication_retries_total", kC,
+     "Replication: REPLICATE attempts to a backup that failed and were asked again or given "
+     "up."},
+    {"repl_failures", "rkv_replication_failures_total", kC,
+     "Replication: client writes the replicator answered UNAVAILABLE, TIMEOUT or a backup's "
+     "TABLE_FULL."},
+    {"repl_kept", "rkv_replication_kept_writes", kG,
+     "Replication: slots holding a kept write now (one of unknown outcome, resent before the "
+     "slot's next write)."},
+    {"cluster_backup_slots", "rkv_cluster_backup_slots", kG,
+     "Cluster: hash slots this server is a backup of."},
+    {"cluster_promotions", "rkv_cluster_promotions_total", kC,
+     "Cluster: slots promoted here from backup to primary."},
+    {"cluster_found_dead", "rkv_cluster_found_dead_total", kC,
+     "Cluster: servers the coordinator's liveness probe found dead while this server led "
+     "(nothing listened at their address, or another process answered)."},
     {"keepalives_sent", "rkv_keepalives_sent_total", kC,
      "Keepalives (zero-length RDMA WRITEs) sent to silent clients."},
     {"writes_inline", "rkv_writes_inline_total", kC,

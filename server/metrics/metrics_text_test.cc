@@ -147,16 +147,18 @@ TEST(MetricsRegistry, PageIsValidAndNamed) {
   rpcs.Record(99, 4, 1'000);     // unknown op
   rpcs.Record(1, 999, 1'000);    // code beyond rkv::Code: OTHER
   std::vector<StatValue> stats = {
-      StatValue::U("instance_id", 42),       StatValue::U("connections_total", 3),
-      StatValue::U("connections_active", 2), StatValue::U("clients_dropped", 1),
-      StatValue::U("credit_drops", 4),       StatValue::U("rpc_put", 2),
-      StatValue::D("load_factor", 0.25),     StatValue::U("heap_bytes_in_use", 100),
-      StatValue::U("heap_capacity", 1000),   StatValue::U("snapshot_last_ms", 1500),
-      StatValue::U("brand_new_figure", 9),   StatValue::U("rpc_moved", 5),
-      StatValue::U("rpc_try_again", 6),      StatValue::U("migrations_in", 2),
-      StatValue::U("migrated_keys_in", 30),  StatValue::U("migration_purged", 7),
-      StatValue::U("migrations_failed", 1),  StatValue::U("migrations_out", 3),
-      StatValue::U("migrated_keys_out", 40),
+      StatValue::U("instance_id", 42),        StatValue::U("connections_total", 3),
+      StatValue::U("connections_active", 2),  StatValue::U("clients_dropped", 1),
+      StatValue::U("credit_drops", 4),        StatValue::U("rpc_put", 2),
+      StatValue::D("load_factor", 0.25),      StatValue::U("heap_bytes_in_use", 100),
+      StatValue::U("heap_capacity", 1000),    StatValue::U("snapshot_last_ms", 1500),
+      StatValue::U("brand_new_figure", 9),    StatValue::U("rpc_moved", 5),
+      StatValue::U("rpc_try_again", 6),       StatValue::U("migrations_in", 2),
+      StatValue::U("migrated_keys_in", 30),   StatValue::U("migration_purged", 7),
+      StatValue::U("migrations_failed", 1),   StatValue::U("migrations_out", 3),
+      StatValue::U("migrated_keys_out", 40),  StatValue::U("repl_applied", 11),
+      StatValue::U("repl_refused_epoch", 12), StatValue::U("repl_writes", 13),
+      StatValue::U("repl_kept", 14),          StatValue::U("cluster_found_dead", 15),
   };
   std::string text = RenderPrometheusText(MetricsRegistry::Families(stats, &rpcs, 1.7e9));
   Checked c = CheckText(text);
@@ -182,6 +184,14 @@ TEST(MetricsRegistry, PageIsValidAndNamed) {
   // The failed outcome comes first here: the family's help is the handed_over mapping's.
   EXPECT_EQ(c.values["rkv_cluster_migrations_total{outcome=\"failed\"}"], 1);
   EXPECT_EQ(c.values["rkv_cluster_migrations_total{outcome=\"handed_over\"}"], 3);
+  EXPECT_EQ(c.type["rkv_replicate_received_total"], "counter");
+  EXPECT_EQ(c.values["rkv_replicate_received_total{result=\"applied\"}"], 11);
+  EXPECT_EQ(c.values["rkv_replicate_received_total{result=\"refused_epoch\"}"], 12);
+  EXPECT_EQ(c.values["rkv_replicated_writes_total"], 13);
+  EXPECT_EQ(c.type["rkv_replication_kept_writes"], "gauge");
+  EXPECT_EQ(c.values["rkv_replication_kept_writes"], 14);
+  EXPECT_EQ(c.values["rkv_cluster_found_dead_total"], 15);
+  EXPECT_EQ(c.values.count("rkv_stat_repl_applied"), 0u);
   EXPECT_NE(text.find("# HELP rkv_cluster_migrations_total Cluster: migration batches"),
             std::string::npos);
   for (const char* stat : {"migrations_in", "migrations_out", "migrations_failed",
