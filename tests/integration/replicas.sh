@@ -87,15 +87,7 @@ stat_of() {  # stat_of I NAME
   "$build/kvctl" --server="${addrs[$(($1 % 3))]}:$(port "$1")" stats 2>/dev/null |
     awk -v n="$2" '$1 == n {print $2}'
 }
-wait_status() {  # wait_status CLUSTER REGEX SECONDS: until `cluster status` matches
-  for _ in $(seq $((2 * $3))); do
-    ctl --server="$1" cluster status > "$logs/status.now" 2>&1
-    grep -qE "$2" "$logs/status.now" && return 0
-    sleep 0.5
-  done
-  return 1
-}
-full() { wait_status "$1" "with no live replica; at least $2 live per slot" "$3"; }
+. "$(dirname "$0")/cluster_status.sh"  # wait_status, full
 
 cl=etcd://127.0.0.1:2379/rep
 ctl --server="$cl" cluster init --slots=256 --replicas=2 > "$logs/init.out" 2>&1 ||

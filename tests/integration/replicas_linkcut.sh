@@ -70,15 +70,7 @@ stat_of() {  # stat_of I NAME
   "$build/kvctl" --server="${saddr[$1]}:${sport[$1]}" stats 2>/dev/null |
     awk -v n="$2" '$1 == n {print $2}'
 }
-wait_status() {  # wait_status REGEX SECONDS: until `cluster status` matches
-  for _ in $(seq $((2 * $2))); do
-    ctl --server="$cl" cluster status > "$logs/status.now" 2>&1
-    grep -qE "$1" "$logs/status.now" && return 0
-    sleep 0.5
-  done
-  return 1
-}
-full() { wait_status "with no live replica; at least 2 live per slot" "$1"; }
+. "$src/tests/integration/cluster_status.sh"  # wait_status, full
 
 ctl --server="$cl" cluster init --slots=128 --replicas=2 > "$logs/init.out" 2>&1 ||
   fail "cluster init --replicas=2" "$(cat "$logs/init.out")"
@@ -94,7 +86,7 @@ for i in 0 1; do
   up "$i" || fail "server $i started" "$(tail -5 "$logs/server$i.log")"
 done
 ctl --server="$cl" cluster rebalance > "$logs/rebalance.out" 2>&1
-if full 60; then
+if full "$cl" 2 60; then
   pass "three servers on two hosts, R=2: every slot has a primary and a live backup"
 else
   fail "placement" "$(cat "$logs/rebalance.out" "$logs/status.now")"
@@ -123,7 +115,7 @@ sleep 2
 tools/sandbox-peer link off > "$logs/link.out" 2>&1 || fail "B's cable pulled" "$(cat "$logs/link.out")"
 touch "$logs/abandon.go"
 down="server [0-9]+ [^ ]+:${sport[2]} down slots 0 backups 0"
-if wait_status "$down" 40; then
+if wait_status "$cl" "$down" 40; then
   pass "B's cable pulled: another coordinator failed its primaries over and dropped it as a backup"
 else
   fail "failover after the cut" "$(cat "$logs/status.now")"
@@ -131,7 +123,7 @@ fi
 wait $apid &&
   pass "a GET waiting on the cut primary read the new one once the map named it: $(grep -m1 "returned in" "$logs/abandon.out")" ||
   fail "a GET at the cut primary" "$(tail -5 "$logs/abandon.out")"
-full 120 && pass "the slots it was a backup of re-replicated in host A" ||
+full "$cl" 2 120 && pass "the slots it was a backup of re-replicated in host A" ||
   fail "re-replication in A" "$(cat "$logs/status.now")"
 sleep 2
 tools/sandbox-peer link on >> "$logs/link.out" 2>&1 || fail "B's cable plugged back" "$(cat "$logs/link.out")"
@@ -143,7 +135,7 @@ done
 # follow the new map (clients with a stale map are sent away by them and by their map lease).
 back=0
 for _ in $(seq 60); do
-  if wait_status "server [0-9]+ [^ ]+:${sport[2]} live slots 0 backups 0" 1 &&
+  if wait_status "$cl" "server [0-9]+ [^ ]+:${sport[2]} live slots 0 backups 0" 1 &&
      [ "$(stat_of 2 cluster_slots_owned)" = 0 ] && [ "$(stat_of 2 cluster_backup_slots)" = 0 ]; then
     back=1; break
   fi
