@@ -21,6 +21,8 @@
 #    acknowledged is lost.
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
+# RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
+# kill, zombie, coord, r3, full; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -88,6 +90,7 @@ stat_of() {  # stat_of I NAME
     awk -v n="$2" '$1 == n {print $2}'
 }
 . "$(dirname "$0")/cluster_status.sh"  # wait_status, full
+want() { [ -z "${RKV_REPL_SECTIONS:-}" ] || [[ ",$RKV_REPL_SECTIONS," == *",$1,"* ]]; }
 
 cl=etcd://127.0.0.1:2379/rep
 ctl --server="$cl" cluster init --slots=256 --replicas=2 > "$logs/init.out" 2>&1 ||
@@ -112,6 +115,7 @@ tot=0; for i in 0 1 2; do tot=$((tot + $(stat_of "$i" entries))); done
   pass "a verified load of 1500 keys is held twice: $tot entries over the servers" ||
   fail "replicated load" "rc $lrc entries $tot: $(tail -2 "$logs/load.out")"
 
+if want bad; then
 # --- bad replication messages ---------------------------------------------------------------------
 for c in old_epoch forged gap old_sequence not_backup short bad_digest; do
   "$build/repl_probe" --cluster="$cl" --test_case="$c" > "$logs/probe-$c.out" 2>&1 &&
@@ -125,6 +129,8 @@ for n in repl_refused_epoch repl_refused_sender repl_refused_sequence repl_refus
   [ "$t" -ge 1 ] || fail "counter $n" "$t"
 done
 pass "refusals counted: $refused"
+
+fi
 
 # --- failures under lin_load -----------------------------------------------------------------------
 lin() {  # lin CLUSTER NAME SEED: lin_load --failover until $logs/NAME.stop exists
@@ -150,6 +156,7 @@ coordinator() {  # the index of the server that leads
   echo "$1"
 }
 
+if want kill; then
 # 1. kill -9 a primary (not the coordinator: its probe finds the dead process before its lease
 # expires); back empty and re-replicated; kill -9 another.
 lin "$cl" kill 21 &
@@ -181,6 +188,9 @@ wait $lpid; judge kill $? "kill -9 of a primary, back empty, re-replicated, kill
 start_server $v2 "$cl" || fail "server $v2 back (empty)"
 full "$cl" 2 180 || fail "re-replication after the second kill" "$(cat "$logs/status.now")"
 
+fi
+
+if want zombie; then
 # 2. a zombie primary: SIGSTOP past its lease, then SIGCONT. abandon_probe has a connection to
 # every primary and, once the server is stopped, PUTs a key of its first: the wait there must
 # end when the map fails it over (not at the probe's 60 s rpc timeout).
@@ -206,6 +216,9 @@ wait $lpid; judge zombie $? "a primary SIGSTOPped past its lease, then resumed (
 full "$cl" 2 180 && pass "the resumed server rejoined and was re-replicated" ||
   fail "zombie re-replicated" "$(cat "$logs/status.now")"
 
+fi
+
+if want coord; then
 # 3. the coordinator (also a primary) killed; 4. etcd stopped during a failover.
 lin "$cl" coord 23 &
 lpid=$!
@@ -230,6 +243,9 @@ touch "$logs/coord.stop"
 wait $lpid; judge coord $? "the coordinator killed, then etcd stopped during a failover"
 start_server "$v" "$cl" || fail "server $v back"
 
+fi
+
+if want r3; then
 # 5. R=3: two of three servers killed one after the other.
 cl3=etcd://127.0.0.1:2379/rep3
 ctl --server="$cl3" cluster init --slots=64 --replicas=3 > "$logs/init3.out" 2>&1 ||
@@ -253,6 +269,9 @@ sleep 3
 touch "$logs/r3.stop"
 wait $lpid; judge r3 $? "R=3, two of three servers killed one after the other"
 
+fi
+
+if want full; then
 # 6. a full replica: two servers of different sizes (R=2), filled with 30 KB values until
 # writes fail. A write no replica could take fails TABLE_FULL at once (a full backup's refusal),
 # one the backups took but the small primary could not is TIMEOUT (kept), and neither blocks
@@ -268,6 +287,8 @@ full "$clf" 2 30 || fail "full-replica cluster placement" "$(cat "$logs/status.n
 "$build/repl_fill" --cluster="$clf" > "$logs/fill.out" 2>&1 &&
   pass "a full replica: $(grep "^repl_fill: [0-9]" "$logs/fill.out"); kept now $(stat_of 6 repl_kept)/$(stat_of 7 repl_kept)" ||
   fail "a full replica" "$(tail -6 "$logs/fill.out")"
+
+fi
 
 for i in 0 1 2; do
   f=$(stat_of "$i" repl_failures)
