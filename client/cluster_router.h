@@ -19,6 +19,7 @@
 // MultiGet batch) is read again at the new primary. A stopped or cut-off primary sends neither
 // a reply nor a disconnect (and a cut-off one completes no READ): the wait would otherwise last
 // rpc_timeout_ms. (With watch_cluster_map off the wait re-reads the map itself, every 500 ms.)
+// MultiGet and Execute: cluster_router_batch.cc.
 // Thread safety: none (one thread at a time, as Client); the map watcher's thread only swaps
 // the map under its own lock. Ownership: owns the etcd client, the watcher and every
 // connection.
