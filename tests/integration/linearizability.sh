@@ -24,6 +24,10 @@
 #   LIN_PORT             kvserver port (default 7480)
 #   LIN_NEGATIVE         1 (default) runs the negative control, 0 skips it
 #   LIN_SERVER           kvserver binary (default BUILD_DIR/kvserver)
+#   LIN_TIMEOUT_MS       lin_load --timeout_ms, the clients' connect and RPC timeout (default
+#                        10000; the ThreadSanitizer server's run gives it more: that server
+#                        stalls all requests for seconds at times under TCG, 3.9-4.6 s in
+#                        phase 2 of earlier runs and once more than 10 s)
 # Histories stay in LOGDIR (phase1.hist, phase2.hist; `build/lincheck FILE` checks one again).
 set -uo pipefail
 build=$(cd "${1:?usage: linearizability.sh BUILD_DIR [ADDR LOGDIR]}" && pwd) || exit 2
@@ -46,6 +50,7 @@ SEED=$(knob SEED $((RANDOM * 32768 + RANDOM)))
 PORT=$(knob PORT 7480)
 KVSERVER=$(knob SERVER "$build/kvserver")
 NEGATIVE=$(knob NEGATIVE 1)
+TIMEOUT_MS=$(knob TIMEOUT_MS 10000)
 LOAD=$build/lin_load
 
 for t in "$KVSERVER" "$LOAD" "$build/kvctl"; do
@@ -65,6 +70,7 @@ phase() {  # name seed lin_load-flags...
   local name=$1 seed=$2; shift 2
   local t0=$SECONDS
   timeout 1200 "$LOAD" --server="$addr:$PORT" --clients="$CLIENTS" --prefill=0.9 --seed="$seed" \
+    --timeout_ms="$TIMEOUT_MS" \
     --history="$logs/$name.hist" "$@" > "$logs/$name.txt" 2> "$logs/$name.err"
   local r=$?
   echo "--- $name ($*; $((SECONDS - t0)) s, exit $r)"
