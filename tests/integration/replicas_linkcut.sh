@@ -98,8 +98,9 @@ b2=$(stat_of 2 cluster_backup_slots)
   pass "the server in host B is the coordinator, a primary of $p2 slots and a backup of $b2" ||
   fail "roles of the server in host B" "coordinator ${coord:-?} primary ${p2:-?} backup ${b2:-?}"
 
-# abandon_probe --mode=get: once the cable is out, one GET of a key whose primary is in B (60 s
-# rpc and connect timeouts) must return its value from the new primary.
+# abandon_probe --mode=get: from just before the cable is pulled, GETs of a key whose primary is
+# in B (60 s rpc and connect timeouts) until one wait at B was abandoned: each must return its
+# value, the one at the cut from the new primary.
 timeout 600 "$build/abandon_probe" --mode=get --cluster="$cl" --stopped="$peer:${sport[2]}" \
   --go_file="$logs/abandon.go" > "$logs/abandon.out" 2>&1 &
 apid=$!
@@ -112,8 +113,8 @@ lpid=$!
 # it reads the servers' statistics).
 for _ in $(seq 600); do grep -q "run phase started" "$logs/cut.out" 2>/dev/null && break; sleep 0.2; done
 sleep 2
-tools/sandbox-peer link off > "$logs/link.out" 2>&1 || fail "B's cable pulled" "$(cat "$logs/link.out")"
 touch "$logs/abandon.go"
+tools/sandbox-peer link off > "$logs/link.out" 2>&1 || fail "B's cable pulled" "$(cat "$logs/link.out")"
 down="server [0-9]+ [^ ]+:${sport[2]} down slots 0 backups 0"
 if wait_status "$cl" "$down" 40; then
   pass "B's cable pulled: another coordinator failed its primaries over and dropped it as a backup"
