@@ -103,6 +103,11 @@ DEFINE_string(zone, "", "--cluster: this server's failure domain (0..32 printabl
 DEFINE_int32(cluster_lease_ttl, 2,
              "--cluster: seconds this server's etcd lease lives without a keepalive (2..60); a "
              "dead server's record goes after this, and with replicas its slots fail over");
+DEFINE_int32(cluster_suspect_after_ms, -1,
+             "--cluster with replicas: a backup this server (its primary) cannot reach for this "
+             "long although it is registered (a partial partition) is reported in etcd, and the "
+             "coordinator drops it from this server's slots until it is reachable again "
+             "(docs/cluster.md, \"Partial partitions\"); -1: the lease TTL + 1 s; 0: never");
 DEFINE_string(migration_rate, "64M",
               "--cluster: bytes per second a slot migration copies at most (0: unpaced), so "
               "that foreground latency stays bounded while slots move");
@@ -140,7 +145,8 @@ rkv::cli::Usage KvserverUsage() {
         {"memory", "buckets", "index_fraction", "workers", "poll_spin_us", "reply_signal_every"}},
        {"Security", {"auth_token_file", "allow_unauthenticated", "client_rkeys"}},
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
-       {"Cluster", {"cluster", "zone", "cluster_lease_ttl", "migration_rate"}},
+       {"Cluster",
+        {"cluster", "zone", "cluster_lease_ttl", "cluster_suspect_after_ms", "migration_rate"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
       "Exit status: 0 after SIGTERM or SIGINT (a clean stop), or for --check_config, --help,\n"
       "--version; 2 for a bad flag or a failed start (the message names the flag or the call).\n"
@@ -258,6 +264,11 @@ int main(int argc, char** argv) {
     if (FLAGS_zone.size() > 32) return Fail("--zone is longer than 32 bytes");
     o.zone = FLAGS_zone;
     o.cluster_lease_ttl_s = FLAGS_cluster_lease_ttl;
+    if (FLAGS_cluster_suspect_after_ms < -1 || FLAGS_cluster_suspect_after_ms > 600000)
+      return Fail("--cluster_suspect_after_ms must be -1, 0 or up to 600000");
+    o.cluster_suspect_after_ms = FLAGS_cluster_suspect_after_ms < 0
+                                     ? FLAGS_cluster_lease_ttl * 1000 + 1000
+                                     : FLAGS_cluster_suspect_after_ms;
     s = rkv::ParseSize(FLAGS_migration_rate, &o.migration_rate);
     if (!s.ok()) return Fail("--migration_rate: " + s.message());
     o.cluster_etcd.cacert = o.exchange.etcd_cacert;

@@ -168,6 +168,7 @@ Status Server::Start() {
     co.port = cm_->bound_port();
     co.zone = opt_.zone;
     co.lease_ttl_s = opt_.cluster_lease_ttl_s;
+    co.suspect_after_ms = opt_.cluster_suspect_after_ms;
     co.durable = !opt_.data_dir.empty();
     co.auth_token = opt_.auth_token;
     co.migration_rate = opt_.migration_rate;

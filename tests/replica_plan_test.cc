@@ -3,7 +3,8 @@
 // and clears its other replicas, drops dead backups of live primaries and compacts the rest,
 // counts stranded slots and changes nothing when all are live; replica adds pick servers that
 // hold no replica of the slot, other zones first, then the least loaded, within the limit, only
-// for slots whose primary is live, and put new live servers in the server table.
+// for slots whose primary is live, never onto a server the slot's primary reported, and put new
+// live servers in the server table; a reported backup leaves its reporter's slots only.
 #include "common/cluster/replica_plan.h"
 
 #include <gtest/gtest.h>
@@ -228,6 +229,49 @@ TEST(ReplicaPlan, AddsPutNewLiveServersInTheTable) {
   const Status st = PlanReplicaAdds(map, bad, 0, &plan);
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
   EXPECT_NE(st.message().find("server 2"), std::string::npos) << st.ToString();
+}
+
+TEST(ReplicaPlan, SuspectBackupsLeaveOnlyTheirReportersSlots) {
+  // Primary 1 reported server 2; slot 3's primary (4) did not, so 2 stays its backup.
+  const SlotMap map = MakeMap(
+      8, 3, 4, {{0, {1, 2, 3}}, {1, {1, 3, 2}}, {2, {1, 3}}, {3, {4, 2, 1}}, {4, {2, 1, 3}}});
+  SlotMap out;
+  uint32_t dropped = 0;
+  ASSERT_TRUE(DropSuspectBackups(map, {{1, 2}}, &out, &dropped).ok());
+  EXPECT_EQ(dropped, 2u);
+  EXPECT_EQ(Ids(out, 0), (V{1, 3, 0}));  // the later backup moved forward
+  EXPECT_EQ(Ids(out, 1), (V{1, 3, 0}));
+  EXPECT_EQ(Ids(out, 2), (V{1, 3, 0}));
+  EXPECT_EQ(Ids(out, 3), (V{4, 2, 1}));
+  EXPECT_EQ(Ids(out, 4), (V{2, 1, 3}));  // 2 is the primary here: a report never demotes one
+  EXPECT_EQ(Ids(out, 5), (V{0, 0, 0}));
+  EXPECT_EQ(out.epoch(), map.epoch());
+  // Pairs naming servers not in the map, or no pair at all, change nothing.
+  ASSERT_TRUE(DropSuspectBackups(map, {{9, 2}, {1, 9}}, &out, &dropped).ok());
+  EXPECT_EQ(dropped, 0u);
+  ASSERT_TRUE(DropSuspectBackups(map, {}, &out, &dropped).ok());
+  EXPECT_EQ(dropped, 0u);
+  std::string a, b;
+  map.Encode(&a);
+  out.Encode(&b);
+  EXPECT_EQ(a, b);
+}
+
+TEST(ReplicaPlan, AddsNeverChooseAServerThePrimaryReported) {
+  // Slots 0 and 1 (primary 1) and slot 2 (primary 2) lack their backup; 3 is least loaded.
+  const SlotMap map = MakeMap(4, 2, 3, {{0, {1}}, {1, {1}}, {2, {2}}, {3, {3, 1}}});
+  ReplicaPlan plan;
+  ASSERT_TRUE(PlanReplicaAdds(map, Live({1, 2, 3}), 0, &plan, {{1, 3}, {1, 2}}).ok());
+  std::map<uint32_t, uint32_t> to;
+  for (const ReplicaAdd& a : plan.adds) to[a.slot] = a.to_id;
+  EXPECT_EQ(to.count(0), 0u);  // 1 reported both others: no eligible server
+  EXPECT_EQ(to.count(1), 0u);
+  EXPECT_EQ(to[2], 3u);  // the pairs are 1's only
+  ASSERT_TRUE(PlanReplicaAdds(map, Live({1, 2, 3}), 0, &plan, {{1, 3}}).ok());
+  to.clear();
+  for (const ReplicaAdd& a : plan.adds) to[a.slot] = a.to_id;
+  EXPECT_EQ(to[0], 2u);
+  EXPECT_EQ(to[1], 2u);
 }
 
 }  // namespace

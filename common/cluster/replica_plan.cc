@@ -80,8 +80,40 @@ Status PlanFailover(const SlotMap& map, const std::vector<uint32_t>& live_ids, F
   return Status::Ok();
 }
 
+Status DropSuspectBackups(const SlotMap& map, const std::vector<Avoid>& avoid, SlotMap* out,
+                          uint32_t* dropped) {
+  *out = map;
+  *dropped = 0;
+  if (map.replicas() == 0) return Status(Code::kInvalidArgument, "the map has no replicas");
+  const uint16_t replicas = map.replicas();
+  for (uint32_t s = 0; s < out->num_slots(); ++s) {
+    const uint16_t primary = out->OwnerIndex(s, 0);
+    if (primary == kUnassigned) continue;
+    const uint32_t pid = out->servers()[primary].id;
+    std::vector<uint16_t> owners{primary};
+    uint32_t removed = 0;
+    for (uint16_t r = 1; r < replicas; ++r) {
+      const uint16_t b = out->OwnerIndex(s, r);
+      if (b == kUnassigned) continue;
+      const uint32_t bid = out->servers()[b].id;
+      const bool suspect = std::any_of(avoid.begin(), avoid.end(), [&](const Avoid& a) {
+        return a.primary == pid && a.server == bid;
+      });
+      if (suspect) {
+        ++removed;
+      } else {
+        owners.push_back(b);
+      }
+    }
+    if (removed == 0) continue;
+    *dropped += removed;
+    if (Status st = Reassign(out, s, owners); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
 Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, size_t limit,
-                       ReplicaPlan* out) {
+                       ReplicaPlan* out, const std::vector<Avoid>& avoid) {
   out->map = map;
   out->adds.clear();
   SlotMap& m = out->map;
@@ -122,6 +154,10 @@ Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, 
       std::tuple<bool, uint32_t, uint32_t> best_key;
       for (uint16_t c : candidates) {
         if (std::find(holders.begin(), holders.end(), c) != holders.end()) continue;
+        const uint32_t pid = m.servers()[primary].id, cid = m.servers()[c].id;
+        if (std::any_of(avoid.begin(), avoid.end(),
+                        [&](const Avoid& a) { return a.primary == pid && a.server == cid; }))
+          continue;
         const std::tuple<bool, uint32_t, uint32_t> key{zone_taken(c), load[c], m.servers()[c].id};
         if (best == kUnassigned || key < best_key) {
           best = c;

@@ -7,9 +7,12 @@
 //   whose primary is down gets its first live backup as primary, and every other replica is cleared
 //   (it may have diverged from the new primary, so it must be copied again); a slot with no live
 //   replica stays as it is (stranded: its data is only on servers that are down).
+// - DropSuspectBackups: a primary that cannot reach a backup (a partial partition; its
+//   SuspectRecord in etcd) loses that backup on its slots (the others move forward).
 // - PlanReplicaAdds: which live servers should receive a copy of which slot, for slots whose
 //   primary is live and that lack backups: spread over zones first, then over servers by their
-//   replica count. The caller copies each slot and then assigns the new backup in the map.
+//   replica count, never a server its primary reported (the avoid pairs). The caller copies each
+//   slot and then assigns the new backup in the map.
 // Invariants: neither function ever gives a server two replicas of one slot; the output map
 // keeps the input's epoch (the caller raises it when it commits the map).
 // Thread safety: pure functions.
@@ -47,6 +50,19 @@ struct FailoverPlan {
 [[nodiscard]] Status PlanFailover(const SlotMap& map, const std::vector<uint32_t>& live_ids,
                                   FailoverPlan* out);
 
+// A pair the maps must keep apart: `server` is never a backup of a slot whose primary is
+// `primary` (from a SuspectRecord: the primary cannot reach that server).
+struct Avoid {
+  uint32_t primary = 0;
+  uint32_t server = 0;
+};
+
+// `out`: the map with, on every slot whose primary is some pair's primary, that pair's server
+// removed from its backups (the later backups move forward); `*dropped` counts the removals.
+// The output keeps the input's epoch. kInvalidArgument when the map has no replicas per slot.
+[[nodiscard]] Status DropSuspectBackups(const SlotMap& map, const std::vector<Avoid>& avoid,
+                                        SlotMap* out, uint32_t* dropped);
+
 struct ReplicaAdd {
   uint32_t slot = 0;
   uint32_t from_id = 0;  // the primary's id
@@ -62,11 +78,13 @@ struct ReplicaPlan {
 // replicas assigned, the live servers holding no replica of it that should receive a copy (up
 // to the missing number): a server whose zone none of the slot's replicas has first, then the
 // one holding the fewest replicas (the map's, plus the adds planned so far), then the lowest
-// id. A slot with no eligible server is skipped. Stops after `limit` adds (0: no limit).
+// id; never a server paired with the slot's primary in `avoid`. A slot with no eligible server
+// is skipped. Stops after `limit` adds (0: no limit).
 // kInvalidArgument when a live server cannot enter the map (table full, or its id names
 // another address).
 [[nodiscard]] Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live,
-                                     size_t limit, ReplicaPlan* out);
+                                     size_t limit, ReplicaPlan* out,
+                                     const std::vector<Avoid>& avoid = {});
 
 // How many of slot's replicas are assigned (0..map.replicas()).
 uint32_t ReplicasOf(const SlotMap& map, uint32_t slot);

@@ -56,6 +56,8 @@ ClusterNode::~ClusterNode() {
   }
   promote_cv_.notify_all();
   if (promoter_.joinable()) promoter_.join();
+  if (replicator_) replicator_->SetSuspects(nullptr);
+  suspects_.reset();
   migrator_.reset();
   coordinator_.reset();  // resigns first: the next candidate leads at once
   probe_.reset();
@@ -156,6 +158,16 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   if (replicator_) {
     Replicator* r = replicator_.get();
     mo.has_kept = [r](uint32_t slot) { return r->HasKept(slot); };
+    SuspectReporterOptions so;
+    so.etcd = etcd_.get();
+    so.cluster = o_.cluster;
+    so.my_id = [id = mem->id()] { return id; };
+    so.lease = [mem] { return mem->lease(); };
+    so.map_epoch = [this] { return applied_epoch_.load(); };
+    so.client.auth_token = o_.auth_token;
+    so.suspect_after_ms = o_.suspect_after_ms;
+    suspects_ = std::make_unique<SuspectReporter>(so);
+    r->SetSuspects(suspects_.get());
   }
   migrator_ = std::make_unique<Migrator>(etcd_.get(), table, owners, mo);
   migrator_->Start();
@@ -184,6 +196,11 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("repl_retries", replicator_ ? replicator_->retries() : 0));
   v->push_back(StatValue::U("repl_failures", replicator_ ? replicator_->failures() : 0));
   v->push_back(StatValue::U("repl_kept", replicator_ ? replicator_->kept() : 0));
+  v->push_back(StatValue::U("cluster_suspects_reported", suspects_ ? suspects_->reported() : 0));
+  v->push_back(StatValue::U("cluster_suspects_healed", suspects_ ? suspects_->healed() : 0));
+  v->push_back(StatValue::U("cluster_suspects", suspects_ ? suspects_->suspected() : 0));
+  v->push_back(
+      StatValue::U("cluster_suspect_drops", coordinator_ ? coordinator_->suspect_drops() : 0));
 }
 
 }  // namespace rkv::cluster

@@ -32,6 +32,7 @@
 #include "server/cluster/migrator.h"
 #include "server/cluster/ownership_table.h"
 #include "server/cluster/replicator.h"
+#include "server/cluster/suspect_reporter.h"
 #include "server/metrics/stat_value.h"
 
 namespace rkv::cluster {
@@ -43,6 +44,7 @@ struct ClusterNodeOptions {
   uint16_t port = 0;  // 0: the bound port, given to Join
   std::string zone;
   int lease_ttl_s = 2;
+  int suspect_after_ms = 3000;  // server/cluster/suspect_reporter.h (0: never report)
   bool durable = false;         // --data_dir: a restart keeps the data
   std::string auth_token;       // proven to other servers when migrating to them
   uint64_t migration_rate = 0;  // bytes/s a migration copies at most (0: unpaced)
@@ -88,6 +90,9 @@ class ClusterNode {
   std::unique_ptr<LivenessProbe> probe_;  // replicated clusters; used by the coordinator
   std::unique_ptr<Coordinator> coordinator_;
   std::unique_ptr<Migrator> migrator_;
+  // Replicated clusters, after Join: the replicator reports unreachable backups to it
+  // (Replicator::SetSuspects); destroyed first (the write pools stopped before).
+  std::unique_ptr<SuspectReporter> suspects_;
   std::unique_ptr<Replicator> replicator_;
   std::atomic<uint64_t> promotions_{0};
   // Applying maps (cluster_node_apply.cc): the watcher thread's Apply and the promoter thread

@@ -23,12 +23,14 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "common/cluster/cluster_address.h"
 #include "common/cluster/cluster_request.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/rebalance_plan.h"
+#include "common/cluster/replica_plan.h"
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/election.h"
 #include "server/cluster/liveness_probe.h"
@@ -49,6 +51,8 @@ class Coordinator {
   bool leading() const { return leading_.load(); }
   uint64_t requests_done() const { return requests_done_.load(); }
   uint64_t failovers() const { return failovers_.load(); }  // slots promoted while leading
+  // Backups dropped from slots because their primary reported them unreachable (while leading).
+  uint64_t suspect_drops() const { return suspect_drops_.load(); }
 
  private:
   void Loop();
@@ -76,6 +80,9 @@ class Coordinator {
   void ProbeLeader();
   // Revokes the lease of a server the probe found dead (once per lease; `who` for the log).
   void RevokeDead(const MemberRecord& r, int64_t lease, const char* who);
+  // The live reporters' SuspectRecords (NAME/suspects/): the (primary, backup) pairs to keep
+  // apart. Records that do not decode are skipped (logged).
+  Status ReadSuspects(const std::vector<uint32_t>& live_ids, std::vector<Avoid>* out);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }
@@ -89,6 +96,7 @@ class Coordinator {
   std::atomic<bool> leading_{false};
   std::atomic<uint64_t> requests_done_{0};
   std::atomic<uint64_t> failovers_{0};
+  std::atomic<uint64_t> suspect_drops_{0};
   // Re-replication pacing after a failed batch, and the pair taken next (the loop thread's).
   std::chrono::steady_clock::time_point next_rereplication_{};
   size_t rotation_ = 0;

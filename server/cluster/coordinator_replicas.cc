@@ -7,7 +7,12 @@
 //     its first live backup as primary and no other replica; dead backups leave their slots.
 //     One transaction puts the map at epoch + 1, comparing the map's mod revision and this
 //     coordinator's election key (a deposed coordinator commits nothing);
-//  2. otherwise re-replication (PlanReplicaAdds): slots short of backups get a copy on a live
+//  2. otherwise, if a live primary reported a backup it cannot reach (a SuspectRecord at
+//     NAME/suspects/BACKUP/PRIMARY: a partial partition; server/cluster/suspect_reporter.h),
+//     that backup leaves the primary's slots (DropSuspectBackups), in the same kind of
+//     transaction;
+//  3. otherwise re-replication (PlanReplicaAdds, never onto a server the primary reported): slots
+//  short of backups get a copy on a live
 //     server, one ADD_REPLICA batch (NAME/migration) at a time, run by the slot's primary
 //     (server/cluster/migrator.h), which adds the backup to the map when the copy is complete.
 #include <glog/logging.h>
@@ -21,6 +26,7 @@
 #include "common/cluster/member_record.h"
 #include "common/cluster/replica_plan.h"
 #include "common/cluster/slot_map.h"
+#include "common/cluster/suspect_record.h"
 #include "server/cluster/coordinator.h"
 
 namespace rkv::cluster {
@@ -63,6 +69,29 @@ void Coordinator::RevokeDead(const MemberRecord& r, int64_t lease, const char* w
   if (s.ok() || s.message().find("lease not found") != std::string::npos) revoked_.insert(lease);
   LOG(WARNING) << "cluster coordinator: " << who << ", server " << r.id << " (" << r.host << ":"
                << r.port << "), found dead by the probe; its lease revoked: " << s.ToString();
+}
+
+Status Coordinator::ReadSuspects(const std::vector<uint32_t>& live_ids, std::vector<Avoid>* out) {
+  out->clear();
+  std::vector<EtcdKv> kvs;
+  bool more = false;
+  const std::string prefix = Key("suspects/");
+  Status s = etcd_->GetPrefix(prefix, &kvs, nullptr, false, &more);
+  if (!s.ok()) return s;
+  for (const EtcdKv& kv : kvs) {
+    SuspectRecord r;
+    const std::string_view suffix = std::string_view(kv.key).substr(cluster_.Prefix().size());
+    s = SuspectRecord::Decode(suffix, kv.value, &r);
+    if (!s.ok()) {
+      LOG_EVERY_N(WARNING, 100) << "cluster coordinator: ignoring " << kv.key << ": "
+                                << s.ToString();
+      continue;
+    }
+    // A record lives under its reporter's lease; one whose reporter is down is going.
+    if (std::find(live_ids.begin(), live_ids.end(), r.reporter) == live_ids.end()) continue;
+    out->push_back({r.reporter, r.backup});
+  }
+  return Status::Ok();
 }
 
 Status Coordinator::Maintain(Election* e, bool* replicated) {
@@ -141,10 +170,27 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
                              std::to_string(fp.stranded) + " slot(s) with no live replica";
     return commit(fp.map, what.c_str());
   }
+  std::vector<Avoid> avoid;
+  s = ReadSuspects(live_ids, &avoid);
+  if (!s.ok()) return s;
+  if (!avoid.empty()) {
+    SlotMap next;
+    uint32_t dropped = 0;
+    s = DropSuspectBackups(map, avoid, &next, &dropped);
+    if (!s.ok()) return s;
+    if (dropped > 0) {
+      const std::string what = std::to_string(dropped) +
+                               " backup(s) dropped: their primary reported them unreachable "
+                               "(NAME/suspects/)";
+      s = commit(next, what.c_str());
+      if (s.ok() && *changed) suspect_drops_.fetch_add(dropped);
+      return s;
+    }
+  }
   if (Stopping() || !rereplicate || std::chrono::steady_clock::now() < next_rereplication_)
     return Status::Ok();
   ReplicaPlan rp;
-  s = PlanReplicaAdds(map, live, kAddBatch, &rp);
+  s = PlanReplicaAdds(map, live, kAddBatch, &rp, avoid);
   if (!s.ok() || rp.adds.empty()) return s;
   if (rp.map.servers().size() != map.servers().size())  // new servers enter the map first
     return commit(rp.map, "live servers added to the map");

@@ -174,6 +174,14 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
       // that says "not applied" holds nothing, but only if no earlier attempt is in doubt (one
       // that timed out may still be applied after it).
       if (!NotApplied(s.code())) *sent_any = *sent_any || maybe_sent;
+      if (SuspectReporter* sr = suspects_.load(); sr != nullptr) {
+        // The transport's failures only: a backup that answers (even to refuse) is reachable.
+        if (s.code() == Code::kTimeout || s.code() == Code::kConnectionLost ||
+            s.code() == Code::kIoError)
+          sr->Failed(b.id, b.host, b.port);
+        else
+          sr->Reached(b.id);
+      }
       if (s.ok()) break;
       retries_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 100) << "replicating slot " << slot << " to server " << b.id << ": "

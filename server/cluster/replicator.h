@@ -59,6 +59,7 @@
 #include "rkv/client.h"
 #include "rkv/status.h"
 #include "server/cluster/ownership_table.h"
+#include "server/cluster/suspect_reporter.h"
 #include "server/store/table.h"
 
 namespace rkv {
@@ -81,6 +82,10 @@ class Replicator {
   Replicator(const Replicator&) = delete;
   Replicator& operator=(const Replicator&) = delete;
 
+  // Where attempts that failed in transport, and replies, are told (server/cluster/
+  // suspect_reporter.h; null: nowhere). It must outlive every Write that may see it: the node
+  // sets null before destroying it, after the write pools stopped.
+  void SetSuspects(SuspectReporter* s) { suspects_.store(s); }
   // This server's id (known once it joined; before, it is primary of nothing).
   void SetId(uint32_t id) { my_id_.store(id); }
   // The map this server applied (ClusterNode::Apply calls it before the words change).
@@ -146,6 +151,7 @@ class Replicator {
   Table* const table_;
   const ReplicatorOptions o_;
   std::atomic<uint32_t> my_id_{0};
+  std::atomic<SuspectReporter*> suspects_{nullptr};
   // A lock taken with a deadline: a mutex, a flag and a condition variable (std::timed_mutex's
   // timed lock is pthread_mutex_clocklock, which ThreadSanitizer does not see: it then reports
   // every unlock). What std::unique_lock needs of it here: try_lock_until and unlock.

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// SuspectReporter: a primary's side of partial partitions (docs/cluster.md, "Partial
+// partitions"). A backup that is alive in etcd (its lease kept) but that this server cannot
+// reach would hold every write of the slots it backs up until the write's deadline, for as long
+// as the partition lasts: its lease never expires, and the coordinator's liveness probe (which
+// may well reach it) does not find it dead. The replicator tells this class of every attempt
+// to a backup that failed in transport (Failed: no connection, no reply) and of every reply
+// (Reached). A backup that failed without a break (attempts at most kGapMs apart) for
+// `suspect_after_ms` is reported: a SuspectRecord at NAME/suspects/BACKUP/ME under this
+// server's membership lease (it goes when this server goes). The coordinator then drops that
+// backup from this server's slots and never makes it one of their backups while the record
+// exists (server/cluster/coordinator_replicas.cc), so the writes go on with the others (and
+// re-replication gives the slots another backup). Once this server can connect to the backup
+// again (checked every `heal_check_ms`), or a reply from it arrived meanwhile, it deletes the
+// record: the backup may be chosen again (a copy first, as for any new backup). A record lost
+// with a lease (this server registered again) is put again under the new one.
+// Per backup, a lifecycle (State): kFailing (a streak, not reported) -> kReport (to be put) ->
+// kReported (in etcd) -> kHealed (to be deleted) -> gone; Reached ends a kFailing streak at
+// once. At most kMaxTracked backups are tracked (one per server of the map in practice).
+// Thread safety: Failed and Reached from any thread (a mutex; never block on etcd: the
+// thread does the etcd calls and the connects). Ownership: borrows the EtcdClient (outlives
+// it); the functions it is given must stay callable until it is destroyed; owns its thread,
+// stopped by the destructor within about a second (a connect in progress has a 1 s timeout).
+#ifndef RKV_SERVER_CLUSTER_SUSPECT_REPORTER_H_
+#define RKV_SERVER_CLUSTER_SUSPECT_REPORTER_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/cluster/cluster_address.h"
+#include "common/etcd/etcd_client.h"
+#include "rkv/client.h"
+
+namespace rkv::cluster {
+
+struct SuspectReporterOptions {
+  EtcdClient* etcd = nullptr;
+  ClusterAddress cluster;
+  std::function<uint32_t()> my_id;      // 0 until this server joined: nothing is reported
+  std::function<int64_t()> lease;       // the membership's lease; 0 while it has none
+  std::function<uint64_t()> map_epoch;  // the applied map's epoch (put in the record)
+  Options client;                       // the healing connect (auth token)
+  int suspect_after_ms = 3000;          // a streak this long is reported; 0: never report
+  int heal_check_ms = 1000;
+};
+
+class SuspectReporter {
+ public:
+  static constexpr int kGapMs = 1000;  // failures further apart start a new streak
+  static constexpr size_t kMaxTracked = 1024;
+
+  explicit SuspectReporter(SuspectReporterOptions o);
+  ~SuspectReporter();
+  SuspectReporter(const SuspectReporter&) = delete;
+  SuspectReporter& operator=(const SuspectReporter&) = delete;
+
+  // An attempt to reach backup `id` at host:port failed in transport.
+  void Failed(uint32_t id, const std::string& host, uint16_t port);
+  // Backup `id` answered.
+  void Reached(uint32_t id);
+
+  uint64_t reported() const { return reported_.load(); }  // records put (each streak once)
+  uint64_t healed() const { return healed_.load(); }      // records deleted after a heal
+  uint64_t suspected() const;                             // backups reported, not yet healed
+
+ private:
+  enum class State { kFailing, kReport, kReported, kHealed };
+  struct Entry {
+    State state = State::kFailing;
+    std::chrono::steady_clock::time_point since, last;  // the streak's first and last failure
+    std::chrono::steady_clock::time_point next_check;   // kReported: the next healing connect
+    std::string host;
+    uint16_t port = 0;
+    int64_t lease = 0;  // kReported: the lease the record was put under
+  };
+  void Loop();
+  // One pass over the entries (the thread's; takes mu_ only between etcd calls).
+  void Pass();
+  std::string Key(uint32_t backup, uint32_t me) const;
+
+  const SuspectReporterOptions o_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<uint32_t, Entry> entries_;  // guarded by mu_
+  bool stop_ = false;                  // guarded by mu_
+  std::atomic<uint64_t> reported_{0}, healed_{0};
+  std::thread thread_;
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_SUSPECT_REPORTER_H_
