@@ -55,6 +55,7 @@ class SuspectReporterTest : public ::testing::Test {
     if (lease != nullptr) *lease = kv.lease;
     return true;
   }
+  static std::chrono::steady_clock::time_point Now() { return std::chrono::steady_clock::now(); }
   static bool Eventually(const std::function<bool()>& pred) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < deadline) {
@@ -66,7 +67,7 @@ class SuspectReporterTest : public ::testing::Test {
   // Failures every 50 ms until the record for `backup` is there.
   bool FailUntilReported(SuspectReporter* r, uint32_t backup) {
     return Eventually([&] {
-      r->Failed(backup, "10.255.255.1", 7480);
+      r->Failed(backup, "10.255.255.1", 7480, Now());
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
       return Record(backup);
     });
@@ -86,7 +87,7 @@ TEST_F(SuspectReporterTest, AStreakIsReportedOnceUnderTheLeaseAndAReplyDeletesIt
   EXPECT_EQ(rec.backup, 9u);
   EXPECT_EQ(rec.map_epoch, 42u);
   EXPECT_EQ(lease, lease_.load());
-  for (int i = 0; i < 5; ++i) r.Failed(9, "10.255.255.1", 7480);
+  for (int i = 0; i < 5; ++i) r.Failed(9, "10.255.255.1", 7480, Now());
   EXPECT_TRUE(Eventually([&] { return r.suspected() == 1; }));
   EXPECT_EQ(r.reported(), 1u);
   r.Reached(9);
@@ -119,15 +120,19 @@ TEST_F(SuspectReporterTest, GapsAndRepliesEndAStreakUnreported) {
   SuspectReporter r(o_);
   // Failures further apart than kGapMs: each starts a new streak, none long enough.
   for (int i = 0; i < 3; ++i) {
-    r.Failed(12, "10.255.255.1", 7480);
+    r.Failed(12, "10.255.255.1", 7480, Now());
     std::this_thread::sleep_for(std::chrono::milliseconds(SuspectReporter::kGapMs + 100));
   }
-  r.Failed(12, "10.255.255.1", 7480);
+  r.Failed(12, "10.255.255.1", 7480, Now());
+  // One long attempt counts from its start: reported at once.
+  r.Failed(16, "10.255.255.3", 7480, Now() - std::chrono::seconds(2));
+  r.Failed(16, "10.255.255.3", 7480, Now());
+  EXPECT_TRUE(Eventually([&] { return Record(16); }));
   // A reply ends a streak: failures just before it do not add up with the ones after.
-  r.Failed(13, "10.255.255.2", 7480);
+  r.Failed(13, "10.255.255.2", 7480, Now());
   r.Reached(13);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the thread had passes to act
-  EXPECT_EQ(r.reported(), 0u);
+  EXPECT_EQ(r.reported(), 1u);                                  // 16's
   EXPECT_FALSE(Record(12));
   EXPECT_FALSE(Record(13));
 }
@@ -137,7 +142,7 @@ TEST_F(SuspectReporterTest, NothingIsReportedWhenTurnedOffOrBeforeJoining) {
   {
     SuspectReporter r(o_);
     for (int i = 0; i < 10; ++i) {
-      r.Failed(14, "10.255.255.1", 7480);
+      r.Failed(14, "10.255.255.1", 7480, Now());
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     EXPECT_EQ(r.reported(), 0u);
@@ -146,7 +151,7 @@ TEST_F(SuspectReporterTest, NothingIsReportedWhenTurnedOffOrBeforeJoining) {
   o_.my_id = [] { return uint32_t{0}; };
   SuspectReporter r(o_);
   for (int i = 0; i < 10; ++i) {
-    r.Failed(15, "10.255.255.1", 7480);
+    r.Failed(15, "10.255.255.1", 7480, Now());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));

@@ -169,6 +169,7 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
   for (const Backup& b : snap.backups) {
     for (;;) {
       bool maybe_sent = false;
+      const auto started = SteadyClock::now();
       Status s = SendOnce(slot, h.epoch, b, *msg, value, deadline, &maybe_sent);
       // A backup that applied it, or an attempt whose fate is unknown, may hold it; a refusal
       // that says "not applied" holds nothing, but only if no earlier attempt is in doubt (one
@@ -178,7 +179,7 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
         // The transport's failures only: a backup that answers (even to refuse) is reachable.
         if (s.code() == Code::kTimeout || s.code() == Code::kConnectionLost ||
             s.code() == Code::kIoError)
-          sr->Failed(b.id, b.host, b.port);
+          sr->Failed(b.id, b.host, b.port, started);
         else
           sr->Reached(b.id);
       }

@@ -38,7 +38,8 @@ std::string SuspectReporter::Key(uint32_t backup, uint32_t me) const {
   return o_.cluster.Prefix() + r.KeySuffix();
 }
 
-void SuspectReporter::Failed(uint32_t id, const std::string& host, uint16_t port) {
+void SuspectReporter::Failed(uint32_t id, const std::string& host, uint16_t port,
+                             SteadyClock::time_point started) {
   const auto now = SteadyClock::now();
   bool report = false;
   {
@@ -46,16 +47,14 @@ void SuspectReporter::Failed(uint32_t id, const std::string& host, uint16_t port
     auto it = entries_.find(id);
     if (it == entries_.end()) {
       if (entries_.size() >= kMaxTracked) return;
-      Entry e;
-      e.since = e.last = now;
-      e.host = host;
-      e.port = port;
-      entries_.emplace(id, std::move(e));
-      return;
+      Entry fresh;
+      fresh.since = started;
+      fresh.last = now;
+      it = entries_.emplace(id, std::move(fresh)).first;
     }
     Entry& e = it->second;
     if (e.state != State::kFailing) return;
-    if (now - e.last > std::chrono::milliseconds(kGapMs)) e.since = now;
+    if (started - e.last > std::chrono::milliseconds(kGapMs)) e.since = started;
     e.last = now;
     e.host = host;
     e.port = port;

@@ -4,9 +4,10 @@
 // reach would hold every write of the slots it backs up until the write's deadline, for as long
 // as the partition lasts: its lease never expires, and the coordinator's liveness probe (which
 // may well reach it) does not find it dead. The replicator tells this class of every attempt
-// to a backup that failed in transport (Failed: no connection, no reply) and of every reply
-// (Reached). A backup that failed without a break (attempts at most kGapMs apart) for
-// `suspect_after_ms` is reported: a SuspectRecord at NAME/suspects/BACKUP/ME under this
+// to a backup that failed in transport (Failed: no connection, no reply; with the time the
+// attempt started) and of every reply (Reached). A backup whose attempts all failed, each
+// starting at most kGapMs after the previous one failed, from the first one's start for
+// `suspect_after_ms`, is reported: a SuspectRecord at NAME/suspects/BACKUP/ME under this
 // server's membership lease (it goes when this server goes). The coordinator then drops that
 // backup from this server's slots and never makes it one of their backups while the record
 // exists (server/cluster/coordinator_replicas.cc), so the writes go on with the others (and
@@ -61,8 +62,9 @@ class SuspectReporter {
   SuspectReporter(const SuspectReporter&) = delete;
   SuspectReporter& operator=(const SuspectReporter&) = delete;
 
-  // An attempt to reach backup `id` at host:port failed in transport.
-  void Failed(uint32_t id, const std::string& host, uint16_t port);
+  // An attempt to reach backup `id` at host:port, started at `started`, failed in transport.
+  void Failed(uint32_t id, const std::string& host, uint16_t port,
+              std::chrono::steady_clock::time_point started);
   // Backup `id` answered.
   void Reached(uint32_t id);
 
@@ -74,8 +76,9 @@ class SuspectReporter {
   enum class State { kFailing, kReport, kReported, kHealed };
   struct Entry {
     State state = State::kFailing;
-    std::chrono::steady_clock::time_point since, last;  // the streak's first and last failure
-    std::chrono::steady_clock::time_point next_check;   // kReported: the next healing connect
+    // The streak's first attempt's start and its last failure.
+    std::chrono::steady_clock::time_point since, last;
+    std::chrono::steady_clock::time_point next_check;  // kReported: the next healing connect
     std::string host;
     uint16_t port = 0;
     int64_t lease = 0;  // kReported: the lease the record was put under

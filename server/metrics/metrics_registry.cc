@@ -132,6 +132,16 @@ const Mapping kMappings[] = {
     {"cluster_found_dead", "rkv_cluster_found_dead_total", kC,
      "Cluster: servers the coordinator's liveness probe found dead while this server led "
      "(nothing listened at their address, or another process answered)."},
+    {"cluster_suspects_reported", "rkv_cluster_suspects_reported_total", kC,
+     "Cluster: backups this server, as their primary, reported unreachable although registered "
+     "(a partial partition: NAME/suspects/), each streak of failures once."},
+    {"cluster_suspects_healed", "rkv_cluster_suspects_healed_total", kC,
+     "Cluster: reports this server deleted because the backup was reachable again."},
+    {"cluster_suspects", "rkv_cluster_suspects", kG,
+     "Cluster: backups this server reports unreachable now."},
+    {"cluster_suspect_drops", "rkv_cluster_suspect_drops_total", kC,
+     "Cluster: backups the coordinator dropped from slots because their primary reported them "
+     "unreachable, while this server led."},
     {"keepalives_sent", "rkv_keepalives_sent_total", kC,
      "Keepalives (zero-length RDMA WRITEs) sent to silent clients."},
     {"writes_inline", "rkv_writes_inline_total", kC,

@@ -14,7 +14,13 @@
 #    learns the new map, registers again and serves none of its old slots;
 #  - over the whole run: linearizable (checker), every acknowledged write there and every
 #    acknowledged delete still deleted (lin_load's durability tally), the longest stretches
-#    without a successful write and read reported.
+#    without a successful write and read reported;
+#  - a partial partition: server 0 killed, so that server 1 (A) is every slot's primary and the
+#    server in B their backup; server 0 restarted empty; then `tc` drops every RoCE packet from
+#    server 1's address to B (B stays registered, reaches etcd and server 0): server 1 reports B
+#    (NAME/suspects/), the coordinator drops B from its slots, re-replication puts their
+#    backups on server 0 instead, and writes go on (lin_load --failover, linearizable, nothing
+#    acknowledged lost); the filter removed, server 1 reaches B again and deletes its report.
 # One "[case PASS|FAIL] replicas-linkcut: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas_linkcut.sh BUILD_DIR}" && pwd) || exit 2
@@ -83,6 +89,7 @@ for i in 0 1; do
   "$build/kvserver" --listen="${saddr[$i]}:${sport[$i]}" --memory=32M --allow_unauthenticated \
     --cluster="$cl" >> "$logs/server$i.log" 2>&1 &
   pids+=($!)
+  spid[$i]=$!
   up "$i" || fail "server $i started" "$(tail -5 "$logs/server$i.log")"
 done
 ctl --server="$cl" cluster rebalance > "$logs/rebalance.out" 2>&1
@@ -158,8 +165,63 @@ if tools/sandbox-peer run "$build/kvctl" --server="$cl" put linkcut-after from-b
 else
   fail "a write from host B after the cut"
 fi
+# A partial partition (docs/cluster.md, "Partial partitions"): server 1 cannot reach B's
+# server, every other path works. First make server 1 every slot's primary and B its backup.
+kill -9 "${spid[0]}" 2>/dev/null
+if wait_status "$cl" "server [0-9]+ [^ ]+:${sport[0]} down slots 0 backups 0" 40 && full "$cl" 2 120 &&
+   [ "$(stat_of 2 cluster_backup_slots)" -gt 0 ]; then
+  pass "server 0 killed: server 1 primary of every slot, B's server a backup of $(stat_of 2 cluster_backup_slots)"
+else
+  fail "placement for the partial partition" "$(cat "$logs/status.now")"
+fi
+"$build/kvserver" --listen="${saddr[0]}:${sport[0]}" --memory=32M --allow_unauthenticated \
+  --cluster="$cl" >> "$logs/server0.log" 2>&1 &
+pids+=($!)
+up 0 || fail "server 0 restarted" "$(tail -5 "$logs/server0.log")"
+"$build/lin_load" --server="$cl" --failover --clients=2 --hot_keys=4 --keys=40 --owned_keys=8 \
+  --prefill=0 --max_value=2000 --timeout_ms=8000 --seed=37 --stop_file="$logs/pp.stop" \
+  --history="$logs/pp.hist" > "$logs/pp.out" 2>&1 &
+ppid=$!
+for _ in $(seq 600); do grep -q "run phase started" "$logs/pp.out" 2>/dev/null && break; sleep 0.2; done
+sleep 2
+tcok=1
+{ tc qdisc add dev "$dev" root handle 1: prio &&
+  tc filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip src "${saddr[1]}/32" \
+    match ip dst "$peer/32" match ip protocol 17 0xff match ip dport 4791 0xffff action drop; } \
+  > "$logs/tc.out" 2>&1 || tcok=0
+if [ $tcok = 1 ]; then
+  pass "RoCE packets from server 1's address to B dropped (tc u32 on $dev)"
+  # B is live in etcd (its lease kept) and owns nothing once dropped; server 1 reported it.
+  if wait_status "$cl" "server [0-9]+ [^ ]+:${sport[2]} live slots 0 backups 0" 60; then
+    pass "server 1 reported B unreachable (reports $(stat_of 1 cluster_suspects_reported)) and the coordinator dropped B from its slots, B still live"
+  else
+    fail "B dropped from server 1's slots" "$(cat "$logs/status.now") reports $(stat_of 1 cluster_suspects_reported)"
+  fi
+  full "$cl" 2 120 && pass "re-replication gave server 1's slots their backups on server 0 (never on B)" ||
+    fail "re-replication around the partition" "$(cat "$logs/status.now")"
+  tc qdisc del dev "$dev" root >> "$logs/tc.out" 2>&1
+  healed=0
+  for _ in $(seq 60); do
+    [ "$(stat_of 1 cluster_suspects_healed)" -ge 1 ] 2>/dev/null &&
+      [ "$(stat_of 1 cluster_suspects)" = 0 ] &&
+      [ -z "$(etcdctl --endpoints=127.0.0.1:2379 get --prefix --keys-only /rkv/cluster/lc/suspects/)" ] &&
+      { healed=1; break; }
+    sleep 1
+  done
+  [ $healed = 1 ] && pass "the filter removed: server 1 reached B again and deleted its report" ||
+    fail "the report after the partition healed" "healed $(stat_of 1 cluster_suspects_healed) suspects $(stat_of 1 cluster_suspects)"
+else
+  fail "tc could not drop RoCE packets" "$(cat "$logs/tc.out")"
+fi
+touch "$logs/pp.stop"
+wait $ppid; prc=$?
+if [ $prc = 0 ] && grep -q "^durability: " "$logs/pp.out"; then
+  pass "writes went on through the partial partition: linearizable, no acknowledged write lost: $(grep -m1 "^durability: " "$logs/pp.out" | cut -c1-120); $(grep -m1 "longest stretch" "$logs/pp.out" | sed 's/.*; longest/longest/')"
+else
+  fail "lin_load across the partial partition" "rc $prc: $(grep -E "violation|durability|error|failover" "$logs/pp.out" | head -5)"
+fi
 for i in 0 1 2; do
-  echo "# server $i: repl_writes $(stat_of "$i" repl_writes) repl_retries $(stat_of "$i" repl_retries) repl_failures $(stat_of "$i" repl_failures) promotions $(stat_of "$i" cluster_promotions) reregistrations $(stat_of "$i" cluster_reregistrations)"
+  echo "# server $i: repl_writes $(stat_of "$i" repl_writes) repl_retries $(stat_of "$i" repl_retries) repl_failures $(stat_of "$i" repl_failures) promotions $(stat_of "$i" cluster_promotions) reregistrations $(stat_of "$i" cluster_reregistrations) suspects reported $(stat_of "$i" cluster_suspects_reported) healed $(stat_of "$i" cluster_suspects_healed) suspect drops $(stat_of "$i" cluster_suspect_drops)"
 done
 [ $rc = 0 ] || { echo "--- logs in $logs"; tail -15 "$logs/server2.log"; }
 exit $rc
