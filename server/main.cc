@@ -103,11 +103,13 @@ DEFINE_string(zone, "", "--cluster: this server's failure domain (0..32 printabl
 DEFINE_int32(cluster_lease_ttl, 2,
              "--cluster: seconds this server's etcd lease lives without a keepalive (2..60); a "
              "dead server's record goes after this, and with replicas its slots fail over");
-DEFINE_int32(cluster_suspect_after_ms, -1,
-             "--cluster with replicas: a backup this server (its primary) cannot reach for this "
-             "long although it is registered (a partial partition) is reported in etcd, and the "
-             "coordinator drops it from this server's slots until it is reachable again "
-             "(docs/cluster.md, \"Partial partitions\"); -1: the lease TTL + 1 s; 0: never");
+DEFINE_int32(
+    cluster_suspect_after_ms, -1,
+    "--cluster with replicas: a backup this server (its primary) cannot reach for this "
+    "long although it is registered (a partial partition) is reported in etcd, and the "
+    "coordinator drops it from this server's slots until it is reachable again "
+    "(docs/cluster.md, \"Partial partitions\"); -1: twice the lease TTL + 1 s; 0: never (writes "
+    "to its slots then wait until it answers or dies)");
 DEFINE_string(migration_rate, "64M",
               "--cluster: bytes per second a slot migration copies at most (0: unpaced), so "
               "that foreground latency stays bounded while slots move");
@@ -267,7 +269,7 @@ int main(int argc, char** argv) {
     if (FLAGS_cluster_suspect_after_ms < -1 || FLAGS_cluster_suspect_after_ms > 600000)
       return Fail("--cluster_suspect_after_ms must be -1, 0 or up to 600000");
     o.cluster_suspect_after_ms = FLAGS_cluster_suspect_after_ms < 0
-                                     ? FLAGS_cluster_lease_ttl * 1000 + 1000
+                                     ? FLAGS_cluster_lease_ttl * 2000 + 1000
                                      : FLAGS_cluster_suspect_after_ms;
     s = rkv::ParseSize(FLAGS_migration_rate, &o.migration_rate);
     if (!s.ok()) return Fail("--migration_rate: " + s.message());

@@ -26,7 +26,7 @@ struct ServerOptions {
   int cluster_lease_ttl_s = 2;
   // A backup unreachable from its primary this long is reported (0: never; docs/cluster.md,
   // "Partial partitions").
-  int cluster_suspect_after_ms = 3000;
+  int cluster_suspect_after_ms = 5000;
   uint64_t migration_rate = 64ull << 20;  // bytes/s a slot migration copies at most (0: unpaced)
   uint64_t memory = 256ull << 20;
   uint32_t buckets = 0;  // 0: derived from memory and index_fraction

@@ -2,8 +2,9 @@
 // SuspectReporter (server/cluster/suspect_reporter.h) against the real etcd cluster of
 // tests/etcd/etcd_client.sh: a backup failing without a break for suspect_after_ms is reported
 // once, at NAME/suspects/BACKUP/ME under the given lease, with this server's id and map epoch;
-// failures further apart than kGapMs start over; a reply deletes the record; a record lost with
-// its lease is put again under the next one; a reply during a streak ends it unreported. The
+// failures further apart than kGapMs start over, and one failed attempt is no streak; a reply
+// deletes the record; a record lost with its lease is put again under the next one; a reply
+// during a streak ends it unreported. The
 // healing connect is not exercised here (no RDMA device: it fails; the sandbox test covers it).
 // Waits have deadlines; nothing asserts a timing.
 #include "server/cluster/suspect_reporter.h"
@@ -124,10 +125,12 @@ TEST_F(SuspectReporterTest, GapsAndRepliesEndAStreakUnreported) {
     std::this_thread::sleep_for(std::chrono::milliseconds(SuspectReporter::kGapMs + 100));
   }
   r.Failed(12, "10.255.255.1", 7480, Now());
-  // One long attempt counts from its start: reported at once.
+  // A streak counts from its first attempt's start, once it holds two failures.
   r.Failed(16, "10.255.255.3", 7480, Now() - std::chrono::seconds(2));
   r.Failed(16, "10.255.255.3", 7480, Now());
   EXPECT_TRUE(Eventually([&] { return Record(16); }));
+  // One failed attempt, however long, is no streak.
+  r.Failed(17, "10.255.255.4", 7480, Now() - std::chrono::seconds(10));
   // A reply ends a streak: failures just before it do not add up with the ones after.
   r.Failed(13, "10.255.255.2", 7480, Now());
   r.Reached(13);
@@ -135,6 +138,7 @@ TEST_F(SuspectReporterTest, GapsAndRepliesEndAStreakUnreported) {
   EXPECT_EQ(r.reported(), 1u);                                  // 16's
   EXPECT_FALSE(Record(12));
   EXPECT_FALSE(Record(13));
+  EXPECT_FALSE(Record(17));
 }
 
 TEST_F(SuspectReporterTest, NothingIsReportedWhenTurnedOffOrBeforeJoining) {

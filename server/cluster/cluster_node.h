@@ -44,7 +44,7 @@ struct ClusterNodeOptions {
   uint16_t port = 0;  // 0: the bound port, given to Join
   std::string zone;
   int lease_ttl_s = 2;
-  int suspect_after_ms = 3000;  // server/cluster/suspect_reporter.h (0: never report)
+  int suspect_after_ms = 5000;  // server/cluster/suspect_reporter.h (0: never report)
   bool durable = false;         // --data_dir: a restart keeps the data
   std::string auth_token;       // proven to other servers when migrating to them
   uint64_t migration_rate = 0;  // bytes/s a migration copies at most (0: unpaced)

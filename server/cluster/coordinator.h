@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -80,9 +81,12 @@ class Coordinator {
   void ProbeLeader();
   // Revokes the lease of a server the probe found dead (once per lease; `who` for the log).
   void RevokeDead(const MemberRecord& r, int64_t lease, const char* who);
-  // The live reporters' SuspectRecords (NAME/suspects/): the (primary, backup) pairs to keep
-  // apart. Records that do not decode are skipped (logged).
-  Status ReadSuspects(const std::vector<uint32_t>& live_ids, std::vector<Avoid>* out);
+  // The SuspectRecords (NAME/suspects/) of live reporters, put under the reporter's membership
+  // lease (`leases`: member id -> the lease of its record): the (primary, backup) pairs to keep
+  // apart. Read at most every kSuspectsEveryMs (the last answer is kept in suspects_); records
+  // that do not decode, or live under another lease, are skipped (logged).
+  [[nodiscard]] Status ReadSuspects(const std::map<uint32_t, int64_t>& leases,
+                                    std::vector<Avoid>* out);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }
@@ -99,6 +103,8 @@ class Coordinator {
   std::atomic<uint64_t> suspect_drops_{0};
   // Re-replication pacing after a failed batch, and the pair taken next (the loop thread's).
   std::chrono::steady_clock::time_point next_rereplication_{};
+  std::chrono::steady_clock::time_point next_suspects_read_{};
+  std::vector<Avoid> suspects_;  // the last ReadSuspects answer (the loop thread's)
   size_t rotation_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -33,6 +33,8 @@ namespace rkv::cluster {
 
 namespace {
 constexpr size_t kAddBatch = 512;
+// NAME/suspects/ is read at most this often (an etcd range read; upkeep runs every 100 ms).
+constexpr int kSuspectsEveryMs = 500;
 bool InMap(const SlotMap& map, uint32_t id) {
   for (const ServerEntry& e : map.servers())
     if (e.id == id) return true;
@@ -71,13 +73,23 @@ void Coordinator::RevokeDead(const MemberRecord& r, int64_t lease, const char* w
                << r.port << "), found dead by the probe; its lease revoked: " << s.ToString();
 }
 
-Status Coordinator::ReadSuspects(const std::vector<uint32_t>& live_ids, std::vector<Avoid>* out) {
+Status Coordinator::ReadSuspects(const std::map<uint32_t, int64_t>& leases,
+                                 std::vector<Avoid>* out) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_suspects_read_) {
+    *out = suspects_;
+    return Status::Ok();
+  }
   out->clear();
   std::vector<EtcdKv> kvs;
   bool more = false;
   const std::string prefix = Key("suspects/");
   Status s = etcd_->GetPrefix(prefix, &kvs, nullptr, false, &more);
   if (!s.ok()) return s;
+  if (more) {
+    LOG_EVERY_N(WARNING, 100) << "cluster coordinator: more than " << kvs.size()
+                              << " records under " << prefix << "; the rest are not read";
+  }
   for (const EtcdKv& kv : kvs) {
     SuspectRecord r;
     const std::string_view suffix = std::string_view(kv.key).substr(cluster_.Prefix().size());
@@ -87,10 +99,18 @@ Status Coordinator::ReadSuspects(const std::vector<uint32_t>& live_ids, std::vec
                                 << s.ToString();
       continue;
     }
-    // A record lives under its reporter's lease; one whose reporter is down is going.
-    if (std::find(live_ids.begin(), live_ids.end(), r.reporter) == live_ids.end()) continue;
+    // Only a live reporter's own report counts: it lives under the lease of its member record
+    // (a record put otherwise, by hand or by a former process, would never go).
+    const auto it = leases.find(r.reporter);
+    if (it == leases.end() || kv.lease == 0 || kv.lease != it->second) {
+      LOG_EVERY_N(WARNING, 100) << "cluster coordinator: ignoring " << kv.key
+                                << ": not under its reporter's live membership lease";
+      continue;
+    }
     out->push_back({r.reporter, r.backup});
   }
+  suspects_ = *out;
+  next_suspects_read_ = now + std::chrono::milliseconds(kSuspectsEveryMs);
   return Status::Ok();
 }
 
@@ -116,6 +136,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   s = etcd_->GetPrefix(Key("servers/"), &members, nullptr, false, &more);
   if (!s.ok()) return s;
   std::vector<uint32_t> live_ids;
+  std::map<uint32_t, int64_t> leases;  // live member id -> its record's lease
   std::vector<LiveServer> live;
   std::vector<LivenessProbe::Target> targets;
   for (const EtcdKv& kv : members) {
@@ -132,6 +153,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
       }
     }
     live_ids.push_back(r.id);
+    leases[r.id] = kv.lease;
     live.push_back({{r.id, r.host, r.port}, r.zone});
   }
   if (probe_ != nullptr) probe_->SetTargets(targets);
@@ -171,7 +193,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     return commit(fp.map, what.c_str());
   }
   std::vector<Avoid> avoid;
-  s = ReadSuspects(live_ids, &avoid);
+  s = ReadSuspects(leases, &avoid);
   if (!s.ok()) return s;
   if (!avoid.empty()) {
     SlotMap next;
@@ -190,7 +212,11 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   if (Stopping() || !rereplicate || std::chrono::steady_clock::now() < next_rereplication_)
     return Status::Ok();
   ReplicaPlan rp;
-  s = PlanReplicaAdds(map, live, kAddBatch, &rp, avoid);
+  // New backups keep both ways apart: a backup the primary cannot reach is likely unable to
+  // reach it either, as the primary of its own slots.
+  std::vector<Avoid> apart = avoid;
+  for (const Avoid& a : avoid) apart.push_back({a.server, a.primary});
+  s = PlanReplicaAdds(map, live, kAddBatch, &rp, apart);
   if (!s.ok() || rp.adds.empty()) return s;
   if (rp.map.servers().size() != map.servers().size())  // new servers enter the map first
     return commit(rp.map, "live servers added to the map");

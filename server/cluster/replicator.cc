@@ -118,7 +118,8 @@ Status Replicator::SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, cons
   };
   Link* link = Acquire(b, deadline);
   if (link == nullptr)
-    return Status(Code::kTimeout, "no free connection to backup " + std::to_string(b.id));
+    return Status(Code::kBusy, "no free connection to backup " + std::to_string(b.id) + " (all " +
+                                   std::to_string(kMaxLinks) + " in use)");
   // The link is this thread's until Release: its client is touched by no other.
   if (!link->client || link->client->broken())
     link->client = std::make_unique<ClientImpl>(b.host, b.port, o_.client);
@@ -176,12 +177,15 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
       // that timed out may still be applied after it).
       if (!NotApplied(s.code())) *sent_any = *sent_any || maybe_sent;
       if (SuspectReporter* sr = suspects_.load(); sr != nullptr) {
-        // The transport's failures only: a backup that answers (even to refuse) is reachable.
+        // The transport's failures only, at a backup the map still wants (a wait given up
+        // because the map dropped it says nothing); a backup that answers (even to refuse)
+        // is reachable. No free link (kBusy) is this server's matter.
         if (s.code() == Code::kTimeout || s.code() == Code::kConnectionLost ||
-            s.code() == Code::kIoError)
-          sr->Failed(b.id, b.host, b.port, started);
-        else
+            s.code() == Code::kIoError) {
+          if (StillWanted(slot, b.id)) sr->Failed(b.id, b.host, b.port, started);
+        } else if (s.code() != Code::kBusy) {
           sr->Reached(b.id);
+        }
       }
       if (s.ok()) break;
       retries_.fetch_add(1, std::memory_order_relaxed);

@@ -9,8 +9,9 @@
 //
 // Only the slot's primary in the applied map (and by its word) replicates; it checks again
 // after every retry and before applying. A backup that does not answer is asked again (a fresh
-// connection) until it does, the map no longer names it (the coordinator drops a dead backup:
-// the write then goes on without it), this server is no longer the slot's primary, the backup
+// connection) until it does, the map no longer names it (the coordinator drops a dead backup,
+// and one this server reported unreachable: SetSuspects; the write then goes on without it),
+// this server is no longer the slot's primary, the backup
 // refuses for good (BAD_REQUEST, TOO_LARGE, INVALID_ARGUMENT, TABLE_FULL), or `max_wait_ms` passed
 // since the write arrived (waiting for the slot's lock included). The two failures:
 //   kUnavailable: nothing was sent (no backup can hold the write): the write was not applied;

@@ -3,6 +3,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "client/client_impl.h"
@@ -51,16 +52,22 @@ void SuspectReporter::Failed(uint32_t id, const std::string& host, uint16_t port
       fresh.since = started;
       fresh.last = now;
       it = entries_.emplace(id, std::move(fresh)).first;
+      tracked_.store(entries_.size());
     }
     Entry& e = it->second;
     if (e.state != State::kFailing) return;
-    if (started - e.last > std::chrono::milliseconds(kGapMs)) e.since = started;
+    if (started - e.last > std::chrono::milliseconds(kGapMs)) {
+      e.since = started;
+      e.failures = 0;
+    }
+    ++e.failures;
     e.last = now;
     e.host = host;
     e.port = port;
-    if (o_.suspect_after_ms > 0 &&
+    if (o_.suspect_after_ms > 0 && e.failures >= 2 &&
         now - e.since >= std::chrono::milliseconds(o_.suspect_after_ms)) {
       e.state = State::kReport;
+      wake_ = true;
       report = true;
     }
   }
@@ -68,11 +75,13 @@ void SuspectReporter::Failed(uint32_t id, const std::string& host, uint16_t port
 }
 
 void SuspectReporter::Reached(uint32_t id) {
+  if (tracked_.load(std::memory_order_relaxed) == 0) return;  // nothing to end (the usual case)
   std::lock_guard<std::mutex> l(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   if (it->second.state == State::kFailing) {
     entries_.erase(it);
+    tracked_.store(entries_.size());
   } else {
     it->second.state = State::kHealed;  // the thread deletes the record (if it was put)
   }
@@ -89,13 +98,9 @@ void SuspectReporter::Loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait_for(l, std::chrono::milliseconds(kPassMs), [this] {
-        if (stop_) return true;
-        for (const auto& [id, e] : entries_)
-          if (e.state == State::kReport) return true;
-        return false;
-      });
+      cv_.wait_for(l, std::chrono::milliseconds(kPassMs), [this] { return stop_ || wake_; });
       if (stop_) return;
+      wake_ = false;  // a put that fails waits for the next pass
     }
     Pass();
   }
@@ -120,6 +125,7 @@ void SuspectReporter::Pass() {
       Entry& e = it->second;
       if (e.state == State::kFailing && now - e.last > std::chrono::milliseconds(kStaleMs)) {
         it = entries_.erase(it);
+        tracked_.store(entries_.size());
         continue;
       }
       if (e.state == State::kReport || (e.state == State::kReported && e.lease != lease))
@@ -162,13 +168,18 @@ void SuspectReporter::Pass() {
                      << "reported at " << key << "; the coordinator drops it from our slots";
         it->second.state = State::kReported;
       }
+      if (it->second.lease == 0) {  // the first put: the report lives kHoldMs at least
+        it->second.check_ms = o_.heal_check_ms;
+        it->second.next_check =
+            now + std::chrono::milliseconds(std::max(o_.heal_check_ms, kHoldMs));
+      }
       it->second.lease = lease;  // kHealed stays: deleted next pass
-      it->second.next_check = now + std::chrono::milliseconds(o_.heal_check_ms);
       continue;
     }
     if (w.what == Do::kCheck) {
       Options co = o_.client;
       co.connect_timeout_ms = 1000;
+      co.rpc_timeout_ms = 1000;  // the OPEN handshake
       co.location_cache_entries = 0;
       ClientImpl probe(w.host, w.port, co);
       const Status s = probe.Open();
@@ -177,8 +188,10 @@ void SuspectReporter::Pass() {
       if (it == entries_.end() || it->second.state != State::kReported) continue;
       if (s.ok()) {
         it->second.state = State::kHealed;
-      } else {
-        it->second.next_check = SteadyClock::now() + std::chrono::milliseconds(o_.heal_check_ms);
+      } else {  // unreachable still (or gone: a dead server's report is harmless, checked rarely)
+        Entry& e = it->second;
+        e.next_check = SteadyClock::now() + std::chrono::milliseconds(e.check_ms);
+        e.check_ms = std::min(std::max(e.check_ms, 1) * 2, std::max(kMaxCheckMs, o_.heal_check_ms));
         continue;
       }
     }
@@ -193,6 +206,7 @@ void SuspectReporter::Pass() {
     auto it = entries_.find(w.id);
     if (it != entries_.end() && it->second.state == State::kHealed) {
       entries_.erase(it);
+      tracked_.store(entries_.size());
       healed_.fetch_add(1);
       LOG(INFO) << "cluster: server " << w.id << " (" << w.host << ":" << w.port
                 << ") is reachable again: " << key << " deleted";

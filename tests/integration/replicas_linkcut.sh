@@ -17,7 +17,7 @@
 #    without a successful write and read reported;
 #  - a partial partition: server 0 killed, so that server 1 (A) is every slot's primary and the
 #    server in B their backup; server 0 restarted empty; then `tc` drops every RoCE packet from
-#    server 1's address to B (B stays registered, reaches etcd and server 0): server 1 reports B
+#    host A to B (B stays registered: its etcd session is TCP): server 1 reports B
 #    (NAME/suspects/), the coordinator drops B from its slots, re-replication puts their
 #    backups on server 0 instead, and writes go on (lin_load --failover, linearizable, nothing
 #    acknowledged lost); the filter removed, server 1 reaches B again and deletes its report.
@@ -165,8 +165,10 @@ if tools/sandbox-peer run "$build/kvctl" --server="$cl" put linkcut-after from-b
 else
   fail "a write from host B after the cut"
 fi
-# A partial partition (docs/cluster.md, "Partial partitions"): server 1 cannot reach B's
-# server, every other path works. First make server 1 every slot's primary and B its backup.
+# A partial partition (docs/cluster.md, "Partial partitions"): host A's servers cannot reach
+# B's server over RoCE (every RoCE packet from A to B dropped: an outgoing connection takes the
+# route's source address, A's first one, whichever server opens it), while B keeps its etcd
+# session (TCP) and so its lease. First make server 1 every slot's primary and B its backup.
 kill -9 "${spid[0]}" 2>/dev/null
 if wait_status "$cl" "server [0-9]+ [^ ]+:${sport[0]} down slots 0 backups 0" 40 && full "$cl" 2 120 &&
    [ "$(stat_of 2 cluster_backup_slots)" -gt 0 ]; then
@@ -186,11 +188,11 @@ for _ in $(seq 600); do grep -q "run phase started" "$logs/pp.out" 2>/dev/null &
 sleep 2
 tcok=1
 { tc qdisc add dev "$dev" root handle 1: prio &&
-  tc filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip src "${saddr[1]}/32" \
-    match ip dst "$peer/32" match ip protocol 17 0xff match ip dport 4791 0xffff action drop; } \
+  tc filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip dst "$peer/32" \
+    match ip protocol 17 0xff match ip dport 4791 0xffff action drop; } \
   > "$logs/tc.out" 2>&1 || tcok=0
 if [ $tcok = 1 ]; then
-  pass "RoCE packets from server 1's address to B dropped (tc u32 on $dev)"
+  pass "every RoCE packet from host A to B dropped (tc u32 on $dev; etcd's TCP passes)"
   # B is live in etcd (its lease kept) and owns nothing once dropped; server 1 reported it.
   if wait_status "$cl" "server [0-9]+ [^ ]+:${sport[2]} live slots 0 backups 0" 60; then
     pass "server 1 reported B unreachable (reports $(stat_of 1 cluster_suspects_reported)) and the coordinator dropped B from its slots, B still live"
