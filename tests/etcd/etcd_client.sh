@@ -65,7 +65,7 @@ check "cluster status" 0 "$kvctl" --server="$addr" cluster status
 [[ "$out" == *"epoch 1 slots 64 replicas 2 unassigned 64"* ]] ||
   { echo "[case FAIL] etcd: status text: $out"; failed=1; }
 check "cluster status --json" 0 "$kvctl" --server="$addr" cluster status --json
-echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["slots"]==64 and j["replicas"]==2 and j["epoch"]==1, j' ||
+echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["slots"]==64 and j["replicas"]==2 and j["epoch"]==1 and j["suspects"]==[], j' ||
   { echo "[case FAIL] etcd: status JSON: $out"; failed=1; }
 check "status of a cluster that does not exist" 2 "$kvctl" --server="etcd://$hosts/nope" cluster status
 check "slots not a power of two" 2 "$kvctl" --server="etcd://$hosts/bad1" cluster init --slots=100

@@ -9,11 +9,13 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "common/cluster/cluster_request.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/slot_map.h"
+#include "common/cluster/suspect_record.h"
 #include "common/etcd/etcd_client.h"
 #include "common/secure_random.h"
 
@@ -101,6 +103,20 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
     r.zone = m.zone;
     if (r.address.empty()) r.address = m.host + ":" + std::to_string(m.port);
   }
+  // Partial partitions: backups their primary reported unreachable (docs/cluster.md).
+  std::vector<EtcdKv> suspect_kvs;
+  s = etcd->GetPrefix(prefix + "suspects/", &suspect_kvs, nullptr, false, &more);
+  if (!s.ok()) return Fail(s);
+  std::vector<cluster::SuspectRecord> suspects;
+  for (const EtcdKv& e : suspect_kvs) {
+    cluster::SuspectRecord r;
+    if (cluster::SuspectRecord::Decode(std::string_view(e.key).substr(prefix.size()), e.value, &r)
+            .ok()) {
+      suspects.push_back(r);
+    } else {
+      ++bad_records;
+    }
+  }
   uint32_t unassigned = 0;
   // Replication health: a backup in the map is in sync by construction (it enters the map only
   // once its copy is complete, and every write waits for it), so what counts is liveness.
@@ -143,7 +159,10 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
                         {"slots_without_live_replica", stranded},
                         {"min_live_replicas", min_live},
                         {"slot_replicas", std::move(slot_replicas)},
+                        {"suspects", nlohmann::json::array()},
                         {"servers", nlohmann::json::array()}};
+    for (const cluster::SuspectRecord& x : suspects)
+      j["suspects"].push_back({{"reporter", x.reporter}, {"backup", x.backup}});
     for (const auto& [id, r] : rows)
       j["servers"].push_back({{"id", id},
                               {"address", r.address},
@@ -167,7 +186,10 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
         << r.slots << (map.replicas() > 1 ? " backups " + std::to_string(r.backups) : "")
         << (r.zone.empty() ? "" : " zone " + r.zone) << (r.in_map ? "" : " (not in the map yet)")
         << "\n";
-  if (bad_records > 0) out << "unreadable membership records: " << bad_records << "\n";
+  for (const cluster::SuspectRecord& x : suspects)
+    out << "suspect: server " << x.backup << " unreachable from server " << x.reporter
+        << " (its primary reported it; kept out of its slots)\n";
+  if (bad_records > 0) out << "unreadable membership or suspect records: " << bad_records << "\n";
   std::cout << out.str();
   return 0;
 }
