@@ -205,11 +205,14 @@ void SuspectReporter::Pass() {
     std::lock_guard<std::mutex> l(mu_);
     auto it = entries_.find(w.id);
     if (it != entries_.end() && it->second.state == State::kHealed) {
+      const bool was_put = it->second.lease != 0;  // else an answer came before the put
       entries_.erase(it);
       tracked_.store(entries_.size());
-      healed_.fetch_add(1);
-      LOG(INFO) << "cluster: server " << w.id << " (" << w.host << ":" << w.port
-                << ") is reachable again: " << key << " deleted";
+      if (was_put) {
+        healed_.fetch_add(1);
+        LOG(INFO) << "cluster: server " << w.id << " (" << w.host << ":" << w.port
+                  << ") is reachable again: " << key << " deleted";
+      }
     }
   }
 }
