@@ -5,6 +5,7 @@
 // MultiGet meanwhile (their READs share the QP with the requests in flight; Connection::Poll
 // records the replies that arrive while it waits for READs).
 #include "client/client_impl.h"
+#include "client/write_batch.h"
 #include "common/printable.h"
 
 namespace rkv {
@@ -23,17 +24,7 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
   std::vector<size_t> gets, writes;
   for (size_t i = 0; i < n; ++i) {
     BatchOp& op = ops[i];
-    Status check = CheckKey(op.key);
-    if (check.ok() && op.type == BatchOp::Type::kGet && op.result == nullptr)
-      check = Status(Code::kInvalidArgument, "BatchOp::result is null for a GET");
-    if (check.ok() && op.type == BatchOp::Type::kPut &&
-        op.value.size() > conn_->hello().max_value_size)
-      check = Status(Code::kTooLarge, "value of " + std::to_string(op.value.size()) +
-                                          " bytes exceeds the server's limit of " +
-                                          std::to_string(conn_->hello().max_value_size));
-    if (check.ok() && op.type != BatchOp::Type::kGet && op.type != BatchOp::Type::kPut &&
-        op.type != BatchOp::Type::kDelete)
-      check = Status(Code::kInvalidArgument, "unknown BatchOp::type");
+    Status check = CheckOp(op);
     if (!check.ok()) {
       op.status = check;
     } else if (op.type == BatchOp::Type::kGet) {
@@ -44,60 +35,10 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
     }
   }
 
-  struct InFlight {
-    uint64_t rid;
-    size_t op;
-    uint64_t key_hash;
-  };
-  InFlight inflight[Connection::kMaxPipeline];
-  int in = 0;
-  size_t next = 0;
-  auto post = [&]() -> Status {
-    while (next < writes.size()) {
-      BatchOp& op = ops[writes[next]];
-      const bool put = op.type == BatchOp::Type::kPut;
-      const uint64_t hash = KeyHashOf(op.key).hash;
-      cache_.Erase(hash);  // whatever happens, its old location is stale
-      uint64_t rid = 0;
-      bool posted = false;
-      Status ps = conn_->PostRpc(put ? wire::Op::kPut : wire::Op::kDelete, op.key,
-                                 put ? op.value : std::string_view(), &rid, &posted);
-      if (!ps.ok()) return ps;
-      if (!posted) {
-        if (in == 0)  // PostRpc waits for the ring itself when nothing is outstanding
-          return Status(Code::kIoError, "pipelined request not posted with nothing in flight");
-        break;
-      }
-      ++counters_.rpcs;
-      inflight[in++] = {rid, writes[next], hash};
-      ++next;
-    }
-    return Status::Ok();
-  };
-  std::string payload;
-  auto take = [&]() -> Status {
-    uint64_t rid = 0;
-    Code code = Code::kOk;
-    Status rs = conn_->NextReply(&rid, &code, &payload);
-    if (!rs.ok()) return rs;
-    int j = 0;
-    while (j < in && inflight[j].rid != rid) ++j;
-    if (j == in) return Status(Code::kProtocolError, "reply to a request of no batch operation");
-    BatchOp& op = ops[inflight[j].op];
-    if (code == Code::kOk) {
-      op.status = Status::Ok();
-      layout::EntryLocation loc;
-      if (op.type == BatchOp::Type::kPut &&
-          layout::DecodeEntryLocation(payload, conn_->geometry(), Connection::kBlockAreaSize, &loc))
-        cache_.Insert(inflight[j].key_hash, loc);
-    } else {
-      op.status = Status(code, Printable(payload, 2048));  // the server's words, escaped
-    }
-    inflight[j] = inflight[--in];
-    return Status::Ok();
-  };
-
-  s = post();
+  WriteBatch w;
+  w.ops = ops;
+  w.writes = std::move(writes);
+  s = PostWrites(&w);
   if (s.ok() && !gets.empty()) {
     std::vector<std::string> values;
     std::vector<Status> statuses;
@@ -108,29 +49,95 @@ Status ClientImpl::Execute(BatchOp* ops, size_t n) {
       if (op.status.ok()) op.result->swap(values[k]);
     }
   }
-  while (s.ok() && (in > 0 || next < writes.size())) {
-    s = take();
-    if (s.ok()) s = post();
+  while (s.ok() && !w.done()) {
+    s = TakeWrite(&w);
+    if (s.ok()) s = PostWrites(&w);
   }
   if (s.ok()) return s;
-  // The connection failed: say for every write whether it went out.
-  for (int j = 0; j < in; ++j) {
-    BatchOp& op = ops[inflight[j].op];
+  FailWrites(&w, s);
+  for (size_t i = 0; i < n; ++i)
+    if (Pending(ops[i].status)) ops[i].status = s;
+  return s;
+}
+
+Status ClientImpl::CheckOp(const BatchOp& op) const {
+  Status check = CheckKey(op.key);
+  if (check.ok() && op.type == BatchOp::Type::kGet && op.result == nullptr)
+    check = Status(Code::kInvalidArgument, "BatchOp::result is null for a GET");
+  if (check.ok() && op.type == BatchOp::Type::kPut &&
+      op.value.size() > conn_->hello().max_value_size)
+    check = Status(Code::kTooLarge, "value of " + std::to_string(op.value.size()) +
+                                        " bytes exceeds the server's limit of " +
+                                        std::to_string(conn_->hello().max_value_size));
+  if (check.ok() && op.type != BatchOp::Type::kGet && op.type != BatchOp::Type::kPut &&
+      op.type != BatchOp::Type::kDelete)
+    check = Status(Code::kInvalidArgument, "unknown BatchOp::type");
+  return check;
+}
+
+Status ClientImpl::PostWrites(WriteBatch* w) {
+  while (w->next < w->writes.size()) {
+    BatchOp& op = w->ops[w->writes[w->next]];
+    const bool put = op.type == BatchOp::Type::kPut;
+    const uint64_t hash = KeyHashOf(op.key).hash;
+    cache_.Erase(hash);  // whatever happens, its old location is stale
+    uint64_t rid = 0;
+    bool posted = false;
+    Status ps = conn_->PostRpc(put ? wire::Op::kPut : wire::Op::kDelete, op.key,
+                               put ? op.value : std::string_view(), &rid, &posted);
+    if (!ps.ok()) return ps;
+    if (!posted) {
+      if (w->in == 0)  // PostRpc waits for the ring itself when nothing is outstanding
+        return Status(Code::kIoError, "pipelined request not posted with nothing in flight");
+      break;
+    }
+    ++counters_.rpcs;
+    w->inflight[w->in++] = {rid, w->writes[w->next], hash};
+    ++w->next;
+  }
+  return Status::Ok();
+}
+
+Status ClientImpl::TakeWrite(WriteBatch* w) {
+  uint64_t rid = 0;
+  Code code = Code::kOk;
+  std::string payload;
+  Status rs = conn_->NextReply(&rid, &code, &payload);
+  if (!rs.ok()) return rs;
+  int j = 0;
+  while (j < w->in && w->inflight[j].rid != rid) ++j;
+  if (j == w->in) return Status(Code::kProtocolError, "reply to a request of no batch operation");
+  BatchOp& op = w->ops[w->inflight[j].op];
+  if (code == Code::kOk) {
+    op.status = Status::Ok();
+    layout::EntryLocation loc;
+    if (op.type == BatchOp::Type::kPut &&
+        layout::DecodeEntryLocation(payload, conn_->geometry(), Connection::kBlockAreaSize, &loc))
+      cache_.Insert(w->inflight[j].key_hash, loc);
+  } else {
+    op.status = Status(code, Printable(payload, 2048));  // the server's words, escaped
+  }
+  w->inflight[j] = w->inflight[--w->in];
+  return Status::Ok();
+}
+
+void ClientImpl::FailWrites(WriteBatch* w, const Status& s) {
+  for (int j = 0; j < w->in; ++j) {
+    BatchOp& op = w->ops[w->inflight[j].op];
     op.status = Status(Code::kConnectionLost,
                        std::string(OpName(op.type)) + " outcome unknown: the connection to " +
                            Where() + " failed after the request was sent (" + s.ToString() +
                            "); not retried: it may or may not have been applied");
   }
-  for (size_t k = next; k < writes.size(); ++k) {
-    BatchOp& op = ops[writes[k]];
+  w->in = 0;
+  for (size_t k = w->next; k < w->writes.size(); ++k) {
+    BatchOp& op = w->ops[w->writes[k]];
     op.status = Status(Code::kConnectionLost, std::string(OpName(op.type)) +
                                                   " not sent: the connection to " + Where() +
                                                   " failed before it was sent (" + s.ToString() +
                                                   "); the " + OpName(op.type) + " was not applied");
   }
-  for (size_t i = 0; i < n; ++i)
-    if (Pending(ops[i].status)) ops[i].status = s;
-  return s;
+  w->next = w->writes.size();
 }
 
 }  // namespace rkv

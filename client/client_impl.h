@@ -18,6 +18,9 @@
 
 namespace rkv {
 
+struct MultiGetBatch;  // client/multi_get_batch.h
+struct WriteBatch;     // client/write_batch.h
+
 class ClientImpl {
  public:
   ClientImpl(std::string host, uint16_t port, Options options);
@@ -27,9 +30,28 @@ class ClientImpl {
   Status Get(std::string_view key, std::string* value);  // get_path.cc
   Status MultiGet(const std::vector<std::string_view>& keys, std::vector<std::string>* values,
                   std::vector<Status>* statuses);  // multi_get.cc
+  // One MultiGet batch of n <= Connection::kMaxBatch keys in two halves (multi_get.cc), so that
+  // a cluster MultiGet has a batch in flight on every server at once: StartBatch posts the first
+  // round (it sets the status of a key it refuses), FinishBatch waits for it and decides every
+  // other key. Nothing else may use the connection in between. A failed call leaves the status
+  // of each key not yet decided as it was (the caller's placeholder) and returns the failure.
+  Status StartBatch(const std::string_view* keys, size_t n, MultiGetBatch* b, Status* statuses);
+  Status FinishBatch(const std::string_view* keys, MultiGetBatch* b, std::string* values,
+                     Status* statuses);
   Status Put(std::string_view key, std::string_view value);
   Status Delete(std::string_view key);
   Status Execute(BatchOp* ops, size_t n);  // batch.cc
+  // Execute's writes in three steps (batch.cc; client/write_batch.h), so that a cluster's
+  // Execute has every server's writes in flight at once: PostWrites posts as many as the
+  // server's credits allow; TakeWrite waits for one reply and decides its operation; after a
+  // failure of either (the connection broke), FailWrites says for each undecided write whether
+  // it was sent. The operations must be valid (Execute's checks).
+  // Execute's check of one operation (key, value size, type, a GET's result); the connection
+  // must be open.
+  Status CheckOp(const BatchOp& op) const;
+  Status PostWrites(WriteBatch* w);
+  Status TakeWrite(WriteBatch* w);
+  void FailWrites(WriteBatch* w, const Status& s);
   Status Stats(std::string* text);
   Status RequestSnapshot(std::string* message);
   Status Reconnect();
@@ -110,7 +132,14 @@ class ClientImpl {
   // *found: the index of the target that held the key.
   Step ReadTargets(const layout::Probe& probe, std::string_view key, std::string* value,
                    Status* result, int* found);
-  Status RoundTrip(const Connection::ReadOp* ops, int n);
+  Status RoundTrip(const Connection::ReadOp* ops, int n) {
+    Status s = PostRound(ops, n);
+    return s.ok() ? WaitRound() : s;
+  }
+  // RoundTrip's halves: posts the READs (in cluster mode the ownership words' after them, in
+  // the same chain); waits for them (and checks the words: MOVED unless readable).
+  Status PostRound(const Connection::ReadOp* ops, int n);
+  Status WaitRound();
   Status RpcStatus(wire::Op op, std::string_view key, std::string_view value, std::string* payload);
 
   const std::string host_;
@@ -126,8 +155,10 @@ class ClientImpl {
   uint32_t owner_slots_[Connection::kMaxBatch] = {};
   uint64_t owner_epoch_ = 0;
   const std::function<bool()>* abandon_ = nullptr;  // SetAbandon
-  // RoundTrip's tail in cluster mode: posts ops plus the word's READ, waits, checks the word.
-  Status OwnedRoundTrip(const Connection::ReadOp* ops, int n);
+  // PostRound in cluster mode: posts ops plus the words' READs (owner_count_ of them).
+  Status PostOwnedRound(const Connection::ReadOp* ops, int n);
+  // WaitRound's check of the words read in the round.
+  Status CheckOwnerWords();
 };
 
 }  // namespace rkv

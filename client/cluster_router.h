@@ -51,7 +51,7 @@ class ClusterRouter {
                   std::vector<Status>* statuses);
   Status Put(std::string_view key, std::string_view value);
   Status Delete(std::string_view key);
-  Status Execute(BatchOp* ops, size_t n);
+  Status Execute(BatchOp* ops, size_t n);  // cluster_router_batch.cc
   // Every server's stats: first the sums of the additive figures, then each server's figures
   // as "server<ID>.<name> <value>".
   Status Stats(std::string* text);
@@ -73,6 +73,9 @@ class ClusterRouter {
   // once the watched map names another primary (the connection is then broken: Route retries).
   Status ReadAt(ClientImpl* c, const cluster::SlotMap& map, uint16_t owner, uint32_t slot,
                 std::string_view key, std::string* value);
+  // One round of Execute's writes (at most one per key), pipelined on every owner at once; a
+  // write refused MOVED or TRY_AGAIN, or without a reachable owner, goes through Route after.
+  void ExecuteWrites(BatchOp* ops, const std::vector<size_t>& round);
   // The connection to server `id` of `map` (opened on first use). Null with *s set on failure.
   // `slot` (kAnySlot: none): with replicas, a connect it is needed for ends early once the
   // watched map gives the slot to another server (a cut-off server answers no connect; rdma_cm

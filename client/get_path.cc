@@ -18,13 +18,17 @@ namespace rkv {
 using layout::kBucketSize;
 using layout::Probe;
 
-Status ClientImpl::RoundTrip(const Connection::ReadOp* ops, int n) {
-  if (owner_check_) return OwnedRoundTrip(ops, n);
-  Status s = conn_->PostReads(ops, n);
-  if (s.ok()) s = conn_->WaitReads();
+Status ClientImpl::PostRound(const Connection::ReadOp* ops, int n) {
+  if (owner_check_) return PostOwnedRound(ops, n);
   counters_.reads_posted += n;
   for (int i = 0; i < n; ++i) counters_.bytes_read += ops[i].length;
   ++counters_.round_trips;
+  return conn_->PostReads(ops, n);
+}
+
+Status ClientImpl::WaitRound() {
+  Status s = conn_->WaitReads();
+  if (s.ok() && owner_check_) s = CheckOwnerWords();
   return s;
 }
 

@@ -11,7 +11,7 @@
 
 namespace rkv {
 
-Status ClientImpl::OwnedRoundTrip(const Connection::ReadOp* ops, int n) {
+Status ClientImpl::PostOwnedRound(const Connection::ReadOp* ops, int n) {
   const wire::OpenReply& h = conn_->hello();
   if (n + owner_count_ > Connection::kMaxReads)
     return Status(Code::kInvalidArgument, "too many READs for one round trip");
@@ -26,12 +26,13 @@ Status ClientImpl::OwnedRoundTrip(const Connection::ReadOp* ops, int n) {
                   h.owner_offset + uint64_t{owner_slots_[k]} * 8, 8};
   }
   const int total = n + owner_count_;
-  Status s = conn_->PostReads(all, total);
-  if (s.ok()) s = conn_->WaitReads();
   counters_.reads_posted += total;
   for (int i = 0; i < total; ++i) counters_.bytes_read += all[i].length;
   ++counters_.round_trips;
-  if (!s.ok()) return s;
+  return conn_->PostReads(all, total);
+}
+
+Status ClientImpl::CheckOwnerWords() {
   for (int k = 0; k < owner_count_; ++k) {
     const uint64_t word = layout::LoadU64(conn_->buf() + Connection::kOwnerArea + 8 * k);
     if (cluster::Readable(word, owner_epoch_)) continue;

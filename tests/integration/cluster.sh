@@ -174,9 +174,23 @@ for i in range(50):
 assert all(c.get(b"py-%d" % i) == b"v-%d" % i for i in range(50))
 c.delete(b"py-7")
 assert c.get(b"py-7") is None
+# A MultiGet and a pipelined batch over keys of every server (each server's share in flight at
+# once); a key written three times in one batch ends with its last value (rounds keep order).
+keys = [b"py-%d" % i for i in range(50)]
+got = c.multi_get(keys)
+assert got == [None if i == 7 else b"v-%d" % i for i in range(50)], got
+ops = [("put", b"pb-%d" % i, b"w-%d" % i) for i in range(40)]
+ops += [("put", b"pb-same", b"1"), ("delete", b"pb-same"), ("put", b"pb-same", b"3")]
+ops += [("get", b"py-%d" % i) for i in range(10)] + [("delete", b"py-8")]
+res = c.execute(ops)
+assert res[:40] == [True] * 40 and res[40:43] == [True, True, True], res
+assert res[43:53] == [None if i == 7 else b"v-%d" % i for i in range(10)], res[43:53]
+assert res[53] is True, res[53]
+assert c.multi_get([b"pb-%d" % i for i in range(40)]) == [b"w-%d" % i for i in range(40)]
+assert c.get(b"pb-same") == b"3" and c.get(b"py-8") is None
 print("ok")
 PY
-  grep -q "^ok" "$logs/python.out" && pass "the Python module puts, gets and deletes through $cl" ||
+  grep -q "^ok" "$logs/python.out" && pass "the Python module puts, gets, deletes, multi_gets and runs a pipelined batch over every server through $cl" ||
     fail "python through the cluster" "$(tail -3 "$logs/python.out")"
 fi
 
