@@ -175,13 +175,11 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
       live.push_back({r.id, r.host, r.port});
       live_zoned.push_back({live.back(), r.zone});
     }
-    if (req.kind == ClusterRequest::kRemove && map.replicas() > 1)
-      return Status(Code::kInvalidArgument,
-                    "cluster remove is not built for replicated clusters yet (a server that "
-                    "goes down is failed over and its slots re-replicated)");
     if (req.kind == ClusterRequest::kRemove && map.IndexOf(req.server_id) == kUnassigned)
       return Status(Code::kNotFound,
                     "server " + std::to_string(req.server_id) + " is not in the map");
+    if (req.kind == ClusterRequest::kRemove && map.replicas() > 1)
+      return Drain(e, map, members, req.server_id, res);
     if (req.kind == ClusterRequest::kRemove) {
       bool is_live = false;
       for (const ServerEntry& l : live) is_live = is_live || l.id == req.server_id;

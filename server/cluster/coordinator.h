@@ -87,6 +87,15 @@ class Coordinator {
   // that do not decode, or live under another lease, are skipped (logged).
   [[nodiscard]] Status ReadSuspects(const std::map<uint32_t, int64_t>& leases,
                                     std::vector<Avoid>* out);
+  // The DrainRecords (NAME/draining/) of live servers, under each one's membership lease: the
+  // servers `cluster remove` is taking out of a replicated cluster. Read at most every 500 ms
+  // (the last answer is kept in draining_); others are skipped (coordinator_drain.cc).
+  [[nodiscard]] Status ReadDraining(const std::map<uint32_t, int64_t>& leases,
+                                    std::vector<uint32_t>* out);
+  // `cluster remove` of server `id` in a replicated cluster (coordinator_drain.cc): puts its
+  // DrainRecord if it is live, then runs Upkeep until the map gives it no replica role.
+  Status Drain(Election* e, const SlotMap& map, const std::vector<EtcdKv>& members, uint32_t id,
+               ClusterResult* res);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }
@@ -105,6 +114,8 @@ class Coordinator {
   std::chrono::steady_clock::time_point next_rereplication_{};
   std::chrono::steady_clock::time_point next_suspects_read_{};
   std::vector<Avoid> suspects_;  // the last ReadSuspects answer (the loop thread's)
+  std::chrono::steady_clock::time_point next_draining_read_{};
+  std::vector<uint32_t> draining_;  // the last ReadDraining answer (the loop thread's)
   size_t rotation_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -11,10 +11,11 @@
 //     NAME/suspects/BACKUP/PRIMARY: a partial partition; server/cluster/suspect_reporter.h),
 //     that backup leaves the primary's slots (DropSuspectBackups), in the same kind of
 //     transaction;
-//  3. otherwise re-replication (PlanReplicaAdds, never onto a server the primary reported): slots
-//  short of backups get a copy on a live
-//     server, one ADD_REPLICA batch (NAME/migration) at a time, run by the slot's primary
+//  3. otherwise re-replication (PlanReplicaAdds, never onto a server the primary reported nor
+//     onto one being removed): slots short of backups get a copy on a live server, one
+//     ADD_REPLICA batch (NAME/migration) at a time, run by the slot's primary
 //     (server/cluster/migrator.h), which adds the backup to the map when the copy is complete.
+// A server being removed (NAME/draining/ID, coordinator_drain.cc) counts as down in step 1.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -179,8 +180,16 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     *changed = true;
     return Status::Ok();
   };
+  // A server being removed (`cluster remove`: its DrainRecord) counts as down for failover and
+  // is never a new backup, but stays a live primary for re-replication (coordinator_drain.cc).
+  std::vector<uint32_t> draining;
+  s = ReadDraining(leases, &draining);
+  if (!s.ok()) return s;
+  std::vector<uint32_t> serving;
+  for (uint32_t id : live_ids)
+    if (std::find(draining.begin(), draining.end(), id) == draining.end()) serving.push_back(id);
   FailoverPlan fp;
-  s = PlanFailover(map, live_ids, &fp);
+  s = PlanFailover(map, serving, &fp);
   if (!s.ok()) return s;
   std::string before, after;
   map.Encode(&before);
@@ -216,6 +225,10 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   // reach it either, as the primary of its own slots.
   std::vector<Avoid> apart = avoid;
   for (const Avoid& a : avoid) apart.push_back({a.server, a.primary});
+  for (uint32_t d : draining) {
+    for (const ServerEntry& x : map.servers()) apart.push_back({x.id, d});
+    for (const LiveServer& x : live) apart.push_back({x.entry.id, d});
+  }
   s = PlanReplicaAdds(map, live, kAddBatch, &rp, apart);
   if (!s.ok() || rp.adds.empty()) return s;
   if (rp.map.servers().size() != map.servers().size())  // new servers enter the map first

@@ -17,12 +17,14 @@
 #    primary); etcd stopped during a failover. After each: every acknowledged write is there
 #    and every acknowledged delete stays deleted (lin_load's durability tally), the history is
 #    linearizable, and the longest stretches without a successful write and read are reported;
+#  - `cluster remove` of a live server under lin_load: it holds no replica when the command
+#    returns, the others hold two per slot, nothing acknowledged is lost;
 #  - R=3: two of three servers killed one after the other (re-replication between): nothing
 #    acknowledged is lost.
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
-# kill, zombie, coord, r3, full; default all).
+# kill, zombie, coord, remove, r3, full; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -245,8 +247,44 @@ start_server "$v" "$cl" || fail "server $v back"
 
 fi
 
+if want remove; then
+# 5. `cluster remove` of a live server (R=2) under lin_load: no data moves; its primaries fail
+# over to their backups and it leaves every slot's backups (a DrainRecord under its lease); the
+# command returns once it holds no replica; re-replication restores two live replicas per slot
+# on the two others, never on it. Then it is stopped (its record goes with its lease).
+full "$cl" 2 180 || fail "R=2 before the remove" "$(cat "$logs/status.now")"
+lin "$cl" remove 25 &
+lpid=$!
+running remove
+rm_i=$(( ($(coordinator 0 1 2) + 2) % 3 ))  # not the coordinator
+ctl --server="$cl" cluster remove "${addrs[$rm_i]}:$(port "$rm_i")" > "$logs/rm.out" 2>&1; rrc=$?
+ctl --server="$cl" cluster status > "$logs/status.now" 2>&1
+[ $rrc = 0 ] && grep -q "holds no replica" "$logs/rm.out" &&
+  grep -qE "server [0-9]+ [^ ]+:$(port "$rm_i") live slots 0 backups 0" "$logs/status.now" &&
+  grep -q "^draining: server" "$logs/status.now" &&
+  pass "cluster remove of live server $rm_i (R=2): it holds no replica and shows draining: $(cat "$logs/rm.out")" ||
+  fail "cluster remove (R=2)" "rc $rrc: $(cat "$logs/rm.out"); $(cat "$logs/status.now")"
+full "$cl" 2 180 &&
+  grep -qE "server [0-9]+ [^ ]+:$(port "$rm_i") live slots 0 backups 0" "$logs/status.now" &&
+  pass "after the remove, two live replicas per slot on the other servers: $(grep replicas: "$logs/status.now")" ||
+  fail "re-replication after the remove" "$(cat "$logs/status.now")"
+# Bad input: a second remove of the same server answers at once (it holds nothing); a server
+# that never joined is refused.
+ctl --server="$cl" cluster remove "${addrs[$rm_i]}:$(port "$rm_i")" > "$logs/rm2.out" 2>&1 &&
+  ! ctl --server="$cl" cluster remove "${addrs[0]}:1" > "$logs/rm3.out" 2>&1 &&
+  grep -q "ever joined" "$logs/rm3.out" &&
+  pass "removing it again succeeds at once; a server that never joined is refused" ||
+  fail "remove again / unknown server" "$(cat "$logs/rm2.out" "$logs/rm3.out")"
+kill "${spid[$rm_i]}"
+sleep 3
+touch "$logs/remove.stop"
+wait $lpid; judge remove $? "cluster remove of a live server under load, then stopped"
+start_server "$rm_i" "$cl" || fail "server $rm_i back after the remove"
+
+fi
+
 if want r3; then
-# 5. R=3: two of three servers killed one after the other.
+# 6. R=3: two of three servers killed one after the other.
 cl3=etcd://127.0.0.1:2379/rep3
 ctl --server="$cl3" cluster init --slots=64 --replicas=3 > "$logs/init3.out" 2>&1 ||
   fail "cluster init --replicas=3" "$(cat "$logs/init3.out")"
@@ -272,7 +310,7 @@ wait $lpid; judge r3 $? "R=3, two of three servers killed one after the other"
 fi
 
 if want full; then
-# 6. a full replica: two servers of different sizes (R=2), filled with 30 KB values until
+# 7. a full replica: two servers of different sizes (R=2), filled with 30 KB values until
 # writes fail. A write no replica could take fails TABLE_FULL at once (a full backup's refusal),
 # one the backups took but the small primary could not is TIMEOUT (kept), and neither blocks
 # its slot: DELETEs of those keys and of some others succeed, then small PUTs, and every

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/cluster/cluster_request.h"
+#include "common/cluster/drain_record.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/slot_map.h"
 #include "common/cluster/suspect_record.h"
@@ -117,6 +118,20 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
       ++bad_records;
     }
   }
+  // Servers `cluster remove` is taking out of a replicated cluster (docs/cluster.md).
+  std::vector<EtcdKv> drain_kvs;
+  s = etcd->GetPrefix(prefix + "draining/", &drain_kvs, nullptr, false, &more);
+  if (!s.ok()) return Fail(s);
+  std::vector<uint32_t> draining;
+  for (const EtcdKv& e : drain_kvs) {
+    cluster::DrainRecord r;
+    if (cluster::DrainRecord::Decode(std::string_view(e.key).substr(prefix.size()), e.value, &r)
+            .ok()) {
+      draining.push_back(r.server);
+    } else {
+      ++bad_records;
+    }
+  }
   uint32_t unassigned = 0;
   // Replication health: a backup in the map is in sync by construction (it enters the map only
   // once its copy is complete, and every write waits for it), so what counts is liveness.
@@ -160,6 +175,7 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
                         {"min_live_replicas", min_live},
                         {"slot_replicas", std::move(slot_replicas)},
                         {"suspects", nlohmann::json::array()},
+                        {"draining", draining},
                         {"servers", nlohmann::json::array()}};
     for (const cluster::SuspectRecord& x : suspects)
       j["suspects"].push_back({{"reporter", x.reporter}, {"backup", x.backup}});
@@ -189,7 +205,10 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
   for (const cluster::SuspectRecord& x : suspects)
     out << "suspect: server " << x.backup << " unreachable from server " << x.reporter
         << " (its primary reported it; kept out of its slots)\n";
-  if (bad_records > 0) out << "unreadable membership or suspect records: " << bad_records << "\n";
+  for (uint32_t id : draining)
+    out << "draining: server " << id << " (cluster remove: leaving every slot)\n";
+  if (bad_records > 0)
+    out << "unreadable membership, suspect or drain records: " << bad_records << "\n";
   std::cout << out.str();
   return 0;
 }
