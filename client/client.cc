@@ -114,13 +114,36 @@ Status ClientImpl::RpcStatus(wire::Op op, std::string_view key, std::string_view
   std::string msg;
   s = conn_->Rpc(op, key, value, &code, payload ? payload : &msg);
   if (!s.ok()) return s;
+  return ReplyStatus(code, payload ? *payload : msg);
+}
+
+Status ClientImpl::ReplyStatus(Code code, std::string_view text) {
   if (code == Code::kOk) return Status::Ok();
-  std::string_view text = payload ? *payload : msg;
   // MOVED and TRY_AGAIN lead with a wire::MovedPayload; the words follow it.
   if ((code == Code::kMoved || code == Code::kTryAgain) &&
       text.size() >= sizeof(wire::MovedPayload))
     text.remove_prefix(sizeof(wire::MovedPayload));
   return Status(code, Printable(text, 2048));  // the server's words, escaped
+}
+
+Status ClientImpl::PostCall(wire::Op op, std::string_view key, std::string_view value,
+                            uint64_t* rid, bool* posted) {
+  *posted = false;
+  Status s = Usable();
+  if (!s.ok()) return s;
+  s = conn_->PostRpc(op, key, value, rid, posted);
+  if (s.ok() && *posted) ++counters_.rpcs;
+  return s;
+}
+
+Status ClientImpl::TakeCall(uint64_t* rid, std::string* payload) {
+  Status s = Usable();
+  if (!s.ok()) return s;
+  Code code = Code::kOk;
+  std::string msg;
+  s = conn_->NextReply(rid, &code, payload ? payload : &msg);
+  if (!s.ok()) return s;
+  return ReplyStatus(code, payload ? *payload : msg);
 }
 
 Status ClientImpl::Put(std::string_view key, std::string_view value) {

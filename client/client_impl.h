@@ -102,6 +102,15 @@ class ClientImpl {
   Status Call(wire::Op op, std::string_view key, std::string_view value, std::string* payload) {
     return RpcStatus(op, key, value, payload);
   }
+  // Pipelined calls (the replicator sends a write to every backup before it waits for any; the
+  // migrator keeps up to the server's credits of copies in flight): PostCall sends a request
+  // without waiting (*rid names it); *posted is false, and nothing is done, when the window is
+  // full (take a reply first). TakeCall waits for the next reply (*rid: its request) and
+  // answers as Call would. A failure of either breaks the connection: the requests still
+  // outstanding have an unknown outcome. Call refuses while any is outstanding.
+  Status PostCall(wire::Op op, std::string_view key, std::string_view value, uint64_t* rid,
+                  bool* posted);
+  Status TakeCall(uint64_t* rid, std::string* payload);
 
  private:
   enum class Step { kDone, kRetry };
@@ -141,6 +150,9 @@ class ClientImpl {
   Status PostRound(const Connection::ReadOp* ops, int n);
   Status WaitRound();
   Status RpcStatus(wire::Op op, std::string_view key, std::string_view value, std::string* payload);
+  // A reply's code and payload as a Status (the server's words escaped; MOVED's binary part
+  // skipped).
+  static Status ReplyStatus(Code code, std::string_view text);
 
   const std::string host_;
   const uint16_t port_;

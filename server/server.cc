@@ -254,7 +254,10 @@ Status Server::Start() {
       return message;
     });
   }
-  if (snapshotter_ || replicator != nullptr)
+  // A cluster server always has one: MIGRATE_BEGIN's purge scans the table, which must not
+  // hold up a worker (a memory-only server without replicas applies its other writes on the
+  // worker: Worker::Offload).
+  if (snapshotter_ || replicator != nullptr || owners_)
     writes_ = std::make_unique<WritePool>(
         exec_.get(), opt_.write_threads,
         size_t(opt_.max_connections) * size_t(Worker::CreditLimit(opt_)));

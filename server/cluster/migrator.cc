@@ -162,10 +162,39 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   for (uint32_t slot : rec.slots) in_set[slot] = true;
   const auto start = SteadyClock::now();
   uint64_t bytes = 0;
-  auto send = [&](const std::string& k, const std::string* v) {
+  // The copies are pipelined: up to the target's request credits in flight on the connection
+  // (the target applies one connection's writes in the order sent). flush() waits for every
+  // answer: before the dirty set is taken, before the pause and before the commit, all that
+  // was sent is applied at the target. A refusal or a failed connection fails the copy.
+  int in_flight = 0;
+  auto take = [&]() {
+    uint64_t rid = 0;
     std::string reply;
-    s = v ? target.Call(wire::Op::kMigratePut, k, *v, &reply)
-          : target.Call(wire::Op::kMigrateDelete, k, {}, &reply);
+    Status t = target.TakeCall(&rid, &reply);
+    --in_flight;
+    if (!t.ok() && s.ok()) s = t;
+    return s.ok();
+  };
+  auto flush = [&]() {
+    while (in_flight > 0)
+      if (!take()) return false;
+    return s.ok();
+  };
+  auto send = [&](const std::string& k, const std::string* v) {
+    for (;;) {
+      uint64_t rid = 0;
+      bool posted = false;
+      s = target.PostCall(v ? wire::Op::kMigratePut : wire::Op::kMigrateDelete, k,
+                          v ? std::string_view(*v) : std::string_view(), &rid, &posted);
+      if (!s.ok()) return false;
+      if (posted) break;
+      if (in_flight == 0) {  // cannot happen: an idle window takes a request
+        s = Status(Code::kIoError, "a copy was not posted with nothing in flight");
+        return false;
+      }
+      if (!take()) return false;
+    }
+    ++in_flight;
     keys_sent_.fetch_add(1, std::memory_order_relaxed);
     bytes += k.size() + (v ? v->size() : 0);
     if (o_.rate_bytes_s > 0) {  // paced: never ahead of rate x elapsed
@@ -186,7 +215,7 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
       Status g = table_->Get(k, &value);
       if (!send(k, g.ok() ? &value : nullptr)) return false;
     }
-    return true;
+    return flush();
   };
   owners_->Track(rec.slots, true);
   auto fail = [&](const std::string& what) {
@@ -198,8 +227,9 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   size_t dirty = 0;
   for (size_t round = 0; round < kDirtyRounds; ++round) {
     if (rescan &&
-        !ScanSlots(*table_, *owners_, in_set,
-                   [&](const std::string& k, const std::string& v) { return send(k, &v); }))
+        (!ScanSlots(*table_, *owners_, in_set,
+                    [&](const std::string& k, const std::string& v) { return send(k, &v); }) ||
+         !flush()))
       return fail("copying the slots' entries");
     rescan = false;
     if (!ship_dirty(&dirty, &rescan)) return fail("shipping the keys written meanwhile");

@@ -7,6 +7,9 @@
 //     MIGRATE_BEGIN (the target purges what it holds of the slots and marks them IMPORTING);
 //  2. tracks the slots' writes (dirty keys), copies every entry of the slots (one table pass),
 //     then ships the keys written meanwhile, in rounds, paced to --migration_rate bytes/s;
+//     the copies are pipelined (up to the target's request credits in flight on the one
+//     connection, applied there in the order sent) and every one is answered before the
+//     dirty set is taken, before the pause and before the commit;
 //  3. pauses the slots' writes (MOVING: TRY_AGAIN to clients) and waits for the admitted ones,
 //     ships the last dirty keys (now exact), sets the words NOT_OWNED, waits a read grace
 //     period;

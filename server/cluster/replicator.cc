@@ -98,24 +98,24 @@ void Replicator::Release(uint32_t /*id*/, Link* link, bool broken) {
   links_cv_.notify_one();
 }
 
-Status Replicator::SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
-                            std::string_view value, SteadyClock::time_point deadline,
-                            bool* maybe_sent) {
-  *maybe_sent = false;
+bool Replicator::Attempt::Dropped() {
+  const uint64_t e = r->map_epoch_.load();
+  if (e == epoch) return false;
+  epoch = e;
+  return !r->StillWanted(slot, backup);
+}
+
+Status Replicator::Begin(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
+                         std::string_view value, SteadyClock::time_point deadline, Attempt* a) {
+  a->maybe_sent = false;
+  a->link = nullptr;
   // A cut-off backup answers neither the connect nor the message: the waits end once the
-  // applied map no longer wants this backup's ack (StillWanted; looked at only when the map's
-  // epoch moved since the last look).
-  struct Watch {
-    const Replicator* r;
-    uint32_t slot, backup;
-    uint64_t epoch;
-  } w{this, slot, b.id, epoch};
-  const std::function<bool()> dropped = [&w] {  // one pointer: no allocation
-    const uint64_t e = w.r->map_epoch_.load();
-    if (e == w.epoch) return false;
-    w.epoch = e;
-    return !w.r->StillWanted(w.slot, w.backup);
-  };
+  // applied map no longer wants this backup's ack (Attempt::Dropped; looked at only when the
+  // map's epoch moved since the last look).
+  a->r = this;
+  a->slot = slot;
+  a->backup = b.id;
+  a->epoch = epoch;
   Link* link = Acquire(b, deadline);
   if (link == nullptr)
     return Status(Code::kBusy, "no free connection to backup " + std::to_string(b.id) + " (all " +
@@ -124,23 +124,50 @@ Status Replicator::SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, cons
   if (!link->client || link->client->broken())
     link->client = std::make_unique<ClientImpl>(b.host, b.port, o_.client);
   ClientImpl* const c = link->client.get();
-  c->SetAbandon(&dropped);  // cleared below before Release (which may destroy c)
+  c->SetAbandon(&a->hook);  // cleared by End before Release (which may destroy c)
   Status s;
   if (c->broken()) {
     s = c->Open();
     if (s.ok() && c->owner_slots() != owners_->num_slots())
       s = Status(Code::kProtocolError, "the backup has no ownership table of this cluster");
-    if (!s.ok()) {
-      c->SetAbandon(nullptr);
-      Release(b.id, link, true);
-      return s;
-    }
   }
-  *maybe_sent = true;
+  if (s.ok()) {
+    a->maybe_sent = true;
+    bool posted = false;
+    s = c->PostCall(wire::Op::kReplicate, key, value, &a->rid, &posted);
+    if (s.ok() && !posted)  // nothing else is outstanding on a link: cannot happen
+      s = Status(Code::kIoError, "REPLICATE not posted on an idle link");
+  }
+  if (!s.ok()) {
+    c->SetAbandon(nullptr);
+    Release(b.id, link, true);
+    return s;
+  }
+  a->link = link;
+  return Status::Ok();
+}
+
+Status Replicator::End(const Backup& b, Attempt* a) {
+  if (a->link == nullptr) return Status(Code::kInvalidArgument, "End without a begun attempt");
+  ClientImpl* const c = a->link->client.get();
   std::string reply;
-  s = c->Call(wire::Op::kReplicate, key, value, &reply);
+  uint64_t rid = 0;
+  Status s = c->TakeCall(&rid, &reply);
+  if (s.ok() && rid != a->rid)
+    s = Status(Code::kProtocolError, "the backup answered another request than the REPLICATE");
   c->SetAbandon(nullptr);
-  Release(b.id, link, c->broken());
+  Release(b.id, a->link, c->broken() || s.code() == Code::kProtocolError);
+  a->link = nullptr;
+  return s;
+}
+
+Status Replicator::SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
+                            std::string_view value, SteadyClock::time_point deadline,
+                            bool* maybe_sent) {
+  Attempt a;
+  Status s = Begin(slot, epoch, b, key, value, deadline, &a);
+  if (s.ok()) s = End(b, &a);
+  *maybe_sent = a.maybe_sent;
   return s;
 }
 
@@ -167,11 +194,30 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
   std::memcpy(&h, msg->data(), sizeof h);
   h.epoch = snap.epoch;  // the epoch the backups expect now
   std::memcpy(msg->data(), &h, sizeof h);
-  for (const Backup& b : snap.backups) {
-    for (;;) {
+  // The first attempt goes to every backup at once (each REPLICATE posted before any reply is
+  // awaited: the backups apply it in parallel); a backup that did not apply it is then asked
+  // again alone, as below.
+  const size_t n = snap.backups.size();
+  if (n > kMaxBackups) return Status(Code::kInvalidArgument, "more backups than a slot can have");
+  Attempt first[kMaxBackups];
+  Status first_status[kMaxBackups];
+  const auto first_started = SteadyClock::now();
+  for (size_t i = 0; i < n; ++i)
+    first_status[i] = Begin(slot, h.epoch, snap.backups[i], *msg, value, deadline, &first[i]);
+  for (size_t i = 0; i < n; ++i)
+    if (first_status[i].ok()) first_status[i] = End(snap.backups[i], &first[i]);
+  for (size_t i = 0; i < n; ++i) {
+    const Backup& b = snap.backups[i];
+    for (bool is_first = true;; is_first = false) {
       bool maybe_sent = false;
-      const auto started = SteadyClock::now();
-      Status s = SendOnce(slot, h.epoch, b, *msg, value, deadline, &maybe_sent);
+      const auto started = is_first ? first_started : SteadyClock::now();
+      Status s;
+      if (is_first) {
+        s = first_status[i];
+        maybe_sent = first[i].maybe_sent;
+      } else {
+        s = SendOnce(slot, h.epoch, b, *msg, value, deadline, &maybe_sent);
+      }
       // A backup that applied it, or an attempt whose fate is unknown, may hold it; a refusal
       // that says "not applied" holds nothing, but only if no earlier attempt is in doubt (one
       // that timed out may still be applied after it).

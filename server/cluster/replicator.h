@@ -3,7 +3,8 @@
 // the argument in docs/design.md, "Replicas and failover"). Every client write to a slot this
 // server is the primary of goes through Write: under the slot's lock it takes the slot's next
 // sequence number, sends the write (REPLICATE: epoch, sequence, this server's id, key, value)
-// to every backup the applied map names for the slot, waits until each has applied it, and only
+// to every backup the applied map names for the slot (to all of them at once: each message is
+// posted before any reply is awaited), waits until each has applied it, and only
 // then applies it to this server's table (the caller's `apply`) and lets the reply go. So a
 // value a client can read here, or was told was written, is on every backup of the map.
 //
@@ -136,6 +137,30 @@ class Replicator {
   // dropped.
   Status SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
                   std::string_view value, SteadyClock::time_point deadline, bool* maybe_sent);
+  // SendOnce in two halves, so that one write is in flight to every backup at once: Begin
+  // takes a link (connecting if needed) and posts the message; End waits for its reply and
+  // gives the link back. (A thread then holds one link per backup at once; with more write
+  // threads than kMaxLinks, Acquire's deadline ends a wait for a link that another such
+  // thread holds.) A Begin that failed needs no End. An Attempt is not moved while
+  // begun (the link's client holds a pointer to its hook).
+  struct Attempt {
+    const Replicator* r = nullptr;
+    uint32_t slot = 0, backup = 0;
+    uint64_t epoch = 0;  // the map epoch last looked at
+    uint64_t rid = 0;
+    Link* link = nullptr;
+    bool maybe_sent = false;  // the message may have reached the backup
+    // Whether the applied map dropped the backup (or this server as primary) since `epoch`.
+    bool Dropped();
+    const std::function<bool()> hook{[this] { return Dropped(); }};  // one pointer: inline
+    Attempt() = default;
+    Attempt(const Attempt&) = delete;
+    Attempt& operator=(const Attempt&) = delete;
+  };
+  static constexpr size_t kMaxBackups = kMaxReplicas - 1;
+  Status Begin(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
+               std::string_view value, SteadyClock::time_point deadline, Attempt* a);
+  Status End(const Backup& b, Attempt* a);
   // Whether the applied map still wants `backup`'s ack for `slot` (this server its primary,
   // `backup` one of its backups).
   bool StillWanted(uint32_t slot, uint32_t backup) const;

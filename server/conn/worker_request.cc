@@ -81,6 +81,16 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
     // wait for the log while holding the slot's apply lock.
     if (env_.repl_writes == nullptr || env_.log == nullptr) return false;
   }
+  // A memory-only server applies a migration's copy (MIGRATE_PUT/DELETE: a table write, no
+  // disk, no other server) on this worker, unless this connection's MIGRATE_BEGIN (it purges, on the
+  // pool) or earlier copies are still in the pool: one connection's writes apply in order.
+  // A memory-only server without replicas (whose pool is there for MIGRATE_BEGIN's purge)
+  // applies clients' PUTs and DELETEs here the same way.
+  const bool copy = req.op == wire::Op::kMigratePut || req.op == wire::Op::kMigrateDelete;
+  const bool client_write = req.op == wire::Op::kPut || req.op == wire::Op::kDelete;
+  if ((copy || (client_write && env_.repl_writes == nullptr)) && env_.log == nullptr &&
+      c->w.in_pool == 0 && c->w.waiting_writes.empty())
+    return false;
   // No hand-over when the log will not make this thread wait for the disk (--fsync=no|everysec
   // and no write in progress or slow: WriteLog::WriteInline), unless this connection has writes
   // in the pool (its writes apply in order), or the write waits for backups.
