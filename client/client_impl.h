@@ -106,8 +106,9 @@ class ClientImpl {
   // migrator keeps up to the server's credits of copies in flight): PostCall sends a request
   // without waiting (*rid names it); *posted is false, and nothing is done, when the window is
   // full (take a reply first). TakeCall waits for the next reply (*rid: its request) and
-  // answers as Call would. A failure of either breaks the connection: the requests still
-  // outstanding have an unknown outcome. Call refuses while any is outstanding.
+  // answers as Call would (a refusal is the server's answer: the connection stays usable). A
+  // transport failure (lost connection, timeout, bad reply) breaks the connection: the requests
+  // still outstanding then have an unknown outcome. Call refuses while any is outstanding.
   Status PostCall(wire::Op op, std::string_view key, std::string_view value, uint64_t* rid,
                   bool* posted);
   Status TakeCall(uint64_t* rid, std::string* payload);

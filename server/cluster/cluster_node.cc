@@ -158,6 +158,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   if (replicator_) {
     Replicator* r = replicator_.get();
     mo.has_kept = [r](uint32_t slot) { return r->HasKept(slot); };
+    mo.settle_kept = [r](uint32_t slot) { return r->Settle(slot); };
     SuspectReporterOptions so;
     so.etcd = etcd_.get();
     so.cluster = o_.cluster;

@@ -166,12 +166,21 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     if (!s.ok()) return s;
     std::vector<ServerEntry> live;
     std::vector<LiveServer> live_zoned;
+    std::map<uint32_t, int64_t> leases;
+    for (const EtcdKv& kv : members) {
+      MemberRecord r;
+      if (MemberRecord::Decode(kv.value, &r).ok()) leases[r.id] = kv.lease;
+    }
+    // A server being removed (its DrainRecord) takes no slot and no backup.
+    std::vector<uint32_t> draining;
+    if (map.replicas() > 1 && !ReadDraining(leases, &draining).ok()) draining = draining_;
     for (const EtcdKv& kv : members) {
       MemberRecord r;
       if (!MemberRecord::Decode(kv.value, &r).ok()) {
         LOG(WARNING) << "cluster coordinator: ignoring " << kv.key << ": not a member record";
         continue;
       }
+      if (std::find(draining.begin(), draining.end(), r.id) != draining.end()) continue;
       live.push_back({r.id, r.host, r.port});
       live_zoned.push_back({live.back(), r.zone});
     }

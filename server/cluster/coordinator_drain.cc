@@ -26,8 +26,10 @@ namespace rkv::cluster {
 namespace {
 // NAME/draining/ is read at most this often (an etcd range read; upkeep runs every 100 ms).
 constexpr int kDrainingEveryMs = 500;
-constexpr int kDrainLiveMs = 600000;  // a live server's slots: copies may be needed first
-constexpr int kDrainDownMs = 15000;   // a down server's: failover only
+// A live server's slots (copies may be needed first): less than kvctl's default --wait_ms
+// (10 minutes), so that the answer, even a failure, reaches a kvctl that waits the default.
+constexpr int kDrainLiveMs = 540000;
+constexpr int kDrainDownMs = 15000;  // a down server's: failover only
 
 uint32_t RolesOf(const SlotMap& map, uint32_t id) {
   const uint16_t index = map.IndexOf(id);
@@ -85,7 +87,8 @@ Status Coordinator::Drain(Election* e, const SlotMap& map, const std::vector<Etc
     if (MemberRecord::Decode(kv.value, &r).ok() && r.id == id) lease = kv.lease;
   }
   const uint32_t roles = RolesOf(map, id);
-  if (lease != 0 && roles > 0) {
+  // Put even when it holds nothing now: re-replication must not give it backups afterwards.
+  if (lease != 0) {
     DrainRecord d;
     d.server = id;
     d.map_epoch = map.epoch();
@@ -129,7 +132,9 @@ Status Coordinator::Drain(Election* e, const SlotMap& map, const std::vector<Etc
   }
   res->moved = roles;
   if (roles == 0) {
-    res->message = "server " + std::to_string(id) + " already holds no replica";
+    res->message =
+        "server " + std::to_string(id) + " already holds no replica" +
+        (lease != 0 ? std::string("; it is kept out of new backups while it runs") : std::string());
     return Status::Ok();
   }
   res->message = "server " + std::to_string(id) + " holds no replica: " + std::to_string(roles) +

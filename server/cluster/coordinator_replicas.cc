@@ -184,7 +184,10 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   // is never a new backup, but stays a live primary for re-replication (coordinator_drain.cc).
   std::vector<uint32_t> draining;
   s = ReadDraining(leases, &draining);
-  if (!s.ok()) return s;
+  if (!s.ok()) {  // the last answer: a failed range read must not hold failover up
+    LOG_EVERY_N(WARNING, 20) << "cluster coordinator: reading NAME/draining/: " << s.ToString();
+    draining = draining_;
+  }
   std::vector<uint32_t> serving;
   for (uint32_t id : live_ids)
     if (std::find(draining.begin(), draining.end(), id) == draining.end()) serving.push_back(id);

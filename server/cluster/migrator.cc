@@ -160,6 +160,11 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   }
   std::vector<bool> in_set(owners_->num_slots(), false);
   for (uint32_t slot : rec.slots) in_set[slot] = true;
+  // A kept write (unknown outcome) blocks an ADD_REPLICA copy (checked after the pause): one
+  // left in a slot nobody writes again would block it for good, so each is resolved first
+  // (resent to the slot's backups and applied here, before the copy reads the table).
+  if (rec.kind == MigrationRecord::kAddReplica && o_.settle_kept)
+    for (uint32_t slot : rec.slots) (void)o_.settle_kept(slot);
   const auto start = SteadyClock::now();
   uint64_t bytes = 0;
   // The copies are pipelined: up to the target's request credits in flight on the connection
@@ -221,6 +226,9 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   auto fail = [&](const std::string& what) {
     owners_->Track(rec.slots, false);
     *why = what + (s.ok() ? std::string() : ": " + s.ToString());
+    // No copy stays in flight past the failure (a late one could land after the next
+    // attempt's MIGRATE_BEGIN purged the slots): answered, or the connection is gone.
+    if (!target.broken()) (void)flush();
     return false;
   };
   bool rescan = true;

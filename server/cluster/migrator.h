@@ -62,6 +62,9 @@ struct MigratorOptions {
   // A replicated server: whether a slot holds a kept write (Replicator::HasKept); an
   // ADD_REPLICA batch with such a slot fails (re-replication tries again later).
   std::function<bool(uint32_t)> has_kept;
+  // A replicated server: resolves a slot's kept write now (Replicator::Settle); an
+  // ADD_REPLICA batch calls it for each slot before it copies.
+  std::function<bool(uint32_t)> settle_kept;
 };
 
 class Migrator {

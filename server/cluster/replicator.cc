@@ -3,6 +3,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -61,12 +62,6 @@ Replicator::Snapshot Replicator::SnapshotOf(uint32_t slot) const {
     if (e != nullptr && e->id != my_id_.load()) out.backups.push_back({e->id, e->host, e->port});
   }
   return out;
-}
-
-bool Replicator::HasKept(uint32_t slot) {
-  std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
-  if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return true;
-  return pending_[slot] != nullptr;
 }
 
 bool Replicator::HasBackups(uint32_t slot) const { return !SnapshotOf(slot).backups.empty(); }
@@ -202,10 +197,22 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
   Attempt first[kMaxBackups];
   Status first_status[kMaxBackups];
   const auto first_started = SteadyClock::now();
-  for (size_t i = 0; i < n; ++i)
+  // Links are taken in backup-id order (a thread holds one per backup at once: two threads
+  // taking the last links of two backups in opposite orders would wait on each other).
+  size_t order[kMaxBackups];
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order, order + n,
+            [&](size_t a, size_t b) { return snap.backups[a].id < snap.backups[b].id; });
+  for (size_t k = 0; k < n; ++k) {
+    const size_t i = order[k];
     first_status[i] = Begin(slot, h.epoch, snap.backups[i], *msg, value, deadline, &first[i]);
+  }
   for (size_t i = 0; i < n; ++i)
     if (first_status[i].ok()) first_status[i] = End(snap.backups[i], &first[i]);
+  // Every backup may hold the write once its first attempt may have reached it (and it did
+  // not say "not applied"), whatever happens to the others' below.
+  for (size_t i = 0; i < n; ++i)
+    if (!NotApplied(first_status[i].code())) *sent_any = *sent_any || first[i].maybe_sent;
   for (size_t i = 0; i < n; ++i) {
     const Backup& b = snap.backups[i];
     for (bool is_first = true;; is_first = false) {
@@ -290,57 +297,14 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   // a number behind for good.
   // A kept write belongs to the stint as primary it was made in (the word's epoch: a new stint
   // always has a newer one); a later stint's data already settled it (the next primary's).
-  auto drop_kept = [&] {
-    if (!pending_[slot]) return;
-    pending_[slot].reset();
-    kept_.fetch_sub(1, std::memory_order_relaxed);
-  };
-  if (pending_[slot] && pending_[slot]->tenure != WordEpoch(owners_->Word(slot))) drop_kept();
   bool superseded = false;  // a kept write of this key, resent, waits for this one to replace it
-  if (pending_[slot]) {
-    Pending& p = *pending_[slot];
-    bool sent = false;
-    std::string why;
-    // Resent until it reached every backup once; never after (later numbers follow it there).
-    Status r =
-        p.delivered ? Status::Ok() : SendAll(slot, snap, &p.msg, p.value, deadline, &sent, &why);
-    if (r.ok() && !Primary(slot, SnapshotOf(slot))) {
-      r = Status(Code::kUnavailable, "deposed");
-      why = "this server is no longer its primary";
-    }
-    if (!r.ok()) {
-      failures_.fetch_add(1, std::memory_order_relaxed);
-      return Status(Code::kUnavailable,
-                    "the write was not applied: slot " + std::to_string(slot) +
-                        "'s earlier write of unknown outcome is not on every replica yet (" + why +
-                        ": " + r.message() + ")");
-    }
-    p.delivered = true;
-    // On every backup now. A write to the same key supersedes it here: its local apply is left
-    // to the new write, which replaces it on every replica (until that succeeds it stays
-    // kept). Otherwise it is applied here; if this table still refuses it (no room for its
-    // value) it stays kept and the slot's writes go on: writes to other keys commute with it,
-    // and the next write of its key supersedes it, so a value this table has no room for
-    // never blocks the slot, nor a DELETE that would make room.
-    superseded = p.key == key;
-    if (!superseded) {
-      Status a = p.put ? table_->Put(p.key, p.value) : table_->Delete(p.key);
-      if (a.ok() || a.IsNotFound()) {
-        // Inside the caller's admitted write: a re-replication copy ships this key too.
-        if (owners_->Tracked(slot)) owners_->MarkDirty(p.key);
-        drop_kept();
-      } else {
-        LOG_EVERY_N(WARNING, 100) << "slot " << slot << ": a kept write still does not apply "
-                                  << "here: " << a.ToString();
-      }
-    }
-  }
+  if (Status r = ResolveKept(slot, snap, key, deadline, &superseded); !r.ok()) return r;
   uint64_t seq = owners_->Sequence(slot);
   seq = (seq == OwnershipTable::kSequenceUnset ? 0 : seq) + 1;
   if (snap.backups.empty()) {
     owners_->SetSequence(slot, seq);
     Status a = apply();
-    if (superseded && (a.ok() || a.IsNotFound())) drop_kept();
+    if (superseded && (a.ok() || a.IsNotFound())) DropKept(slot);
     return a;
   }
   wire::ReplicateHeader h{};
@@ -353,7 +317,7 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   std::memcpy(msg.data(), &h, sizeof h);
   msg.append(key);
   auto keep = [&] {  // the write may be on some replica: resent (and applied here) first next time
-    drop_kept();     // a superseded one: this write of the same key, a later number, replaces it
+    DropKept(slot);  // a superseded one: this write of the same key, a later number, replaces it
     kept_.fetch_add(1, std::memory_order_relaxed);
     pending_[slot] =
         std::make_unique<Pending>(Pending{put, WordEpoch(owners_->Word(slot)), std::string(key),
@@ -396,7 +360,7 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
                                       "not: " +
                                       a.ToString());
   }
-  if (superseded) drop_kept();  // replaced on every replica and here
+  if (superseded) DropKept(slot);  // replaced on every replica and here
   writes_.fetch_add(1, std::memory_order_relaxed);
   return a;
 }

@@ -30,7 +30,8 @@
 //   per slot is kept (a newer one replaces an older one that only this table lacked); kept()
 //   counts them: bounded by the slots this server is primary of, each by the largest entry.
 //   A kept write is dropped when the slot's stint as primary here ended (a newer word epoch):
-//   the next primary's data settled it.
+//   the next primary's data settled it. Re-replication resolves a slot's kept write before it
+//   copies the slot (Settle), so one left in a slot nobody writes again cannot block it.
 //   A backup's refusal that says it did not apply the write (TABLE_FULL, TOO_LARGE,
 //   BAD_REQUEST), met before any attempt whose fate is unknown, leaves nothing on any backup:
 //   the write fails with that code (TABLE_FULL, as a single server would answer) and its number
@@ -105,6 +106,12 @@ class Replicator {
   // Re-replication refuses to copy such a slot: a kept write already delivered is not resent,
   // so a backup added from this table (which lacks it) would never get it.
   bool HasKept(uint32_t slot);
+  // Resolves the slot's kept write now, as its next write would first (resent to the backups
+  // it has not reached, then applied here), without a new write: re-replication calls it
+  // before it copies a slot (a kept write blocks the copy, and a slot that nobody writes again
+  // would keep it for good). Admitted through the ownership table's write gate as a client's
+  // write is. True when the slot holds no kept write after it (replicator_kept.cc).
+  bool Settle(uint32_t slot);
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).
   uint64_t kept() const { return kept_.load(); }
@@ -164,6 +171,13 @@ class Replicator {
   // Whether the applied map still wants `backup`'s ack for `slot` (this server its primary,
   // `backup` one of its backups).
   bool StillWanted(uint32_t slot, uint32_t backup) const;
+  // Under the slot's lock (replicator_kept.cc): drops a kept write of an older stint as
+  // primary, then resends the slot's kept write to every backup of `snap` it has not reached
+  // and applies it here, unless it is of `key` (*superseded: the caller's write of that key
+  // replaces it). UNAVAILABLE (counted) when the resend did not reach every backup.
+  Status ResolveKept(uint32_t slot, const Snapshot& snap, std::string_view key,
+                     SteadyClock::time_point deadline, bool* superseded);
+  void DropKept(uint32_t slot);  // under the slot's lock
   // Whether `backup` is one of snap's backups.
   static bool Listed(const Snapshot& snap, uint32_t backup);
   // Has every backup of `snap` apply the message (its header's epoch set to snap's), asking

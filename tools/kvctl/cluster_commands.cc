@@ -80,6 +80,7 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
   struct Row {
     std::string address, zone;
     bool live = false, in_map = false;
+    int64_t lease = 0;  // its member record's
     uint32_t slots = 0;
     uint32_t backups = 0;  // slots this server is a backup of
   };
@@ -101,6 +102,7 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
     }
     Row& r = rows[m.id];
     r.live = true;
+    r.lease = e.lease;
     r.zone = m.zone;
     if (r.address.empty()) r.address = m.host + ":" + std::to_string(m.port);
   }
@@ -125,12 +127,15 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
   std::vector<uint32_t> draining;
   for (const EtcdKv& e : drain_kvs) {
     cluster::DrainRecord r;
-    if (cluster::DrainRecord::Decode(std::string_view(e.key).substr(prefix.size()), e.value, &r)
-            .ok()) {
-      draining.push_back(r.server);
-    } else {
+    if (!cluster::DrainRecord::Decode(std::string_view(e.key).substr(prefix.size()), e.value, &r)
+             .ok()) {
       ++bad_records;
+      continue;
     }
+    // As the coordinator counts it: only under the server's current membership lease.
+    const auto it = rows.find(r.server);
+    if (it != rows.end() && it->second.live && e.lease != 0 && e.lease == it->second.lease)
+      draining.push_back(r.server);
   }
   uint32_t unassigned = 0;
   // Replication health: a backup in the map is in sync by construction (it enters the map only

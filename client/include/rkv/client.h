@@ -238,7 +238,10 @@ class Client {
   // that was sent and not answered has kConnectionLost "outcome unknown" (it may or may not have
   // been applied), one not yet sent kConnectionLost "not sent", a GET not yet decided the
   // failure. Nothing is retried; with auto_reconnect the connection is re-established before
-  // the call returns (the next call can go on).
+  // the call returns (the next call can go on). Through a cluster address the writes of one
+  // key are applied in the order given, writes of different keys in any order (they may be on
+  // different servers), and each server's share is in flight at once; a write whose server
+  // failed is reported the same way, the others go on (docs/cluster.md, "Clients").
   Status Execute(BatchOp* ops, size_t n);
   Status Execute(std::vector<BatchOp>* ops) { return Execute(ops->data(), ops->size()); }
   // Server counters as "name value" lines.

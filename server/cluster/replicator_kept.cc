@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// Replicator: a slot's kept write (a write of unknown outcome, or one the backups applied and
+// this table did not; server/cluster/replicator.h): resolved before the slot's next write
+// (ResolveKept, from Write) or, for re-replication, without one (Settle).
+#include <glog/logging.h>
+
+#include <chrono>
+
+#include "server/cluster/replicator.h"
+
+namespace rkv::cluster {
+
+void Replicator::DropKept(uint32_t slot) {
+  if (!pending_[slot]) return;
+  pending_[slot].reset();
+  kept_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool Replicator::HasKept(uint32_t slot) {
+  std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
+  if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return true;
+  return pending_[slot] != nullptr;
+}
+
+Status Replicator::ResolveKept(uint32_t slot, const Snapshot& snap, std::string_view key,
+                               SteadyClock::time_point deadline, bool* superseded) {
+  *superseded = false;
+  // A kept write belongs to the stint as primary it was made in (the word's epoch: a new stint
+  // always has a newer one); a later stint's data already settled it (the next primary's).
+  if (pending_[slot] && pending_[slot]->tenure != WordEpoch(owners_->Word(slot))) DropKept(slot);
+  if (!pending_[slot]) return Status::Ok();
+  Pending& p = *pending_[slot];
+  bool sent = false;
+  std::string why;
+  // Resent until it reached every backup once; never after (later numbers follow it there).
+  Status r =
+      p.delivered ? Status::Ok() : SendAll(slot, snap, &p.msg, p.value, deadline, &sent, &why);
+  if (r.ok() && !Primary(slot, SnapshotOf(slot))) {
+    r = Status(Code::kUnavailable, "deposed");
+    why = "this server is no longer its primary";
+  }
+  if (!r.ok()) {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kUnavailable,
+                  "the write was not applied: slot " + std::to_string(slot) +
+                      "'s earlier write of unknown outcome is not on every replica yet (" + why +
+                      ": " + r.message() + ")");
+  }
+  p.delivered = true;
+  // On every backup now. A write to the same key supersedes it here: its local apply is left
+  // to the new write, which replaces it on every replica (until that succeeds it stays
+  // kept). Otherwise it is applied here; if this table still refuses it (no room for its
+  // value) it stays kept and the slot's writes go on: writes to other keys commute with it,
+  // and the next write of its key supersedes it, so a value this table has no room for
+  // never blocks the slot, nor a DELETE that would make room.
+  *superseded = p.key == key;
+  if (*superseded) return Status::Ok();
+  Status a = p.put ? table_->Put(p.key, p.value) : table_->Delete(p.key);
+  if (a.ok() || a.IsNotFound()) {
+    // Inside an admitted write: a re-replication copy ships this key too.
+    if (owners_->Tracked(slot)) owners_->MarkDirty(p.key);
+    DropKept(slot);
+  } else {
+    LOG_EVERY_N(WARNING, 100) << "slot " << slot
+                              << ": a kept write still does not apply here: " << a.ToString();
+  }
+  return Status::Ok();
+}
+
+bool Replicator::Settle(uint32_t slot) {
+  if (slot >= owners_->num_slots()) return false;
+  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
+  // Admitted as a client's write is (an OWNED word only; a hand-over or promotion waits for it).
+  uint64_t word = 0;
+  if (!owners_->BeginWrite(slot, &word)) return false;
+  struct End {
+    OwnershipTable* o;
+    uint32_t slot;
+    ~End() { o->EndWrite(slot); }
+  } end{owners_, slot};
+  std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
+  if (!l.try_lock_until(deadline)) return false;
+  if (!pending_[slot]) return true;
+  const Snapshot snap = SnapshotOf(slot);
+  if (!Primary(slot, snap)) return false;
+  bool superseded = false;
+  if (!ResolveKept(slot, snap, std::string_view(), deadline, &superseded).ok()) return false;
+  return pending_[slot] == nullptr;
+}
+
+}  // namespace rkv::cluster
