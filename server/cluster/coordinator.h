@@ -66,6 +66,15 @@ class Coordinator {
   // (NAME/migration) at a time; *moved counts them.
   Status Move(Election* e, const std::vector<SlotMove>& moves, MigrationRecord::Kind kind,
               uint32_t* moved);
+  // One migration batch of `slots` from `from` to `to`: puts the record, waits for DONE or
+  // FAILED; cancels it if a side's member record is gone or after kMigrationTimeoutMs.
+  // *retry: it failed in a way that may pass once both sides are live (FAILED, or cancelled
+  // for a side's missing record), not for lack of time or leadership.
+  Status MoveBatch(Election* e, uint32_t from, uint32_t to, const std::vector<uint32_t>& slots,
+                   MigrationRecord::Kind kind, bool* retry);
+  // After a failed batch: whether both sides are registered (waiting up to 10 s), and the
+  // slots of *slots that `from` still owns in the map.
+  bool BothLive(uint32_t from, uint32_t to, std::vector<uint32_t>* slots);
   // A replicated cluster's upkeep (coordinator_replicas.cc): fails over slots whose primary is
   // down, drops dead backups (one fenced map transaction), then restores missing backups, one
   // ADD_REPLICA batch at a time. *replicated: the map has replicas > 1.
