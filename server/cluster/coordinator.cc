@@ -291,9 +291,9 @@ Status Coordinator::Move(Election* e, const std::vector<SlotMove>& moves,
         if (!retry || kind != MigrationRecord::kMove || attempt >= kBatchTries ||
             !BothLive(pair.first, pair.second, &batch))
           return s;
+        if (batch.empty()) break;  // the source owns none of them now
         LOG(WARNING) << "cluster coordinator: " << s.message() << "; trying again (attempt "
                      << attempt + 1 << " of " << kBatchTries << ")";
-        if (batch.empty()) break;  // the source owns none of them now
       }
       *moved += uint32_t(batch.size());
       LOG(INFO) << "cluster coordinator: " << *moved << " of " << moves.size() << " slots moved";

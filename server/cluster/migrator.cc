@@ -164,7 +164,18 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   // left in a slot nobody writes again would block it for good, so each is resolved first
   // (resent to the slot's backups and applied here, before the copy reads the table).
   if (rec.kind == MigrationRecord::kAddReplica && o_.settle_kept)
-    for (uint32_t slot : rec.slots) (void)o_.settle_kept(slot);
+    for (uint32_t slot : rec.slots) {
+      if (Stopping()) {
+        *why = "stopping";
+        return false;
+      }
+      if (!o_.settle_kept(slot)) {  // before any copy: the batch would fail after it anyway
+        *why = "slot " + std::to_string(slot) +
+               " holds a write of unknown outcome that could not be settled yet (its resend "
+               "did not reach every backup, or this server's table has no room for it)";
+        return false;
+      }
+    }
   const auto start = SteadyClock::now();
   uint64_t bytes = 0;
   // The copies are pipelined: up to the target's request credits in flight on the connection
@@ -228,7 +239,12 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     *why = what + (s.ok() ? std::string() : ": " + s.ToString());
     // No copy stays in flight past the failure (a late one could land after the next
     // attempt's MIGRATE_BEGIN purged the slots): answered, or the connection is gone.
-    if (!target.broken()) (void)flush();
+    while (in_flight > 0 && !target.broken()) {  // whatever s says: every answer taken
+      uint64_t rid = 0;
+      std::string reply;
+      (void)target.TakeCall(&rid, &reply);
+      --in_flight;
+    }
     return false;
   };
   bool rescan = true;

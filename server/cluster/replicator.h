@@ -110,7 +110,9 @@ class Replicator {
   // it has not reached, then applied here), without a new write: re-replication calls it
   // before it copies a slot (a kept write blocks the copy, and a slot that nobody writes again
   // would keep it for good). Admitted through the ownership table's write gate as a client's
-  // write is. True when the slot holds no kept write after it (replicator_kept.cc).
+  // write is. True when the slot holds no kept write after it; false also when the slot's lock
+  // stays busy for 100 ms or the word is not OWNED (replicator_kept.cc). Cheap when nothing is
+  // kept (one atomic load).
   bool Settle(uint32_t slot);
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).

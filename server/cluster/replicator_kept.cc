@@ -69,6 +69,10 @@ Status Replicator::ResolveKept(uint32_t slot, const Snapshot& snap, std::string_
 
 bool Replicator::Settle(uint32_t slot) {
   if (slot >= owners_->num_slots()) return false;
+  if (kept_.load() == 0) return true;  // none anywhere (one kept later is caught after the pause)
+  // The slot's lock only briefly (a slot whose writes wait on a slow backup is settled by the
+  // next try); the resend itself gets the writes' usual max_wait_ms.
+  if (!HasKept(slot)) return true;
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
   // Admitted as a client's write is (an OWNED word only; a hand-over or promotion waits for it).
   uint64_t word = 0;
@@ -79,7 +83,7 @@ bool Replicator::Settle(uint32_t slot) {
     ~End() { o->EndWrite(slot); }
   } end{owners_, slot};
   std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
-  if (!l.try_lock_until(deadline)) return false;
+  if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return false;
   if (!pending_[slot]) return true;
   const Snapshot snap = SnapshotOf(slot);
   if (!Primary(slot, snap)) return false;
