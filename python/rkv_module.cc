@@ -353,7 +353,8 @@ while a call waits on the network; one Client may be shared by threads (calls ar
            "One pipelined batch: ops is an iterable of (\"get\", key), (\"put\", key, value) "
            "and (\"delete\", key). Returns one result per operation: bytes or None (get), "
            "True (put), True or False (delete: deleted or absent), or the operation's rkv.Error "
-           "instance (not raised). Writes are applied in order (through a cluster address: per key); "
+           "instance (not raised). Writes are applied in order (through a cluster address: per "
+           "key); "
            "writes are in flight up to the "
            "server's request credits while the GETs' READs go out together.")
       .def("stats", &PyClient::Stats,

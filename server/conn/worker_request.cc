@@ -82,10 +82,10 @@ bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_
     if (env_.repl_writes == nullptr || env_.log == nullptr) return false;
   }
   // A memory-only server applies a migration's copy (MIGRATE_PUT/DELETE: a table write, no
-  // disk, no other server) on this worker, unless this connection's MIGRATE_BEGIN (it purges, on the
-  // pool) or earlier copies are still in the pool: one connection's writes apply in order.
-  // A memory-only server without replicas (whose pool is there for MIGRATE_BEGIN's purge)
-  // applies clients' PUTs and DELETEs here the same way.
+  // disk, no other server) on this worker, unless this connection's MIGRATE_BEGIN (it purges, on
+  // the pool) or earlier copies are still in the pool: one connection's writes apply in order. A
+  // memory-only server without replicas (whose pool is there for MIGRATE_BEGIN's purge) applies
+  // clients' PUTs and DELETEs here the same way.
   const bool copy = req.op == wire::Op::kMigratePut || req.op == wire::Op::kMigrateDelete;
   const bool client_write = req.op == wire::Op::kPut || req.op == wire::Op::kDelete;
   if ((copy || (client_write && env_.repl_writes == nullptr)) && env_.log == nullptr &&
