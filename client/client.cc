@@ -49,6 +49,8 @@ Status ClientImpl::ValidateOptions(const Options& o) {
     return bad("reconnect_timeout_ms", o.reconnect_timeout_ms, "must be >= 0");
   if (o.location_cache_entries < 0 || o.location_cache_entries > (1 << 22))
     return bad("location_cache_entries", o.location_cache_entries, "must be in [0, 4194304]");
+  if (o.reply_spin_us < -1 || o.reply_spin_us > 1000000)
+    return bad("reply_spin_us", o.reply_spin_us, "must be -1 (always poll) or in [0, 1000000]");
   return Status::Ok();
 }
 

@@ -101,13 +101,20 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
           break;
       }
     }
-    if (n == 0 && long_wait) {
+    // Options::reply_spin_us >= 0: a wait for a reply alone sleeps past the spin (it has its
+    // checks below on every wake-up, at least every kEventWaitMs).
+    const bool asleep = n == 0 && comp_ && (want_recv || want_pipe) && want_reads == 0 &&
+                        NowNs() - start >= uint64_t(options_.reply_spin_us) * 1000;
+    if (asleep) {
+      Status s = WaitForEvent(kEventWaitMs);
+      if (!s.ok()) return Broken(s);
+    } else if (n == 0 && long_wait) {
       // A wait this long is not a round trip but a server stopped, cut off or overloaded:
       // polling on would take a core from the processes that are to end it (etcd, the
       // coordinator, the servers on this host).
       std::this_thread::sleep_for(std::chrono::microseconds(kLongWaitSleepUs));
     }
-    if (n == 0 && ((++spins & 1023) == 0 || long_wait)) {
+    if (n == 0 && ((++spins & 1023) == 0 || long_wait || asleep)) {
       // Waiting for an RPC's reply (never on the GET path): let a thread that has work run
       // first (a kvserver replicating to a backup on the same cores, an oversubscribed host).
       if (want_recv || want_pipe) std::this_thread::yield();
@@ -132,6 +139,27 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
                                    "key's slot to another server (this one was failed over); "
                                    "the request's outcome is unknown"));
     }
+  }
+  return Status::Ok();
+}
+
+Status Connection::WaitForEvent(int max_ms) {
+  if (!cq_armed_) {
+    if (int rc = ibv_req_notify_cq(cq_.get(), 0); rc != 0)
+      return ErrnoStatus("ibv_req_notify_cq", rc);
+    cq_armed_ = true;
+    return Status::Ok();  // the caller polls once more before it sleeps
+  }
+  pollfd p{comp_->fd, POLLIN, 0};
+  int r = poll(&p, 1, max_ms);
+  if (r < 0 && errno != EINTR) return ErrnoStatus("poll(completion channel)", errno);
+  if (r > 0 && (p.revents & POLLIN)) {
+    ibv_cq* cq = nullptr;
+    void* ctx = nullptr;
+    if (ibv_get_cq_event(comp_.get(), &cq, &ctx) != 0)
+      return ErrnoStatus("ibv_get_cq_event", errno);
+    ibv_ack_cq_events(cq, 1);
+    cq_armed_ = false;
   }
   return Status::Ok();
 }

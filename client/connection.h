@@ -144,6 +144,11 @@ class Connection {
   // sleeps kLongWaitSleepUs between polls (a wait that long is a failure being sorted out).
   static constexpr int kBusyPollMs = 20;  // above a round trip, an fsync, a replicated write
   static constexpr int kLongWaitSleepUs = 50;
+  // Sleeps until cq_ has a completion (armed, then polled once more: a completion that arrived
+  // before the arming is not missed) or `max_ms` passed. Only with comp_.
+  Status WaitForEvent(int max_ms);
+  static constexpr int kEventWaitMs = 10;  // the longest sleep between checks
+  bool cq_armed_ = false;  // a notification was requested and its event not yet taken
   Status Poll(int want_reads, bool want_recv, bool want_send, int timeout_ms,
               bool want_pipe = false, bool want_pipe_sends = false);
   // rdma_cm mode: true if the channel holds a DISCONNECTED (or device removal) event, consumed
@@ -169,12 +174,15 @@ class Connection {
     void operator()(uint8_t* p) const { free(p); }
   };
   std::unique_ptr<uint8_t, FreeDeleter> buf_;
-  // Destruction order: qp_, mr_, cq_, pd_, id_, channel_, ctx_, exchange_.
+  // Destruction order: qp_, mr_, cq_, comp_, pd_, id_, channel_, ctx_, exchange_.
   std::unique_ptr<ExchangeChannel> exchange_;  // manual mode: the control channel
   ContextPtr ctx_;                             // manual mode: the opened device
   EventChannelPtr channel_;
   CmIdPtr id_;
   PdPtr pd_;
+  // With Options::reply_spin_us >= 0: cq_'s completion channel (every event it delivered is
+  // acknowledged at once, so cq_ can be destroyed at any time).
+  CompChannelPtr comp_;
   CqPtr cq_;
   MrPtr mr_;
   QpOwner qp_;

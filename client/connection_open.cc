@@ -42,7 +42,11 @@ Status Connection::Open(const std::string& host, uint16_t port, const Options& o
 Status Connection::CreateResources(ibv_context* ctx) {
   pd_.reset(ibv_alloc_pd(ctx));
   if (!pd_) return ErrnoStatus("ibv_alloc_pd", errno);
-  cq_.reset(ibv_create_cq(ctx, 256, nullptr, nullptr, 0));
+  if (options_.reply_spin_us >= 0) {  // replies may be waited for asleep (WaitForEvent)
+    comp_.reset(ibv_create_comp_channel(ctx));
+    if (!comp_) return ErrnoStatus("ibv_create_comp_channel", errno);
+  }
+  cq_.reset(ibv_create_cq(ctx, 256, nullptr, comp_.get(), 0));
   if (!cq_) return ErrnoStatus("ibv_create_cq", errno);
   mr_.reset(ibv_reg_mr(pd_.get(), buf_.get(), kBufferSize, IBV_ACCESS_LOCAL_WRITE));
   if (!mr_) return ErrnoStatus("ibv_reg_mr(client buffer)", errno);

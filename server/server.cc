@@ -172,6 +172,7 @@ Status Server::Start() {
     co.durable = !opt_.data_dir.empty();
     co.auth_token = opt_.auth_token;
     co.migration_rate = opt_.migration_rate;
+    co.reply_spin_us = opt_.poll_spin_us;
     s = cluster::ClusterNode::Prepare(co, &cluster_);
     if (!s.ok()) return s;
     owner_offset_ = (opt_.memory + 4095) / 4096 * 4096;

@@ -45,6 +45,7 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
   ro.client.location_cache_entries = 0;
   ro.client.connect_timeout_ms = 2000;
   ro.client.rpc_timeout_ms = 2000;
+  ro.client.reply_spin_us = o_.reply_spin_us;
   replicator_ = std::make_unique<Replicator>(owners, table, ro);
   return replicator_.get();
 }
@@ -153,6 +154,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   mo.my_id = mem->id();
   mo.client.auth_token = o_.auth_token;
   mo.client.location_cache_entries = 0;
+  mo.client.reply_spin_us = o_.reply_spin_us;
   mo.rate_bytes_s = o_.migration_rate;
   mo.applied_epoch = [this] { return applied_epoch_.load(); };
   if (replicator_) {

@@ -48,6 +48,10 @@ struct ClusterNodeOptions {
   bool durable = false;         // --data_dir: a restart keeps the data
   std::string auth_token;       // proven to other servers when migrating to them
   uint64_t migration_rate = 0;  // bytes/s a migration copies at most (0: unpaced)
+  // How long the replication and migration links poll for a peer's answer before they sleep
+  // on a completion channel (Options::reply_spin_us; the server's resolved --poll_spin_us:
+  // spinning only where the process has cores to spare).
+  int reply_spin_us = 0;
 };
 
 class ClusterNode {

@@ -99,6 +99,48 @@ TEST_F(Integration, PutGetDeleteOverwrite) {
   EXPECT_TRUE(c->Delete("alpha").IsNotFound());
 }
 
+// Options::reply_spin_us >= 0: waits for replies sleep on a completion channel past the spin
+// (0: at once). Every call still gets its reply, single and pipelined; a bad value is refused.
+TEST_F(Integration, RepliesAwaitedAsleep) {
+  std::unique_ptr<Client> bad;
+  Options o;
+  o.reply_spin_us = -2;
+  Status s = Client::Connect(addr_, o, &bad);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_NE(s.message().find("reply_spin_us"), std::string::npos) << s.ToString();
+  o.reply_spin_us = 1000001;
+  EXPECT_EQ(Client::Connect(addr_, o, &bad).code(), Code::kInvalidArgument);
+  for (int spin : {0, 20}) {
+    o.reply_spin_us = spin;
+    auto c = MustConnect(addr_, o);
+    ASSERT_TRUE(c);
+    std::string v;
+    for (int i = 0; i < 200; ++i) {
+      const std::string k = "asleep-" + std::to_string(spin) + "-" + std::to_string(i % 7);
+      ASSERT_TRUE(c->Put(k, std::to_string(i)).ok());
+      ASSERT_TRUE(c->Get(k, &v).ok());
+      EXPECT_EQ(v, std::to_string(i));
+    }
+    std::vector<std::string> keys(40), vals(40), got(40);
+    std::vector<BatchOp> ops;
+    for (int i = 0; i < 40; ++i) {
+      keys[i] = "asleep-batch-" + std::to_string(i);
+      vals[i] = std::string(size_t(i) * 50, char('a' + i % 26));
+      ops.push_back({BatchOp::Type::kPut, keys[i], vals[i], nullptr, {}});
+    }
+    ASSERT_TRUE(c->Execute(&ops).ok());
+    for (const BatchOp& op : ops) EXPECT_TRUE(op.status.ok()) << op.status.ToString();
+    ops.clear();  // a batch's GETs may run before its writes: read them in the next one
+    for (int i = 0; i < 40; ++i) ops.push_back({BatchOp::Type::kGet, keys[i], {}, &got[i], {}});
+    ASSERT_TRUE(c->Execute(&ops).ok());
+    for (int i = 0; i < 40; ++i) {
+      EXPECT_TRUE(ops[i].status.ok()) << ops[i].status.ToString();
+      EXPECT_EQ(got[i], vals[i]);
+    }
+    ASSERT_TRUE(c->Delete("asleep-" + std::to_string(spin) + "-0").ok());
+  }
+}
+
 TEST_F(Integration, BinaryKeysEmptyAndMaximumValues) {
   auto c = MustConnect(addr_);
   std::string k1("bin\0\xff\x01", 6), k2("bin\0\xff\x02", 6), v;

@@ -93,6 +93,12 @@ struct Options {
   // entry, allocated at Connect (65536: 2 MiB); rounded up to a power of two; 0 turns the cache
   // off. At most 4194304 (Connect returns kInvalidArgument naming the option).
   int location_cache_entries = 65536;
+  // How a wait for a PUT/DELETE reply uses the core. -1 (default): it polls (the lowest
+  // latency with a core to spare). N >= 0: it polls for N microseconds, then sleeps until a
+  // completion arrives (an interrupt: a completion channel), for a process that shares its
+  // cores with the server it waits for. GETs always poll. At most 1000000 (Connect returns
+  // kInvalidArgument naming the option).
+  int reply_spin_us = -1;
 
   // Cluster addresses (etcd://HOST:PORT/NAME) only. true: a thread watches the cluster's slot
   // map in etcd, so a client learns of moves as they are committed. false: no watch; the client
