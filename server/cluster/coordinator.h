@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -101,6 +102,9 @@ class Coordinator {
   // (the last answer is kept in draining_); others are skipped (coordinator_drain.cc).
   [[nodiscard]] Status ReadDraining(const std::map<uint32_t, int64_t>& leases,
                                     std::vector<uint32_t>* out);
+  // Logs (throttled) the records of NAME/`dir` the lease filter left out.
+  void LogIgnored(const char* dir, const std::vector<std::string>& malformed, size_t unleased,
+                  bool more);
   // `cluster remove` of server `id` in a replicated cluster (coordinator_drain.cc): puts its
   // DrainRecord if it is live, then runs Upkeep until the map gives it no replica role.
   Status Drain(Election* e, const SlotMap& map, const std::vector<EtcdKv>& members, uint32_t id,

@@ -18,6 +18,7 @@
 #include <chrono>
 
 #include "common/cluster/drain_record.h"
+#include "common/cluster/leased_records.h"
 #include "common/cluster/member_record.h"
 #include "server/cluster/coordinator.h"
 
@@ -50,30 +51,14 @@ Status Coordinator::ReadDraining(const std::map<uint32_t, int64_t>& leases,
     return Status::Ok();
   }
   out->clear();
-  std::vector<EtcdKv> kvs;
-  bool more = false;
-  const std::string prefix = Key("draining/");
-  Status s = etcd_->GetPrefix(prefix, &kvs, nullptr, false, &more);
+  // Only under the server's current membership lease (put by a coordinator for this
+  // registration; one put by hand, or for a former process of that id, never counts).
+  LeasedRecords<DrainRecord> read;
+  Status s =
+      ReadLeasedRecords(etcd_, cluster_.Prefix(), "draining/", leases, &DrainRecord::server, &read);
   if (!s.ok()) return s;
-  if (more) {
-    LOG_EVERY_N(WARNING, 100) << "cluster coordinator: more than " << kvs.size()
-                              << " records under " << prefix << "; the rest are not read";
-  }
-  for (const EtcdKv& kv : kvs) {
-    DrainRecord r;
-    const std::string_view suffix = std::string_view(kv.key).substr(cluster_.Prefix().size());
-    s = DrainRecord::Decode(suffix, kv.value, &r);
-    if (!s.ok()) {
-      LOG_EVERY_N(WARNING, 100) << "cluster coordinator: ignoring " << kv.key << ": "
-                                << s.ToString();
-      continue;
-    }
-    // Only under the server's current membership lease (put by a coordinator for this
-    // registration; one put by hand, or for a former process of that id, never counts).
-    const auto it = leases.find(r.server);
-    if (it == leases.end() || kv.lease == 0 || kv.lease != it->second) continue;
-    out->push_back(r.server);
-  }
+  LogIgnored("draining/", read.malformed, 0, read.more);  // an old registration's: no news
+  for (const DrainRecord& r : read.kept) out->push_back(r.server);
   draining_ = *out;
   next_draining_read_ = now + std::chrono::milliseconds(kDrainingEveryMs);
   return Status::Ok();

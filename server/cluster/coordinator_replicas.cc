@@ -24,6 +24,7 @@
 #include <map>
 #include <vector>
 
+#include "common/cluster/leased_records.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/replica_plan.h"
 #include "common/cluster/slot_map.h"
@@ -82,37 +83,32 @@ Status Coordinator::ReadSuspects(const std::map<uint32_t, int64_t>& leases,
     return Status::Ok();
   }
   out->clear();
-  std::vector<EtcdKv> kvs;
-  bool more = false;
-  const std::string prefix = Key("suspects/");
-  Status s = etcd_->GetPrefix(prefix, &kvs, nullptr, false, &more);
+  // Only a live reporter's own report counts: it lives under the lease of its member record
+  // (common/cluster/leased_records.h).
+  LeasedRecords<SuspectRecord> read;
+  Status s = ReadLeasedRecords(etcd_, cluster_.Prefix(), "suspects/", leases,
+                               &SuspectRecord::reporter, &read);
   if (!s.ok()) return s;
-  if (more) {
-    LOG_EVERY_N(WARNING, 100) << "cluster coordinator: more than " << kvs.size()
-                              << " records under " << prefix << "; the rest are not read";
-  }
-  for (const EtcdKv& kv : kvs) {
-    SuspectRecord r;
-    const std::string_view suffix = std::string_view(kv.key).substr(cluster_.Prefix().size());
-    s = SuspectRecord::Decode(suffix, kv.value, &r);
-    if (!s.ok()) {
-      LOG_EVERY_N(WARNING, 100) << "cluster coordinator: ignoring " << kv.key << ": "
-                                << s.ToString();
-      continue;
-    }
-    // Only a live reporter's own report counts: it lives under the lease of its member record
-    // (a record put otherwise, by hand or by a former process, would never go).
-    const auto it = leases.find(r.reporter);
-    if (it == leases.end() || kv.lease == 0 || kv.lease != it->second) {
-      LOG_EVERY_N(WARNING, 100) << "cluster coordinator: ignoring " << kv.key
-                                << ": not under its reporter's live membership lease";
-      continue;
-    }
-    out->push_back({r.reporter, r.backup});
-  }
+  LogIgnored("suspects/", read.malformed, read.unleased, read.more);
+  for (const SuspectRecord& r : read.kept) out->push_back({r.reporter, r.backup});
   suspects_ = *out;
   next_suspects_read_ = now + std::chrono::milliseconds(kSuspectsEveryMs);
   return Status::Ok();
+}
+
+void Coordinator::LogIgnored(const char* dir, const std::vector<std::string>& malformed,
+                             size_t unleased, bool more) {
+  for (const std::string& m : malformed) {
+    LOG_EVERY_N(WARNING, 100) << "cluster coordinator: ignoring " << m;
+  }
+  if (unleased > 0) {
+    LOG_EVERY_N(WARNING, 100) << "cluster coordinator: ignoring " << unleased << " record(s) under "
+                              << Key(dir) << ": not under their server's live membership lease";
+  }
+  if (more) {
+    LOG_EVERY_N(WARNING, 100) << "cluster coordinator: more records under " << Key(dir)
+                              << " than one read returns; the rest are not read";
+  }
 }
 
 Status Coordinator::Maintain(Election* e, bool* replicated) {

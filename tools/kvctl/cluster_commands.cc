@@ -14,6 +14,7 @@
 
 #include "common/cluster/cluster_request.h"
 #include "common/cluster/drain_record.h"
+#include "common/cluster/leased_records.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/slot_map.h"
 #include "common/cluster/suspect_record.h"
@@ -106,37 +107,24 @@ int StatusCmd(EtcdClient* etcd, const ClusterArgs& a) {
     r.zone = m.zone;
     if (r.address.empty()) r.address = m.host + ":" + std::to_string(m.port);
   }
-  // Partial partitions: backups their primary reported unreachable (docs/cluster.md).
-  std::vector<EtcdKv> suspect_kvs;
-  s = etcd->GetPrefix(prefix + "suspects/", &suspect_kvs, nullptr, false, &more);
+  // Partial partitions (backups their primary reported unreachable) and servers `cluster
+  // remove` is taking out of a replicated cluster (docs/cluster.md), counted as the
+  // coordinator counts them: under their server's current membership lease.
+  std::map<uint32_t, int64_t> leases;
+  for (const auto& [id, row] : rows)
+    if (row.live) leases[id] = row.lease;
+  cluster::LeasedRecords<cluster::SuspectRecord> suspect_read;
+  s = cluster::ReadLeasedRecords(etcd, prefix, "suspects/", leases,
+                                 &cluster::SuspectRecord::reporter, &suspect_read);
   if (!s.ok()) return Fail(s);
-  std::vector<cluster::SuspectRecord> suspects;
-  for (const EtcdKv& e : suspect_kvs) {
-    cluster::SuspectRecord r;
-    if (cluster::SuspectRecord::Decode(std::string_view(e.key).substr(prefix.size()), e.value, &r)
-            .ok()) {
-      suspects.push_back(r);
-    } else {
-      ++bad_records;
-    }
-  }
-  // Servers `cluster remove` is taking out of a replicated cluster (docs/cluster.md).
-  std::vector<EtcdKv> drain_kvs;
-  s = etcd->GetPrefix(prefix + "draining/", &drain_kvs, nullptr, false, &more);
+  const std::vector<cluster::SuspectRecord>& suspects = suspect_read.kept;
+  cluster::LeasedRecords<cluster::DrainRecord> drain_read;
+  s = cluster::ReadLeasedRecords(etcd, prefix, "draining/", leases, &cluster::DrainRecord::server,
+                                 &drain_read);
   if (!s.ok()) return Fail(s);
+  bad_records += int(suspect_read.malformed.size() + drain_read.malformed.size());
   std::vector<uint32_t> draining;
-  for (const EtcdKv& e : drain_kvs) {
-    cluster::DrainRecord r;
-    if (!cluster::DrainRecord::Decode(std::string_view(e.key).substr(prefix.size()), e.value, &r)
-             .ok()) {
-      ++bad_records;
-      continue;
-    }
-    // As the coordinator counts it: only under the server's current membership lease.
-    const auto it = rows.find(r.server);
-    if (it != rows.end() && it->second.live && e.lease != 0 && e.lease == it->second.lease)
-      draining.push_back(r.server);
-  }
+  for (const cluster::DrainRecord& r : drain_read.kept) draining.push_back(r.server);
   uint32_t unassigned = 0;
   // Replication health: a backup in the map is in sync by construction (it enters the map only
   // once its copy is complete, and every write waits for it), so what counts is liveness.
