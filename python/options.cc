@@ -88,6 +88,7 @@ const std::map<std::string, Setter>& Setters() {
       {"connect_timeout_ms", IntField(&Options::connect_timeout_ms, 1)},
       {"rpc_timeout_ms", IntField(&Options::rpc_timeout_ms, 1)},
       {"max_get_retries", IntField(&Options::max_get_retries, 1)},
+      {"reply_spin_us", IntField(&Options::reply_spin_us, -1, 1000000)},
       {"auto_reconnect",
        [](py::handle v, const std::string& n, Options* o) { o->auto_reconnect = Bool(v, n); }},
       {"watch_cluster_map",

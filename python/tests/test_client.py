@@ -63,6 +63,8 @@ def test_bad_option_values_are_invalid_argument():
         rkv.Client("127.0.0.1:1", auth_token_file="/nonexistent")
     with pytest.raises(rkv.InvalidArgument, match="retry_cnt"):
         rkv.Client("127.0.0.1:1", retry_cnt=8)
+    with pytest.raises(rkv.InvalidArgument, match="reply_spin_us"):
+        rkv.Client("127.0.0.1:1", reply_spin_us=-2)
 
 
 def test_token_file_checks_as_kvctl(tmp_path):
@@ -214,6 +216,17 @@ def test_server_info_memory_rows(client, addr, token_file):
         o = other.server_info
         assert o["rkey"] != info["rkey"]
         assert o["local"]["rkey"] == o["peer"]["rkey"] == o["rkey"]
+
+
+def test_replies_awaited_asleep(addr, token_file):
+    # reply_spin_us=0: every PUT/DELETE reply is waited for on a completion channel.
+    with rkv.Client(addr, auth_token_file=token_file, reply_spin_us=0) as c:
+        key = unique("asleep")
+        for i in range(20):
+            c.put(key, b"v%d" % i)
+        assert c.get(key) == b"v19"
+        c.delete(key)
+        assert c.get(key) is None
 
 
 def test_tcp_exchange(addr, token_file):
