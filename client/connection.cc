@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -101,12 +102,16 @@ Status Connection::Poll(int want_reads, bool want_recv, bool want_send, int time
           break;
       }
     }
-    // Options::reply_spin_us >= 0: a wait for a reply alone sleeps past the spin (it has its
-    // checks below on every wake-up, at least every kEventWaitMs).
-    const bool asleep = n == 0 && comp_ && (want_recv || want_pipe) && want_reads == 0 &&
+    // Options::reply_spin_us >= 0: an RPC's wait (a reply, or its SEND's completion; no READ)
+    // sleeps past the spin, until a completion, an rdma_cm event or the deadline; its checks
+    // below run on every wake-up, at least every kEventWaitMs.
+    const bool asleep = n == 0 && comp_ && (want_recv || want_pipe || want_send) &&
+                        want_reads == 0 && !want_pipe_sends &&
                         NowNs() - start >= uint64_t(options_.reply_spin_us) * 1000;
     if (asleep) {
-      Status s = WaitForEvent(kEventWaitMs);
+      const uint64_t now = NowNs();
+      const int left_ms = now >= deadline ? 0 : int((deadline - now + 999999) / 1000000);
+      Status s = WaitForEvent(std::min(kEventWaitMs, left_ms));
       if (!s.ok()) return Broken(s);
     } else if (n == 0 && long_wait) {
       // A wait this long is not a round trip but a server stopped, cut off or overloaded:
@@ -150,14 +155,21 @@ Status Connection::WaitForEvent(int max_ms) {
     cq_armed_ = true;
     return Status::Ok();  // the caller polls once more before it sleeps
   }
-  pollfd p{comp_->fd, POLLIN, 0};
-  int r = poll(&p, 1, max_ms);
+  // The completion channel, and in rdma_cm mode the connection's event channel (a DISCONNECTED
+  // wakes the wait at once; the caller's PeerDisconnected reads it).
+  pollfd p[2] = {{comp_->fd, POLLIN, 0}, {channel_ ? channel_->fd : -1, POLLIN, 0}};
+  const int r = poll(p, channel_ ? 2 : 1, max_ms);
   if (r < 0 && errno != EINTR) return ErrnoStatus("poll(completion channel)", errno);
-  if (r > 0 && (p.revents & POLLIN)) {
+  if (r <= 0) return Status::Ok();
+  if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL))
+    return Status(Code::kIoError, "the completion channel failed (device error)");
+  if (p[0].revents & POLLIN) {
     ibv_cq* cq = nullptr;
     void* ctx = nullptr;
-    if (ibv_get_cq_event(comp_.get(), &cq, &ctx) != 0)
+    if (ibv_get_cq_event(comp_.get(), &cq, &ctx) != 0) {
+      if (errno == EAGAIN) return Status::Ok();  // non-blocking: nothing there after all
       return ErrnoStatus("ibv_get_cq_event", errno);
+    }
     ibv_ack_cq_events(cq, 1);
     cq_armed_ = false;
   }

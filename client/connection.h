@@ -142,10 +142,13 @@ class Connection {
   // Polls until the wanted completions came (want_pipe: a pipelined reply not yet taken).
   // want_pipe_sends: every pipelined SEND's completion. Busy-polls for kBusyPollMs, then
   // sleeps kLongWaitSleepUs between polls (a wait that long is a failure being sorted out).
+  // With Options::reply_spin_us >= 0 an RPC's wait (no READ) instead sleeps past the spin in
+  // WaitForEvent, its checks (deadline, disconnect, abandon) run on every wake-up.
   static constexpr int kBusyPollMs = 20;  // above a round trip, an fsync, a replicated write
   static constexpr int kLongWaitSleepUs = 50;
   // Sleeps until cq_ has a completion (armed, then polled once more: a completion that arrived
-  // before the arming is not missed) or `max_ms` passed. Only with comp_.
+  // before the arming is not missed), an rdma_cm event, or `max_ms` passed. Only with comp_.
+  // kIoError when the channel reports an error.
   Status WaitForEvent(int max_ms);
   static constexpr int kEventWaitMs = 10;  // the longest sleep between checks
   bool cq_armed_ = false;  // a notification was requested and its event not yet taken

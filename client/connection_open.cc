@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Connection's opening: buffer, verbs resources and QP, rdma_cm or manual-mode connect, OPEN
 // (authentication) and the read-back of every connection parameter.
+#include <fcntl.h>
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -45,6 +46,10 @@ Status Connection::CreateResources(ibv_context* ctx) {
   if (options_.reply_spin_us >= 0) {  // replies may be waited for asleep (WaitForEvent)
     comp_.reset(ibv_create_comp_channel(ctx));
     if (!comp_) return ErrnoStatus("ibv_create_comp_channel", errno);
+    // Non-blocking: a wake-up with no event ready never blocks in ibv_get_cq_event.
+    const int flags = fcntl(comp_->fd, F_GETFL);
+    if (flags < 0 || fcntl(comp_->fd, F_SETFL, flags | O_NONBLOCK) < 0)
+      return ErrnoStatus("fcntl(completion channel, O_NONBLOCK)", errno);
   }
   cq_.reset(ibv_create_cq(ctx, 256, nullptr, comp_.get(), 0));
   if (!cq_) return ErrnoStatus("ibv_create_cq", errno);

@@ -51,7 +51,7 @@ struct ClusterNodeOptions {
   // How long the replication and migration links poll for a peer's answer before they sleep
   // on a completion channel (Options::reply_spin_us; the server's resolved --poll_spin_us:
   // spinning only where the process has cores to spare).
-  int reply_spin_us = 0;
+  int reply_spin_us = -1;  // -1: always poll
 };
 
 class ClusterNode {

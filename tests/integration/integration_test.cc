@@ -110,16 +110,28 @@ TEST_F(Integration, RepliesAwaitedAsleep) {
   EXPECT_NE(s.message().find("reply_spin_us"), std::string::npos) << s.ToString();
   o.reply_spin_us = 1000001;
   EXPECT_EQ(Client::Connect(addr_, o, &bad).code(), Code::kInvalidArgument);
+  // This thread's voluntary context switches: a wait that slept on the channel adds one.
+  auto sleeps = [] {
+    std::ifstream in("/proc/thread-self/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stoull(line.substr(24));
+    return 0ull;
+  };
   for (int spin : {0, 20}) {
     o.reply_spin_us = spin;
     auto c = MustConnect(addr_, o);
     ASSERT_TRUE(c);
     std::string v;
+    const unsigned long long before = sleeps();
     for (int i = 0; i < 200; ++i) {
       const std::string k = "asleep-" + std::to_string(spin) + "-" + std::to_string(i % 7);
       ASSERT_TRUE(c->Put(k, std::to_string(i)).ok());
       ASSERT_TRUE(c->Get(k, &v).ok());
       EXPECT_EQ(v, std::to_string(i));
+    }
+    if (spin == 0) {
+      EXPECT_GT(sleeps(), before) << "no reply was awaited asleep";
     }
     std::vector<std::string> keys(40), vals(40), got(40);
     std::vector<BatchOp> ops;
