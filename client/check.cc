@@ -24,7 +24,7 @@ Status CheckCm(const std::string& host, uint16_t port, const Options& o, std::st
     return ErrnoStatus("rdma_create_id", errno);
   CmIdPtr id(raw);
   Status s = ResolveRoute(channel.get(), raw, host, port, o.connect_timeout_ms,
-                          static_cast<uint8_t>(o.qp.traffic_class));
+                          static_cast<uint8_t>(o.qp.traffic_class), nullptr, o.local_address);
   if (!s.ok()) return s;
   QpSettings qs = o.qp;
   qs.port = raw->port_num;

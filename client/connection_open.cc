@@ -108,7 +108,7 @@ Status Connection::OpenCm(const std::string& host, uint16_t port) {
   id_.reset(id);
 
   Status s = ResolveRoute(channel_.get(), id, host, port, timeout_ms,
-                          static_cast<uint8_t>(qs.traffic_class), abandon_);
+                          static_cast<uint8_t>(qs.traffic_class), abandon_, options_.local_address);
   if (!s.ok()) return s;
   uint8_t ack_timeout = static_cast<uint8_t>(qs.timeout);
   if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &ack_timeout,

@@ -270,6 +270,25 @@ Status Server::Start() {
   wenv.writes = writes_.get();
   wenv.repl_writes = repl_writes_.get();
   wenv.log = log_.get();
+  if (cluster_) {
+    // The node outlives the workers (destroyed after StopThreads joined them).
+    const cluster::SenderAddresses* senders = &cluster_->senders();
+    wenv.replicate_sender = [senders](uint32_t sender, uint32_t peer) {
+      using V = cluster::SenderAddresses::Verdict;
+      switch (senders->Check(sender, peer)) {
+        case V::kMatch:
+          return Status::Ok();
+        case V::kUnknown:  // a newer map may name it: the sender asks again
+          return Status(Code::kUnavailable, "REPLICATE: server " + std::to_string(sender) +
+                                                " is not in this server's map (yet)");
+        case V::kMismatch:
+          break;
+      }
+      return Status(Code::kInvalidArgument,
+                    "REPLICATE: this connection does not come from the address server " +
+                        std::to_string(sender) + " registered; refused");
+    };
+  }
   wenv.registry = registry_.get();
   wenv.counters = &counters_;
   wenv.send_base = send_buf_.data();

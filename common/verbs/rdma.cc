@@ -58,18 +58,29 @@ void QpOwner::Reset() {
 
 Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id, const std::string& host,
                     uint16_t port, int timeout_ms, uint8_t tos,
-                    const std::function<bool()>* give_up) {
-  addrinfo hints{}, *res = nullptr;
+                    const std::function<bool()>* give_up, const std::string& source) {
+  addrinfo hints{}, *res = nullptr, *src = nullptr;
   hints.ai_family = AF_INET;
   hints.ai_socktype = SOCK_STREAM;
   int gai = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
   if (gai != 0)
     return Status(Code::kInvalidArgument,
                   "cannot resolve '" + host + "': " + std::string(gai_strerror(gai)));
-  int rc = rdma_resolve_addr(id, nullptr, res->ai_addr, timeout_ms);
+  if (!source.empty()) {
+    gai = getaddrinfo(source.c_str(), nullptr, &hints, &src);
+    if (gai != 0) {
+      freeaddrinfo(res);
+      return Status(Code::kInvalidArgument, "cannot resolve the local address '" + source +
+                                                "': " + std::string(gai_strerror(gai)));
+    }
+  }
+  int rc = rdma_resolve_addr(id, src != nullptr ? src->ai_addr : nullptr, res->ai_addr, timeout_ms);
   int err = errno;
   freeaddrinfo(res);
-  if (rc != 0) return ErrnoStatus("rdma_resolve_addr(" + host + ")", err);
+  if (src != nullptr) freeaddrinfo(src);
+  if (rc != 0)
+    return ErrnoStatus(
+        "rdma_resolve_addr(" + host + (source.empty() ? "" : " from " + source) + ")", err);
   rdma_cm_event* ev = nullptr;
   Status s = WaitCmEvent(channel, RDMA_CM_EVENT_ADDR_RESOLVED, timeout_ms, &ev, give_up);
   if (!s.ok()) return Status(s.code(), "resolving " + host + ": " + s.message());

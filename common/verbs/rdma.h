@@ -98,10 +98,12 @@ Status WaitCmEvent(rdma_event_channel* channel, rdma_cm_event_type expected, int
 
 // Resolves host:port to an address, then a route, on `id` (events on `channel`), applying the
 // type of service `tos` (GRH traffic class) when non-zero. Errors name the step and the host.
-// `give_up`: as WaitCmEvent's.
+// `give_up`: as WaitCmEvent's. `source` (non-empty): the local IPv4 address (or a name that
+// resolves to one) to connect from, instead of the route's choice.
 [[nodiscard]] Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id,
                                   const std::string& host, uint16_t port, int timeout_ms,
-                                  uint8_t tos, const std::function<bool()>* give_up = nullptr);
+                                  uint8_t tos, const std::function<bool()>* give_up = nullptr,
+                                  const std::string& source = {});
 
 const char* MtuName(ibv_mtu mtu);
 uint32_t MtuBytes(ibv_mtu mtu);

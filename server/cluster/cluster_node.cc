@@ -46,6 +46,7 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
   ro.client.connect_timeout_ms = 2000;
   ro.client.rpc_timeout_ms = 2000;
   ro.client.reply_spin_us = o_.reply_spin_us;
+  ro.client.local_address = o_.host;  // backups check REPLICATE's sender by it
   replicator_ = std::make_unique<Replicator>(owners, table, ro);
   return replicator_.get();
 }

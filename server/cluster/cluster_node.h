@@ -32,6 +32,7 @@
 #include "server/cluster/migrator.h"
 #include "server/cluster/ownership_table.h"
 #include "server/cluster/replicator.h"
+#include "server/cluster/sender_addresses.h"
 #include "server/cluster/suspect_reporter.h"
 #include "server/metrics/stat_value.h"
 
@@ -72,6 +73,9 @@ class ClusterNode {
   Replicator* MakeReplicator(OwnershipTable* owners, Table* table);
   uint16_t replicas() const { return replicas_; }
   void AppendStats(std::vector<StatValue>* v) const;
+  // Where the applied map's servers registered: a REPLICATE is taken only from its sender's
+  // address (server/cluster/sender_addresses.h). Lives as long as the node.
+  const SenderAddresses& senders() const { return senders_; }
 
  private:
   explicit ClusterNode(ClusterNodeOptions o) : o_(std::move(o)) {}
@@ -117,6 +121,7 @@ class ClusterNode {
   // passed and no replicated write it admitted as a backup is still running.
   void Promote();
   std::atomic<uint64_t> applied_epoch_{0};
+  SenderAddresses senders_;  // updated by Apply before the words change
 };
 
 }  // namespace rkv::cluster

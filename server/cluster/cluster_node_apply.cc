@@ -29,6 +29,7 @@ void ClusterNode::Apply(const SlotMap& map) {
                << " has another slot count or seed than this server's; not applied";
     return;
   }
+  senders_.Update(map);  // names resolved here, outside the lock
   std::lock_guard<std::mutex> words(words_mu_);
   // The replicator and the routing learn the map before any word changes.
   if (replicator_) replicator_->SetMap(map);

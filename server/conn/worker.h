@@ -35,6 +35,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -72,6 +73,10 @@ struct WorkerEnv {
   // With `writes`: the log, asked before each hand-over whether this worker may log the write
   // itself (WriteLog::WriteInline). Outlives the workers.
   const WriteLog* log = nullptr;
+  // A cluster server: whether a REPLICATE naming `sender` may come from a connection whose
+  // peer is `peer_ipv4` (network byte order; 0: not an IPv4 rdma_cm connection). OK, or the
+  // refusal to answer (server/cluster/sender_addresses.h). Empty: not checked.
+  std::function<Status(uint32_t sender, uint32_t peer_ipv4)> replicate_sender;
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
   uint8_t* send_base = nullptr;  // registered: max_connections * ReplySlots() * kSendSlotSize
@@ -188,6 +193,9 @@ class Worker {
   void PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
                  std::string_view payload);
   // Takes a decoded PUT/DELETE for the write pool (false: no pool, execute it here).
+  // A REPLICATE over a connection that does not come from its sender's address: refused
+  // (answered and counted here). False for anything else.
+  bool RefuseReplicate(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
   bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,
                Clock::time_point received);
   // Submits the connection's next waiting write if none of its writes is in the pool.

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Worker: requests of open connections, their replies, and writes handed to the write pool.
 #include <glog/logging.h>
+#include <netinet/in.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 
 #include "common/wire.h"
@@ -32,6 +34,7 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, u
     HandleUnopened(c, msg, len);
     return;
   }
+  if (RefuseReplicate(c, msg, len)) return;
   if (Offload(c, msg, len, received)) return;
   uint8_t* out = NextReplyBuffer(*c);
   bool malformed = false;
@@ -64,6 +67,28 @@ void Worker::PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t req
   size_t n = wire::EncodeReply(op, request_id, code, payload, out, kSendSlotSize);
   // Only called while handling a request: last_heard is its receive time.
   if (n > 0) (void)PostReplyBuffer(*c, out, n, &c->w.last_heard);
+}
+
+bool Worker::RefuseReplicate(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len) {
+  if (!env_.replicate_sender || len < sizeof(wire::RequestHeader) ||
+      msg[offsetof(wire::RequestHeader, op)] != uint8_t(wire::Op::kReplicate))
+    return false;
+  wire::Request req;
+  wire::ReplicateHeader h;
+  // Malformed: the executor answers it (BAD_REQUEST, counted as malformed).
+  if (!wire::DecodeRequest(msg, len, &req).ok() || req.key.size() < sizeof h) return false;
+  std::memcpy(&h, req.key.data(), sizeof h);
+  uint32_t peer = 0;
+  if (c->id() != nullptr) {
+    const sockaddr* a = rdma_get_peer_addr(c->id());
+    if (a != nullptr && a->sa_family == AF_INET)
+      peer = reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr;
+  }
+  const Status s = env_.replicate_sender(h.sender_id, peer);
+  if (s.ok()) return false;
+  env_.counters->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
+  PostReply(c, wire::Op::kReplicate, req.request_id, s.code(), s.message());
+  return true;
 }
 
 bool Worker::Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,

@@ -8,8 +8,8 @@
 #  - placement: every slot has a primary and a backup on another server; a loaded data set is
 #    held twice (entries over the servers = 2 x keys);
 #  - bad input: REPLICATE with an old epoch, a forged sender, a sequence gap, an old sequence
-#    number, to a primary, too short, a digest that does not match: refused and counted, the
-#    key's value intact;
+#    number, to a primary, too short, a digest that does not match, from another address than
+#    its sender registered: refused and counted, the key's value intact;
 #  - under lin_load --failover (4 clients, 2 of them with a stale map, per-client owned keys):
 #    kill -9 a primary; it comes back empty and is re-replicated; kill -9 another; a primary
 #    SIGSTOPped past its lease then resumed (a zombie; a client's write waiting at it ends
@@ -119,10 +119,15 @@ tot=0; for i in 0 1 2; do tot=$((tot + $(stat_of "$i" entries))); done
 
 if want bad; then
 # --- bad replication messages ---------------------------------------------------------------------
-for c in old_epoch forged gap old_sequence not_backup short bad_digest; do
-  "$build/repl_probe" --cluster="$cl" --test_case="$c" > "$logs/probe-$c.out" 2>&1 &&
-    pass "REPLICATE $c: $(tail -1 "$logs/probe-$c.out" | cut -c1-200)" ||
+for c in old_epoch forged gap old_sequence not_backup short bad_digest elsewhere; do
+  "$build/repl_probe" --cluster="$cl" --test_case="$c" > "$logs/probe-$c.out" 2>&1; prc=$?
+  if [ $prc = 0 ]; then
+    pass "REPLICATE $c: $(tail -1 "$logs/probe-$c.out" | cut -c1-200)"
+  elif [ $prc = 3 ]; then  # the servers share one address (ip addr add failed)
+    echo "# REPLICATE $c not tested: $(tail -1 "$logs/probe-$c.out")"
+  else
     fail "REPLICATE $c" "$(tail -2 "$logs/probe-$c.out")"
+  fi
 done
 refused=""
 for n in repl_refused_epoch repl_refused_sender repl_refused_sequence repl_refused_state; do

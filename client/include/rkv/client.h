@@ -99,6 +99,11 @@ struct Options {
   // cores with the server it waits for. GETs always poll. At most 1000000 (Connect returns
   // kInvalidArgument naming the option).
   int reply_spin_us = -1;
+  // rdma_cm mode: the local address to connect from (an IPv4 address of an RDMA interface, or a
+  // name resolving to one); empty: the route's choice. kvserver's replication links use their
+  // server's --listen address: a backup takes REPLICATE only from the address its sender
+  // registered.
+  std::string local_address;
 
   // Cluster addresses (etcd://HOST:PORT/NAME) only. true: a thread watches the cluster's slot
   // map in etcd, so a client learns of moves as they are committed. false: no watch; the client
