@@ -273,20 +273,21 @@ Status Server::Start() {
   if (cluster_) {
     // The node outlives the workers (destroyed after StopThreads joined them).
     const cluster::SenderAddresses* senders = &cluster_->senders();
-    wenv.replicate_sender = [senders](uint32_t sender, uint32_t peer) {
+    wenv.replicate_sender = [senders](uint32_t sender, uint64_t epoch, uint32_t peer) {
       using V = cluster::SenderAddresses::Verdict;
-      switch (senders->Check(sender, peer)) {
+      switch (senders->Check(sender, epoch, peer)) {
         case V::kMatch:
           return Status::Ok();
-        case V::kUnknown:  // a newer map may name it: the sender asks again
-          return Status(Code::kUnavailable, "REPLICATE: server " + std::to_string(sender) +
-                                                " is not in this server's map (yet)");
+        case V::kUnknown:  // this backup's map lags, or the host did not resolve: asked again
+          return Status(Code::kUnavailable,
+                        "REPLICATE: cannot check server " + std::to_string(sender) +
+                            "'s address at map epoch " + std::to_string(epoch) + " yet");
         case V::kMismatch:
           break;
       }
       return Status(Code::kInvalidArgument,
                     "REPLICATE: this connection does not come from the address server " +
-                        std::to_string(sender) + " registered; refused");
+                        std::to_string(sender) + " registered (or no such server); refused");
     };
   }
   wenv.registry = registry_.get();

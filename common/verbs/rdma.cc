@@ -70,8 +70,9 @@ Status ResolveRoute(rdma_event_channel* channel, rdma_cm_id* id, const std::stri
     gai = getaddrinfo(source.c_str(), nullptr, &hints, &src);
     if (gai != 0) {
       freeaddrinfo(res);
-      return Status(Code::kInvalidArgument, "cannot resolve the local address '" + source +
-                                                "': " + std::string(gai_strerror(gai)));
+      return Status(
+          gai == EAI_AGAIN ? Code::kUnavailable : Code::kInvalidArgument,
+          "cannot resolve the local address '" + source + "': " + std::string(gai_strerror(gai)));
     }
   }
   int rc = rdma_resolve_addr(id, src != nullptr ? src->ai_addr : nullptr, res->ai_addr, timeout_ms);

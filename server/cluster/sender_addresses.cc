@@ -22,17 +22,29 @@ uint32_t Resolve(const std::string& host) {
 }  // namespace
 
 void SenderAddresses::Update(const SlotMap& map) {
+  std::unordered_map<std::string, uint32_t> resolved;
   std::unordered_map<uint32_t, uint32_t> next;
-  for (const ServerEntry& e : map.servers()) next[e.id] = Resolve(e.host);
+  for (const ServerEntry& e : map.servers()) {
+    auto it = resolved_.find(e.host);
+    const uint32_t ip =
+        it != resolved_.end() && it->second != 0 ? it->second : Resolve(e.host);  // no DNS twice
+    resolved[e.host] = ip;
+    next[e.id] = ip;
+  }
+  resolved_.swap(resolved);  // only the hosts of this map: bounded
   std::lock_guard<std::mutex> l(mu_);
   ipv4_.swap(next);
+  epoch_ = map.epoch();
+  any_ = true;
 }
 
-SenderAddresses::Verdict SenderAddresses::Check(uint32_t id, uint32_t ipv4) const {
+SenderAddresses::Verdict SenderAddresses::Check(uint32_t id, uint64_t epoch, uint32_t ipv4) const {
   std::lock_guard<std::mutex> l(mu_);
+  if (!any_ || epoch > epoch_) return Verdict::kUnknown;  // this server's map lags
   const auto it = ipv4_.find(id);
-  if (it == ipv4_.end()) return Verdict::kUnknown;
-  return it->second != 0 && it->second == ipv4 ? Verdict::kMatch : Verdict::kMismatch;
+  if (it == ipv4_.end()) return Verdict::kMismatch;  // not a member at the message's epoch
+  if (it->second == 0) return Verdict::kUnknown;     // its host did not resolve here
+  return it->second == ipv4 ? Verdict::kMatch : Verdict::kMismatch;
 }
 
 }  // namespace rkv::cluster

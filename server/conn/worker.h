@@ -73,10 +73,12 @@ struct WorkerEnv {
   // With `writes`: the log, asked before each hand-over whether this worker may log the write
   // itself (WriteLog::WriteInline). Outlives the workers.
   const WriteLog* log = nullptr;
-  // A cluster server: whether a REPLICATE naming `sender` may come from a connection whose
-  // peer is `peer_ipv4` (network byte order; 0: not an IPv4 rdma_cm connection). OK, or the
-  // refusal to answer (server/cluster/sender_addresses.h). Empty: not checked.
-  std::function<Status(uint32_t sender, uint32_t peer_ipv4)> replicate_sender;
+  // A cluster server: whether a REPLICATE naming `sender`, sent at map `epoch`, may come from a
+  // connection whose peer is `peer_ipv4` (network byte order; 0: not an IPv4 rdma_cm
+  // connection). OK, or the refusal to answer: UNAVAILABLE (ask again; not counted) or
+  // INVALID_ARGUMENT (counted in repl_refused_sender) (server/cluster/sender_addresses.h).
+  // Empty: not checked.
+  std::function<Status(uint32_t sender, uint64_t epoch, uint32_t peer_ipv4)> replicate_sender;
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
   uint8_t* send_base = nullptr;  // registered: max_connections * ReplySlots() * kSendSlotSize

@@ -84,9 +84,10 @@ bool Worker::RefuseReplicate(const std::shared_ptr<Conn>& c, const uint8_t* msg,
     if (a != nullptr && a->sa_family == AF_INET)
       peer = reinterpret_cast<const sockaddr_in*>(a)->sin_addr.s_addr;
   }
-  const Status s = env_.replicate_sender(h.sender_id, peer);
+  const Status s = env_.replicate_sender(h.sender_id, h.epoch, peer);
   if (s.ok()) return false;
-  env_.counters->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
+  if (s.code() != Code::kUnavailable)  // "ask again" is not a refusal of the sender
+    env_.counters->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
   PostReply(c, wire::Op::kReplicate, req.request_id, s.code(), s.message());
   return true;
 }
