@@ -274,20 +274,7 @@ Status Server::Start() {
     // The node outlives the workers (destroyed after StopThreads joined them).
     const cluster::SenderAddresses* senders = &cluster_->senders();
     wenv.replicate_sender = [senders](uint32_t sender, uint64_t epoch, uint32_t peer) {
-      using V = cluster::SenderAddresses::Verdict;
-      switch (senders->Check(sender, epoch, peer)) {
-        case V::kMatch:
-          return Status::Ok();
-        case V::kUnknown:  // this backup's map lags, or the host did not resolve: asked again
-          return Status(Code::kUnavailable,
-                        "REPLICATE: cannot check server " + std::to_string(sender) +
-                            "'s address at map epoch " + std::to_string(epoch) + " yet");
-        case V::kMismatch:
-          break;
-      }
-      return Status(Code::kInvalidArgument,
-                    "REPLICATE: this connection does not come from the address server " +
-                        std::to_string(sender) + " registered (or no such server); refused");
+      return senders->Admit(sender, epoch, peer);
     };
   }
   wenv.registry = registry_.get();

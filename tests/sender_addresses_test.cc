@@ -48,6 +48,12 @@ TEST(SenderAddresses, TheSenderMustBeAtItsRegisteredAddress) {
   EXPECT_EQ(s.Check(2, 6, Ip("10.0.0.2")), V::kMismatch);
   EXPECT_EQ(s.Check(9, 6, Ip("10.0.0.9")), V::kMatch);
   EXPECT_EQ(s.Check(1, 6, Ip("10.0.0.2")), V::kMismatch);
+  // The answers a REPLICATE gets.
+  EXPECT_TRUE(s.Admit(9, 6, Ip("10.0.0.9")).ok());
+  EXPECT_EQ(s.Admit(9, 7, Ip("10.0.0.9")).code(), Code::kUnavailable);  // asked again
+  const Status refused = s.Admit(1, 6, Ip("10.0.0.9"));
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.message().find("server 1 registered"), std::string::npos) << refused.ToString();
 }
 
 }  // namespace

@@ -47,4 +47,20 @@ SenderAddresses::Verdict SenderAddresses::Check(uint32_t id, uint64_t epoch, uin
   return it->second == ipv4 ? Verdict::kMatch : Verdict::kMismatch;
 }
 
+Status SenderAddresses::Admit(uint32_t id, uint64_t epoch, uint32_t ipv4) const {
+  switch (Check(id, epoch, ipv4)) {
+    case Verdict::kMatch:
+      return Status::Ok();
+    case Verdict::kUnknown:  // this server's map lags, or the host did not resolve: asked again
+      return Status(Code::kUnavailable, "REPLICATE: cannot check server " + std::to_string(id) +
+                                            "'s address at map epoch " + std::to_string(epoch) +
+                                            " yet");
+    case Verdict::kMismatch:
+      break;
+  }
+  return Status(Code::kInvalidArgument,
+                "REPLICATE: this connection does not come from the address server " +
+                    std::to_string(id) + " registered (or no such server); refused");
+}
+
 }  // namespace rkv::cluster

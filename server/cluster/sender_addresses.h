@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "common/cluster/slot_map.h"
+#include "rkv/status.h"
 
 namespace rkv::cluster {
 
@@ -38,6 +39,9 @@ class SenderAddresses {
   // `epoch`: the map epoch the message was sent at; `ipv4`: the connection's peer address,
   // network byte order (as in sockaddr_in; 0: none known).
   Verdict Check(uint32_t id, uint64_t epoch, uint32_t ipv4) const;
+  // Check as the answer to the REPLICATE: OK (kMatch), UNAVAILABLE "ask again" (kUnknown) or
+  // INVALID_ARGUMENT naming the sender (kMismatch).
+  [[nodiscard]] Status Admit(uint32_t id, uint64_t epoch, uint32_t ipv4) const;
 
  private:
   mutable std::mutex mu_;

@@ -194,10 +194,10 @@ class Worker {
   // Encodes a reply into the connection's next send slot and posts it.
   void PostReply(const std::shared_ptr<Conn>& c, wire::Op op, uint64_t request_id, Code code,
                  std::string_view payload);
-  // Takes a decoded PUT/DELETE for the write pool (false: no pool, execute it here).
   // A REPLICATE over a connection that does not come from its sender's address: refused
   // (answered and counted here). False for anything else.
   bool RefuseReplicate(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  // Takes a decoded PUT/DELETE for the write pool (false: no pool, execute it here).
   bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,
                Clock::time_point received);
   // Submits the connection's next waiting write if none of its writes is in the pool.
