@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/cluster/cluster_request.h"
+#include "common/cluster/le_bytes.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/ownership_word.h"
 #include "common/cluster/rebalance_plan.h"
@@ -459,6 +460,67 @@ TEST(MigrationRecord, InconsistentRecordsAreRefused) {
     r.state = MigrationRecord::State(st);
     EXPECT_TRUE(refused(r)) << "state " << st;
   }
+}
+
+// Version 2 (REPLACE_BACKUP, HANDOVER): a 48-byte header with the replaced server's id.
+TEST(MigrationRecord, VersionTwoKindsRoundTripAndAreChecked) {
+  MigrationRecord r = SampleRecord();
+  r.kind = MigrationRecord::kReplaceBackup;
+  r.replaced_id = 5;
+  std::string bytes = r.Encode();
+  EXPECT_EQ(bytes.size(), 48 + 4 * r.slots.size());
+  EXPECT_EQ(uint8_t(bytes[4]), 2) << "version 2";
+  MigrationRecord d;
+  ASSERT_TRUE(MigrationRecord::Decode(bytes, &d).ok());
+  EXPECT_EQ(d.kind, MigrationRecord::kReplaceBackup);
+  EXPECT_EQ(d.replaced_id, 5u);
+  EXPECT_EQ(d.slots, r.slots);
+  EXPECT_TRUE(d.CopiesToBackup());
+  EXPECT_EQ(d.Encode(), bytes);
+  for (size_t i = 0; i < bytes.size(); ++i) {  // every byte flip refused
+    std::string bad = bytes;
+    bad[i] = char(bad[i] ^ 0x40);
+    EXPECT_EQ(MigrationRecord::Decode(bad, &d).code(), Code::kProtocolError) << "byte " << i;
+  }
+  r.kind = MigrationRecord::kHandover;
+  r.replaced_id = 0;
+  ASSERT_TRUE(MigrationRecord::Decode(r.Encode(), &d).ok());
+  EXPECT_EQ(d.kind, MigrationRecord::kHandover);
+  EXPECT_FALSE(d.CopiesToBackup());
+  // Version 1 kinds stay version 1 (40 bytes), readable by servers that predate version 2.
+  r = SampleRecord();
+  r.kind = MigrationRecord::kAddReplica;
+  EXPECT_EQ(r.Encode().size(), 40 + 4 * r.slots.size());
+  auto refused = [&](const MigrationRecord& x) {
+    return MigrationRecord::Decode(x.Encode(), &d).code() == Code::kProtocolError;
+  };
+  r = SampleRecord();
+  r.kind = MigrationRecord::kReplaceBackup;
+  EXPECT_TRUE(refused(r)) << "REPLACE_BACKUP without a replaced server";
+  r.replaced_id = r.from_id;
+  EXPECT_TRUE(refused(r)) << "replacing the source";
+  r.replaced_id = r.to_id;
+  EXPECT_TRUE(refused(r)) << "replacing the target";
+  r.kind = MigrationRecord::kHandover;
+  r.replaced_id = 9;
+  EXPECT_TRUE(refused(r)) << "a replaced server in a HANDOVER";
+  r.kind = MigrationRecord::Kind(4);
+  r.replaced_id = 0;
+  EXPECT_TRUE(refused(r)) << "unknown kind";
+  // A version 2 kind in a version 1 header, and the other way round.
+  r = SampleRecord();
+  r.kind = MigrationRecord::kHandover;
+  bytes = r.Encode();
+  std::string v1 = bytes.substr(0, 40) + bytes.substr(48);
+  v1[4] = 1;
+  for (int b = 32; b < 40; ++b) v1[b] = 0;
+  PutLE(&v1, 32, ChecksumWithFieldZeroed(v1, 32), 8);
+  EXPECT_EQ(MigrationRecord::Decode(v1, &d).code(), Code::kProtocolError);
+  std::string reserved = bytes;
+  reserved[44] = 1;
+  for (int b = 32; b < 40; ++b) reserved[b] = 0;
+  PutLE(&reserved, 32, ChecksumWithFieldZeroed(reserved, 32), 8);
+  EXPECT_EQ(MigrationRecord::Decode(reserved, &d).code(), Code::kProtocolError);
 }
 
 TEST(OwnershipWord, FieldsAndNames) {

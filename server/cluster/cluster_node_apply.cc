@@ -9,7 +9,8 @@
 //  - backup: BACKUP (sequence unset: it takes the primary's next number);
 //  - none: NOT_OWNED.
 // Slots a migration is handing over keep their words (the migration sets them), unless the map
-// no longer names this server as their primary (a failover while it ran): they are released
+// no longer names this server as their primary: a HANDOVER's commit (paused words, this server
+// now their backup) makes them BACKUP; otherwise (a failover while it ran) they are released
 // here, and the migration's resume leaves them (it checks the routing, installed first).
 // A memory-only server restarted empty does not take the roles it held before (stale_role_)
 // until a copy reaches it (IMPORTING) or the map drops them.
@@ -54,7 +55,14 @@ void ClusterNode::Apply(const SlotMap& map) {
     if (role < 0 && slot < stale_role_.size()) stale_role_[slot] = 0;
     const bool stale = slot < stale_role_.size() && stale_role_[slot] != 0;
     if (owners_->HandingOver(slot)) {
-      if (role != 0 && held) {  // failed over while a migration ran
+      if (role > 0 && st == SlotState::kMoving && map.replicas() > 1) {
+        // A HANDOVER's commit (migrator_roles.cc): the only map that names a primary as a
+        // backup of its own slot. Its writes are paused and idle and its table equals the new
+        // primary's: a backup that takes the new primary's next number.
+        owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
+        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
+        ++backups;
+      } else if (role != 0 && held) {  // failed over while a migration ran
         owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
         ++lost;
       }

@@ -94,12 +94,18 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
     if (slot >= map.num_slots() || map.OwnerIndex(slot) != me || me == kUnassigned ||
         WordState(owners_->Word(slot)) != SlotState::kOwned)
       why = "slot " + std::to_string(slot) + " is not owned here";
+    else
+      why = RolesRefused(rec, map, slot);
   }
   if (!why.empty()) {
     Fail(rec, rec_revision, why);
     return;
   }
   owners_->SetHandingOver(rec.slots, true);  // every slot checked < num_slots above
+  if (rec.kind == MigrationRecord::kHandover) {
+    Handover(rec, rec_revision);
+    return;
+  }
   if (!Copy(rec, map.servers()[to].host, map.servers()[to].port, &why)) {
     Resume(rec, rec_revision, why);
     return;
@@ -110,7 +116,7 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
     Resume(rec, rec_revision, "the migration record changed before the hand-over (cancelled)");
     return;
   }
-  if (rec.kind == MigrationRecord::kAddReplica) {
+  if (rec.CopiesToBackup()) {
     // Writes resume only once this server applied the map naming the new backup: from then on
     // every write reaches it (server/cluster/replicator.h).
     while (o_.applied_epoch && o_.applied_epoch() < committed_epoch_ && !Stopping()) Pause(20);
@@ -163,7 +169,7 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   // A kept write (unknown outcome) blocks an ADD_REPLICA copy (checked after the pause): one
   // left in a slot nobody writes again would block it for good, so each is resolved first
   // (resent to the slot's backups and applied here, before the copy reads the table).
-  if (rec.kind == MigrationRecord::kAddReplica && o_.settle_kept)
+  if (rec.CopiesToBackup() && o_.settle_kept)
     for (uint32_t slot : rec.slots) {
       if (Stopping()) {
         *why = "stopping";
@@ -282,12 +288,12 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   // Paused and idle: no write runs in these slots, so none can keep a write until they resume
   // (after the commit, when every write also reaches the new backup).
   for (uint32_t slot : rec.slots)
-    if (rec.kind == MigrationRecord::kAddReplica && o_.has_kept && o_.has_kept(slot)) {
+    if (rec.CopiesToBackup() && o_.has_kept && o_.has_kept(slot)) {
       for (uint32_t t : rec.slots) ResumeSlot(t);
       return fail("slot " + std::to_string(slot) +
                   " holds a write of unknown outcome that this server's table has not taken yet");
     }
-  if (rec.kind == MigrationRecord::kAddReplica) return true;  // still this server's: MOVING
+  if (rec.CopiesToBackup()) return true;  // still this server's: MOVING
   for (uint32_t slot : rec.slots)
     owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kNotOwned));
   std::this_thread::sleep_for(std::chrono::milliseconds(kGraceMs));
@@ -312,35 +318,17 @@ Migrator::Outcome Migrator::Commit(const MigrationRecord& rec, int64_t rec_revis
     const uint16_t to = map.IndexOf(rec.to_id), me = map.IndexOf(o_.my_id);
     if (record_changed) {
       // The map decides, not the record: our commit may have been applied with its answer lost
-      // (the record has moved on since). The commit gives every slot at once, so the first
+      // (the record has moved on since). The commit changes every slot at once, so the first
       // slot tells.
-      if (rec.kind == MigrationRecord::kAddReplica) {
-        if (me == kUnassigned || map.OwnerIndex(rec.slots[0]) != me)
-          return Outcome::kCancelled;  // no longer the primary: whoever added T, it was not us
-        for (uint16_t r = 1; to != kUnassigned && r < map.replicas(); ++r)
-          if (map.OwnerIndex(rec.slots[0], r) == to) {
-            committed_epoch_ = map.epoch();
-            return Outcome::kCommitted;
-          }
-        return Outcome::kCancelled;
-      }
-      if (to != kUnassigned && map.OwnerIndex(rec.slots[0]) == to) return Outcome::kCommitted;
-      if (me != kUnassigned && map.OwnerIndex(rec.slots[0]) == me) return Outcome::kCancelled;
-      LOG(ERROR) << "migration " << rec.nonce << ": slot " << rec.slots[0]
-                 << " belongs to neither side now; leaving the slots NOT_OWNED";
-      return Outcome::kUnknown;
+      const Outcome o = OutcomeIn(rec, map);
+      if (o == Outcome::kCommitted) committed_epoch_ = map.epoch();
+      if (o == Outcome::kUnknown)
+        LOG(ERROR) << "migration " << rec.nonce << ": slot " << rec.slots[0]
+                   << " belongs to neither side now; leaving the slots NOT_OWNED";
+      return o;
     }
-    if (to == kUnassigned) return Outcome::kCancelled;  // cannot happen: ids stay in the map
-    if (rec.kind == MigrationRecord::kAddReplica) {
-      for (uint32_t slot : rec.slots) {  // the first free backup place
-        uint16_t r = 1;
-        while (r < map.replicas() && map.OwnerIndex(slot, r) != kUnassigned) ++r;
-        if (r == map.replicas() || map.OwnerIndex(slot) != me || !map.Assign(slot, r, to))
-          return Outcome::kCancelled;  // the map changed: no free place, or not ours
-      }
-    } else {
-      for (uint32_t slot : rec.slots) (void)map.Assign(slot, 0, to);
-    }
+    if (to == kUnassigned || me == kUnassigned || !EditMap(rec, &map))
+      return Outcome::kCancelled;  // the map changed: not ours, or no place for the target
     map.set_epoch(map.epoch() + 1);
     committed_epoch_ = map.epoch();
     std::string value;

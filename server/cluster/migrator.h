@@ -25,6 +25,9 @@
 // is the primary of) runs the same copy, but keeps the slots' writes paused (MOVING) through
 // the commit, which adds the target as a backup in the map, and resumes them (OWNED) once this
 // server applied that map, so every later write is replicated to the new backup; no purge.
+// A REPLACE_BACKUP record runs the same, and its commit puts the target in the replaced
+// backup's place. A HANDOVER record (migrator_roles.cc) copies nothing: it pauses the slots,
+// then commits the target (already their backup) as primary and this server as its backup.
 // Any failure before the commit resumes the slots (OWNED again: the map still names this
 // server, since only this commit could change that) and marks the record FAILED.
 // Thread safety: counters from any thread. Ownership: borrows everything it is given (the
@@ -44,6 +47,7 @@
 
 #include "common/cluster/cluster_address.h"
 #include "common/cluster/migration_record.h"
+#include "common/cluster/slot_map.h"
 #include "common/etcd/etcd_client.h"
 #include "rkv/client.h"
 #include "server/cluster/ownership_table.h"
@@ -90,6 +94,13 @@ class Migrator {
   // NOT_OWNED: nothing is served wrongly).
   enum class Outcome { kCommitted, kCancelled, kUnknown };
   Outcome Commit(const MigrationRecord& rec, int64_t rec_revision);
+  // migrator_roles.cc: why the map does not allow the record's roles for slot ("" if it
+  // does); the record's change to *map (false: the map no longer allows it); whether a map
+  // read after the record changed shows the commit; a HANDOVER's pause and commit.
+  std::string RolesRefused(const MigrationRecord& rec, const SlotMap& map, uint32_t slot) const;
+  bool EditMap(const MigrationRecord& rec, SlotMap* map) const;
+  Outcome OutcomeIn(const MigrationRecord& rec, const SlotMap& map) const;
+  void Handover(const MigrationRecord& rec, int64_t rec_revision);
   // Before any word changed: resumes the slots' words (OWNED), then Fail.
   void Resume(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
   // Marks the record FAILED (if it is still ours) and counts it.

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common/cluster/replica_balance_plan.h"
+
+#include <algorithm>
+#include <string>
+
+namespace rkv::cluster {
+namespace {
+
+// Shares over the live servers (indexes of `live`): lo = floor(total / n), hi = ceil.
+struct Share {
+  std::vector<int64_t> count;
+  int64_t lo = 0, hi = 0;
+  void Bounds() {
+    int64_t total = 0;
+    for (int64_t c : count) total += c;
+    const int64_t n = int64_t(count.size());
+    lo = total / n;
+    hi = (total + n - 1) / n;
+  }
+  bool AnyBelowLo() const {
+    return std::any_of(count.begin(), count.end(), [&](int64_t c) { return c < lo; });
+  }
+  // Whether moving one from `from` to `to` evens the share out (strictly lowers the sum of
+  // squares: from has at least two more than to).
+  bool Evens(size_t from, size_t to) const {
+    if (count[from] > hi) return count[to] < hi;
+    return count[from] > lo && count[to] < lo;
+  }
+  bool Over(size_t s) const { return count[s] > hi || (count[s] > lo && AnyBelowLo()); }
+  void Move(size_t from, size_t to) {
+    --count[from];
+    ++count[to];
+  }
+};
+
+}  // namespace
+
+std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<LiveServer>& live) {
+  std::vector<RoleStep> steps;
+  if (map.replicas() < 2 || live.size() < 2) return steps;
+  const size_t n = live.size();
+  // The live index of each map server (npos: not live).
+  constexpr size_t npos = ~size_t{0};
+  std::vector<size_t> of(map.servers().size(), npos);
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t idx = map.IndexOf(live[i].entry.id);
+    if (idx != kUnassigned) of[idx] = i;
+  }
+  const uint16_t R = map.replicas();
+  // Slots that take part: every place filled by a live server.
+  std::vector<bool> eligible(map.num_slots(), false);
+  Share rep, prim;
+  rep.count.assign(n, 0);
+  prim.count.assign(n, 0);
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
+    bool all = true;
+    for (uint16_t r = 0; r < R; ++r) {
+      const uint16_t o = map.OwnerIndex(slot, r);
+      all = all && o != kUnassigned && of[o] != npos;
+    }
+    if (!all) continue;
+    eligible[slot] = true;
+    for (uint16_t r = 0; r < R; ++r) ++rep.count[of[map.OwnerIndex(slot, r)]];
+    ++prim.count[of[map.OwnerIndex(slot)]];
+  }
+  rep.Bounds();
+  prim.Bounds();
+  std::vector<bool> used(map.num_slots(), false);
+  auto holds = [&](uint32_t slot, size_t s) {
+    for (uint16_t r = 0; r < R; ++r)
+      if (of[map.OwnerIndex(slot, r)] == s) return true;
+    return false;
+  };
+  // Replicas: a backup place moves from an over-full server to the emptiest eligible one.
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
+    if (!eligible[slot]) continue;
+    for (uint16_t r = 1; r < R && !used[slot]; ++r) {
+      const size_t a = of[map.OwnerIndex(slot, r)];
+      if (!rep.Over(a)) continue;
+      // The zones of the slot's other replicas.
+      std::vector<const std::string*> zones;
+      for (uint16_t q = 0; q < R; ++q)
+        if (q != r && !live[of[map.OwnerIndex(slot, q)]].zone.empty())
+          zones.push_back(&live[of[map.OwnerIndex(slot, q)]].zone);
+      auto shared = [&](const std::string& z) {
+        return !z.empty() && std::any_of(zones.begin(), zones.end(),
+                                         [&](const std::string* o) { return *o == z; });
+      };
+      const bool a_spreads = !shared(live[a].zone);
+      size_t best = npos;
+      for (size_t c = 0; c < n; ++c) {
+        if (holds(slot, c) || !rep.Evens(a, c) || (a_spreads && shared(live[c].zone))) continue;
+        if (map.IndexOf(live[c].entry.id) == kUnassigned) continue;
+        if (best == npos || rep.count[c] < rep.count[best] ||
+            (rep.count[c] == rep.count[best] && live[c].entry.id < live[best].entry.id))
+          best = c;
+      }
+      if (best == npos) continue;
+      steps.push_back({RoleStep::kReplaceBackup, slot, live[of[map.OwnerIndex(slot)]].entry.id,
+                       live[best].entry.id, live[a].entry.id});
+      rep.Move(a, best);
+      used[slot] = true;
+    }
+  }
+  // Primaries: a slot's primary role moves to the backup of it that is primary of the fewest.
+  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
+    if (!eligible[slot] || used[slot]) continue;
+    const size_t a = of[map.OwnerIndex(slot)];
+    if (!prim.Over(a)) continue;
+    size_t best = npos;
+    for (uint16_t r = 1; r < R; ++r) {
+      const size_t b = of[map.OwnerIndex(slot, r)];
+      if (!prim.Evens(a, b)) continue;
+      if (best == npos || prim.count[b] < prim.count[best] ||
+          (prim.count[b] == prim.count[best] && live[b].entry.id < live[best].entry.id))
+        best = b;
+    }
+    if (best == npos) continue;
+    steps.push_back({RoleStep::kHandover, slot, live[a].entry.id, live[best].entry.id, 0});
+    prim.Move(a, best);
+    used[slot] = true;
+  }
+  return steps;
+}
+
+}  // namespace rkv::cluster
