@@ -105,6 +105,27 @@ TEST(ReplicaBalancePlan, ANewServerGetsAnEvenShareOfReplicasAndPrimaries) {
   }
 }
 
+// Server 1 is primary of slots backed up only by server 2, which is primary of slots backed
+// up only by server 3: no backup of server 1's slots is primary of too few, so the primary
+// role goes 1 -> 2 in one slot and 2 -> 3 in another.
+TEST(ReplicaBalancePlan, PrimariesMoveAlongAChainOfHandovers) {
+  SlotMap m;
+  ASSERT_TRUE(SlotMap::Create(8, 2, 1, &m).ok());
+  for (uint32_t id = 1; id <= 3; ++id) m.AddServer(Entry(id));
+  const uint32_t layout[8][2] = {{1, 2}, {1, 2}, {1, 2}, {1, 2}, {2, 3}, {2, 3}, {3, 1}, {3, 1}};
+  for (uint32_t s = 0; s < 8; ++s)
+    for (uint16_t r = 0; r < 2; ++r) ASSERT_TRUE(m.Assign(s, r, m.IndexOf(layout[s][r])));
+  // Replicas: 1 has 6, 2 has 6, 3 has 4 (lo 5, hi 6): evened first; primaries 4/2/2 after.
+  Converge(&m, Live(3));
+  const auto prim = Count(m, true), rep = Count(m, false);
+  for (uint32_t id = 1; id <= 3; ++id) {
+    EXPECT_GE(prim.at(id), 2) << id;
+    EXPECT_LE(prim.at(id), 3) << id;
+    EXPECT_GE(rep.at(id), 5) << id;
+    EXPECT_LE(rep.at(id), 6) << id;
+  }
+}
+
 TEST(ReplicaBalancePlan, ABalancedOrUnreplicatedMapGetsNoStep) {
   EXPECT_TRUE(PlanReplicaBalance(Spread(64, 2, 4, 4), Live(4)).empty());
   EXPECT_TRUE(PlanReplicaBalance(Spread(64, 3, 3, 3), Live(3)).empty());
@@ -165,6 +186,14 @@ TEST(ReplicaBalancePlan, RandomMapsEndBalancedWithDistinctReplicas) {
       hi = std::max(hi, c);
     }
     EXPECT_LE(hi - lo, 1) << "trial " << trial << ": replicas not even";
+    const auto prim = Count(m, true);
+    lo = 1 << 30, hi = 0;
+    for (uint32_t id = 1; id <= n; ++id) {
+      const int c = prim.count(id) ? prim.at(id) : 0;
+      lo = std::min(lo, c);
+      hi = std::max(hi, c);
+    }
+    EXPECT_LE(hi - lo, 1) << "trial " << trial << ": primaries not even";
     for (uint32_t s = 0; s < slots; ++s) {
       std::set<uint32_t> ids;
       for (uint16_t r = 0; r < R; ++r) ids.insert(m.Owner(s, r)->id);

@@ -2,7 +2,10 @@
 #include "common/cluster/replica_balance_plan.h"
 
 #include <algorithm>
+#include <deque>
+#include <map>
 #include <string>
+#include <utility>
 
 namespace rkv::cluster {
 namespace {
@@ -103,24 +106,55 @@ std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<L
       used[slot] = true;
     }
   }
-  // Primaries: a slot's primary role moves to the backup of it that is primary of the fewest.
-  for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
+  // Primaries: a chain of hand-overs from a server that is primary of too many to one that is
+  // primary of too few: each link a slot whose primary is the link's start and whose backup is
+  // its end (the servers between give one and take one). A direct hand-over is a chain of one.
+  // Links: (primary, backup) -> the unused eligible slots between them.
+  std::map<std::pair<size_t, size_t>, std::vector<uint32_t>> links;
+  for (uint32_t slot = map.num_slots(); slot-- > 0;) {  // popped from the back: slot order
     if (!eligible[slot] || used[slot]) continue;
-    const size_t a = of[map.OwnerIndex(slot)];
-    if (!prim.Over(a)) continue;
-    size_t best = npos;
-    for (uint16_t r = 1; r < R; ++r) {
-      const size_t b = of[map.OwnerIndex(slot, r)];
-      if (!prim.Evens(a, b)) continue;
-      if (best == npos || prim.count[b] < prim.count[best] ||
-          (prim.count[b] == prim.count[best] && live[b].entry.id < live[best].entry.id))
-        best = b;
-    }
-    if (best == npos) continue;
-    steps.push_back({RoleStep::kHandover, slot, live[a].entry.id, live[best].entry.id, 0});
-    prim.Move(a, best);
-    used[slot] = true;
+    for (uint16_t r = 1; r < R; ++r)
+      links[{of[map.OwnerIndex(slot)], of[map.OwnerIndex(slot, r)]}].push_back(slot);
   }
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (size_t a = 0; a < n; ++a) {
+      if (!prim.Over(a)) continue;
+      // Breadth first over the servers; the first one reached that a hand-over to evens out.
+      std::vector<size_t> from(n, npos);
+      from[a] = a;
+      std::deque<size_t> queue{a};
+      size_t end = npos;
+      while (!queue.empty() && end == npos) {
+        const size_t x = queue.front();
+        queue.pop_front();
+        for (size_t y = 0; y < n && end == npos; ++y) {
+          if (from[y] != npos) continue;
+          auto it = links.find({x, y});
+          if (it == links.end() || it->second.empty()) continue;
+          from[y] = x;
+          if (prim.Evens(a, y)) end = y;
+          queue.push_back(y);
+        }
+      }
+      if (end == npos) continue;
+      for (size_t y = end; y != a; y = from[y]) {
+        std::vector<uint32_t>& slots = links[{from[y], y}];
+        const uint32_t slot = slots.back();
+        // The slot leaves every link (it has one step per round).
+        for (uint16_t r = 1; r < R; ++r) {
+          std::vector<uint32_t>& l = links[{from[y], of[map.OwnerIndex(slot, r)]}];
+          l.erase(std::remove(l.begin(), l.end(), slot), l.end());
+        }
+        used[slot] = true;
+        steps.push_back({RoleStep::kHandover, slot, live[from[y]].entry.id, live[y].entry.id, 0});
+      }
+      prim.Move(a, end);
+      progress = true;
+    }
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const RoleStep& x, const RoleStep& y) { return x.slot < y.slot; });
   return steps;
 }
 

@@ -5,8 +5,10 @@
 // Two kinds of step, each a MigrationRecord the slot's primary carries out:
 //  - REPLACE_BACKUP: a server holding too many replicas gives up a backup place of a slot to a
 //    server holding too few (copied to it first; the slot never has fewer backups);
-//  - HANDOVER: a server that is primary of too many slots hands one to a backup of it that is
-//    primary of too few (no copy: the backup holds every acknowledged write).
+//  - HANDOVER: a server that is primary of too many slots hands one to a backup of it (no
+//    copy: the backup holds every acknowledged write); when no backup of its slots is primary
+//    of too few, a chain of hand-overs (a -> b in one slot, b -> c in another, ...) ends at
+//    one that is, and the servers between keep their count.
 // Only slots whose every replica place is filled by a live server take part (a slot short of
 // backups or with a down replica is failover's and re-replication's). A backup leaves a slot
 // only for a server that keeps the slot's zones at least as spread: when the leaving backup's

@@ -246,8 +246,17 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     }
     res->assigned = assigned;
     uint32_t moved = 0;
-    const size_t unmoved = map.replicas() > 1 ? plan.moves.size() : 0;
-    if (map.replicas() > 1) plan.moves.clear();  // moving replicated slots: not built yet
+    if (map.replicas() > 1) {  // roles move: backups replaced, primaries handed over
+      uint32_t replaced = 0, handed = 0;
+      s = BalanceReplicas(e, live_zoned, &replaced, &handed);
+      res->moved = replaced + handed;
+      const std::string done = std::to_string(assigned) + " unassigned slot(s) given, " +
+                               std::to_string(replaced) + " backup(s) moved, " +
+                               std::to_string(handed) + " primary role(s) handed over";
+      if (!s.ok()) return Status(s.code(), done + "; then: " + s.message());
+      res->message = done + "; " + std::to_string(live.size()) + " live server(s)";
+      return Status::Ok();
+    }
     s = Move(e, plan.moves, MigrationRecord::kMove, &moved);
     res->moved = moved;
     if (!s.ok())
@@ -257,11 +266,7 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
                                   " moved; then: " + s.message());
     res->message = std::to_string(assigned) + " unassigned slot(s) given, " +
                    std::to_string(moved) + " slot(s) moved; " + std::to_string(live.size()) +
-                   " live server(s)" +
-                   (unmoved > 0 ? "; " + std::to_string(unmoved) +
-                                      " replicated slot(s) left where they are (moving "
-                                      "replicated slots is not built yet)"
-                                : std::string());
+                   " live server(s)";
     return Status::Ok();
   }
   return Status(Code::kTimeout, "the map kept changing during the request");

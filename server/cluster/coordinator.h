@@ -71,8 +71,15 @@ class Coordinator {
   // FAILED; cancels it if a side's member record is gone or after kMigrationTimeoutMs.
   // *retry: it failed in a way that may pass once both sides are live (FAILED, or cancelled
   // for a side's missing record), not for lack of time or leadership.
+  // `replaced`: a REPLACE_BACKUP batch's replaced backup (0 for the other kinds).
   Status MoveBatch(Election* e, uint32_t from, uint32_t to, const std::vector<uint32_t>& slots,
-                   MigrationRecord::Kind kind, bool* retry);
+                   MigrationRecord::Kind kind, bool* retry, uint32_t replaced = 0);
+  // `cluster rebalance` of a replicated cluster (coordinator_balance.cc): rounds of
+  // PlanReplicaBalance (common/cluster/replica_balance_plan.h) over the live servers `live`,
+  // each step a REPLACE_BACKUP or HANDOVER batch run by the slots' primary, until a round
+  // plans nothing. *replaced, *handed: the slots whose backup moved, whose primary moved.
+  Status BalanceReplicas(Election* e, const std::vector<LiveServer>& live, uint32_t* replaced,
+                         uint32_t* handed);
   // After a failed batch: whether both sides are registered (waiting up to 10 s), and the
   // slots of *slots that `from` still owns in the map.
   bool BothLive(uint32_t from, uint32_t to, std::vector<uint32_t>* slots);

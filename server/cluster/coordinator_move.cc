@@ -87,13 +87,14 @@ bool Coordinator::BothLive(uint32_t from, uint32_t to, std::vector<uint32_t>* sl
 
 Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
                               const std::vector<uint32_t>& slots, MigrationRecord::Kind kind,
-                              bool* retry) {
+                              bool* retry, uint32_t replaced) {
   using C = EtcdClient::Compare;
   *retry = false;
   MigrationRecord rec;
   rec.from_id = from;
   rec.to_id = to;
   rec.kind = kind;
+  rec.replaced_id = replaced;
   rec.slots = slots;
   Status s = SecureRandom::Fill(&rec.nonce, sizeof rec.nonce);
   if (!s.ok()) return s;
@@ -119,7 +120,7 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
       break;
     if (s.ok() && (!found || now.nonce != rec.nonce))
       return Status(Code::kUnavailable, "the migration record was replaced");
-    if (kind == MigrationRecord::kAddReplica) {  // failures are handled while a copy runs
+    if (kind != MigrationRecord::kMove) {  // failures are handled while a replicated batch runs
       bool replicated = false, changed = false;
       Status u = Upkeep(e, false, &replicated, &changed);
       if (u.code() == Code::kUnauthenticated) return u;

@@ -20,11 +20,14 @@
 #  - `cluster remove` of a live server under lin_load: it holds no replica when the command
 #    returns, the others hold two per slot, nothing acknowledged is lost;
 #  - R=3: two of three servers killed one after the other (re-replication between): nothing
-#    acknowledged is lost.
+#    acknowledged is lost;
+#  - a full replica (repl_fill);
+#  - `cluster rebalance` onto a fourth server under lin_load: even shares of replicas and
+#    primaries, nothing lost, linearizable.
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
-# kill, zombie, coord, remove, r3, full; default all).
+# kill, zombie, coord, remove, r3, full, balance; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -339,6 +342,42 @@ full "$clf" 2 30 || fail "full-replica cluster placement" "$(cat "$logs/status.n
 "$build/repl_fill" --cluster="$clf" > "$logs/fill.out" 2>&1 &&
   pass "a full replica: $(grep "^repl_fill: [0-9]" "$logs/fill.out"); kept now $(stat_of 6 repl_kept)/$(stat_of 7 repl_kept)" ||
   fail "a full replica" "$(tail -6 "$logs/fill.out")"
+
+fi
+
+if want balance; then
+# 8. `cluster rebalance` of a replicated cluster under lin_load: a fourth server joins a
+# balanced R=2 cluster of three; the rebalance gives it an even share of the replicas (backup
+# places replaced: copied to it first) and of the primaries (handed over by their primaries to
+# it once it is their backup: no copy). Every server ends with 16 primaries and 16 backups of
+# the 64 slots, each slot keeps two live replicas, nothing acknowledged is lost and the history
+# is linearizable (stale-map clients included). A second rebalance has nothing to do.
+clb=etcd://127.0.0.1:2379/repbal
+ctl --server="$clb" cluster init --slots=64 --replicas=2 > "$logs/initb.out" 2>&1 ||
+  fail "cluster init (balance)" "$(cat "$logs/initb.out")"
+for i in 8 9 10; do start_server "$i" "$clb" 16M || fail "balance: server $i started"; done
+ctl --server="$clb" cluster rebalance > "$logs/rebalanceb0.out" 2>&1
+full "$clb" 2 30 || fail "balance: placement of three" "$(cat "$logs/rebalanceb0.out" "$logs/status.now")"
+lin "$clb" balance 26 &
+lpid=$!
+running balance
+start_server 11 "$clb" 16M || fail "balance: server 11 started"
+ctl --server="$clb" cluster rebalance > "$logs/rebalanceb.out" 2>&1; brc=$?
+ctl --server="$clb" cluster status > "$logs/status.now" 2>&1
+even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 16" "$logs/status.now")
+[ $brc = 0 ] && [ "$even" = 4 ] && full "$clb" 2 10 &&
+  pass "rebalance (R=2) onto a fourth server under load: 16 primaries and 16 backups each: $(cat "$logs/rebalanceb.out")" ||
+  fail "rebalance of replicated slots" "rc $brc: $(cat "$logs/rebalanceb.out"); $(cat "$logs/status.now")"
+ctl --server="$clb" cluster rebalance > "$logs/rebalanceb2.out" 2>&1 &&
+  grep -q " 0 backup(s) moved, 0 primary role(s) handed over" "$logs/rebalanceb2.out" &&
+  pass "a second rebalance has nothing to do: $(cat "$logs/rebalanceb2.out")" ||
+  fail "second rebalance" "$(cat "$logs/rebalanceb2.out")"
+sleep 2
+touch "$logs/balance.stop"
+wait $lpid; judge balance $? "rebalance of replicated slots onto a new server"
+e11=$(stat_of 11 entries)
+[ "${e11:-0}" -gt 0 ] && pass "the new server holds entries ($e11) of the slots it took" ||
+  fail "the new server holds no entry" "${e11:-?}"
 
 fi
 
