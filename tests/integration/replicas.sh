@@ -378,6 +378,24 @@ wait $lpid; judge balance $? "rebalance of replicated slots onto a new server"
 e11=$(stat_of 11 entries)
 [ "${e11:-0}" -gt 0 ] && pass "the new server holds entries ($e11) of the slots it took" ||
   fail "the new server holds no entry" "${e11:-?}"
+# A fifth server killed -9 while a rebalance gives it replicas and primaries (copies to it,
+# hand-overs to it): the rebalance ends (done, or an error naming the dead side), the slots it
+# had taken fail over, every slot gets two live replicas again, nothing acknowledged is lost.
+lin "$clb" balancekill 27 &
+lpid=$!
+running balancekill
+start_server 12 "$clb" 16M || fail "balance: server 12 started"
+ctl --server="$clb" cluster rebalance > "$logs/rebalancek.out" 2>&1 &
+bpid=$!
+sleep 1.5
+kill -9 "${spid[12]}"
+wait $bpid; krc=$?
+full "$clb" 2 120 &&
+  pass "a server killed during a rebalance onto it (rebalance rc $krc: $(head -c 300 "$logs/rebalancek.out")): two live replicas per slot again" ||
+  fail "a server killed during a rebalance" "rc $krc: $(cat "$logs/rebalancek.out"); $(cat "$logs/status.now")"
+sleep 2
+touch "$logs/balancekill.stop"
+wait $lpid; judge balancekill $? "a server killed -9 during a rebalance onto it"
 
 fi
 
