@@ -6,7 +6,8 @@
 //    server was its primary in the last map, with replicas) goes through PROMOTING: neither
 //    readable nor writable until the promotion fence passed (map_lease.h) and the replicated
 //    writes admitted as a backup finished; the promoter thread then stores OWNED;
-//  - backup: BACKUP (sequence unset: it takes the primary's next number);
+//  - backup: BACKUP (sequence unset: it takes the primary's next number; also when it stays a
+//    backup under a new primary, which only a HANDOVER does);
 //  - none: NOT_OWNED.
 // Slots a migration is handing over keep their words (the migration sets them), unless the map
 // no longer names this server as their primary: a HANDOVER's commit (paused words, this server
@@ -40,6 +41,20 @@ void ClusterNode::Apply(const SlotMap& map) {
   for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
     const uint16_t o = map.OwnerIndex(slot);
     if (o != kUnassigned) owner_ids[slot] = map.servers()[o].id;
+  }
+  // Still a backup under a new primary: only a HANDOVER does that (a failover clears the
+  // other replicas), after which every replica's entries of the slot are equal. The new primary
+  // numbers on from its own last number, which this backup may not share (it may have joined
+  // with no write since), so it takes the next number, whichever it is. Before the routing
+  // names the new primary: its first REPLICATE is admitted only after that.
+  for (uint32_t slot = 0; last_map_ && me != kUnassigned && slot < map.num_slots(); ++slot) {
+    const uint16_t was = last_map_->OwnerIndex(slot), is = map.OwnerIndex(slot);
+    if (was == kUnassigned || is == kUnassigned ||
+        WordState(owners_->Word(slot)) != SlotState::kBackup ||
+        last_map_->servers()[was].id == map.servers()[is].id)
+      continue;
+    for (uint16_t r = 1; r < map.replicas(); ++r)
+      if (map.OwnerIndex(slot, r) == me) owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
   }
   owners_->SetRouting(map.epoch(), owner_ids);
   uint32_t gained = 0, lost = 0, promoted = 0, backups = 0;

@@ -151,6 +151,13 @@ void Migrator::Handover(const MigrationRecord& rec, int64_t rec_revision) {
   }
   // ClusterNode::Apply turns the paused words into BACKUP when it applies the committed map.
   while (o_.applied_epoch && o_.applied_epoch() < committed_epoch_ && !Stopping()) Pause(20);
+  // A word still paused now: this server skipped that map and applied a newer one that names
+  // it primary again (the new primary died at once and it was promoted back). No write was
+  // acknowledged meanwhile (they all needed this server, which refused them while paused), so
+  // its table holds every acknowledged write: it takes the slot's writes again (ResumeSlot
+  // checks the applied map; a word Apply changed is left as it is).
+  for (uint32_t slot : rec.slots)
+    if (WordState(owners_->Word(slot)) == SlotState::kMoving) ResumeSlot(slot);
   owners_->SetHandingOver(rec.slots, false);
   done_.fetch_add(1);
   LOG(INFO) << "migration " << rec.nonce << ": primary of " << rec.slots.size()

@@ -352,6 +352,7 @@ if want balance; then
 # it once it is their backup: no copy). Every server ends with 16 primaries and 16 backups of
 # the 64 slots, each slot keeps two live replicas, nothing acknowledged is lost and the history
 # is linearizable (stale-map clients included). A second rebalance has nothing to do.
+for i in 3 4 5 6 7; do [ -n "${spid[$i]:-}" ] && kill "${spid[$i]}" 2>/dev/null; done  # memory
 clb=etcd://127.0.0.1:2379/repbal
 ctl --server="$clb" cluster init --slots=64 --replicas=2 > "$logs/initb.out" 2>&1 ||
   fail "cluster init (balance)" "$(cat "$logs/initb.out")"
@@ -396,6 +397,32 @@ full "$clb" 2 120 &&
 sleep 2
 touch "$logs/balancekill.stop"
 wait $lpid; judge balancekill $? "a server killed -9 during a rebalance onto it"
+for i in 8 9 10 11; do kill "${spid[$i]}" 2>/dev/null; done
+# R=3: the same onto a fourth server (48 replicas and 16 primaries each). A backup that stays a
+# backup under a handed-over primary takes the new primary's numbering (slots no one wrote
+# since the new server joined included).
+clb3=etcd://127.0.0.1:2379/repbal3
+ctl --server="$clb3" cluster init --slots=64 --replicas=3 > "$logs/initb3.out" 2>&1 ||
+  fail "cluster init (balance, R=3)" "$(cat "$logs/initb3.out")"
+for i in 13 14 15; do start_server "$i" "$clb3" 16M || fail "balance R=3: server $i started"; done
+ctl --server="$clb3" cluster rebalance > "$logs/rebalanceb30.out" 2>&1
+full "$clb3" 3 30 || fail "balance R=3: placement of three" "$(cat "$logs/status.now")"
+lin "$clb3" balance3 28 &
+lpid=$!
+running balance3
+start_server 16 "$clb3" 16M || fail "balance R=3: server 16 started"
+ctl --server="$clb3" cluster rebalance > "$logs/rebalanceb3.out" 2>&1; brc=$?
+ctl --server="$clb3" cluster status > "$logs/status.now" 2>&1
+even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 32" "$logs/status.now")
+[ $brc = 0 ] && [ "$even" = 4 ] && full "$clb3" 3 10 &&
+  pass "rebalance (R=3) onto a fourth server under load: 16 primaries and 32 backups each: $(cat "$logs/rebalanceb3.out")" ||
+  fail "rebalance of replicated slots (R=3)" "rc $brc: $(cat "$logs/rebalanceb3.out"); $(cat "$logs/status.now")"
+sleep 3  # writes to every slot under the new roles
+touch "$logs/balance3.stop"
+wait $lpid; judge balance3 $? "rebalance (R=3) onto a new server"
+r=0; for i in 13 14 15 16; do r=$((r + $(stat_of "$i" repl_refused_sequence))); done
+[ "$r" = 0 ] && pass "no REPLICATE refused for its sequence after the hand-overs" ||
+  fail "REPLICATEs refused for their sequence after the hand-overs" "$r"
 
 fi
 
