@@ -162,6 +162,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
     Replicator* r = replicator_.get();
     mo.has_kept = [r](uint32_t slot) { return r->HasKept(slot); };
     mo.settle_kept = [r](uint32_t slot) { return r->Settle(slot); };
+    mo.lacks_write = [r](uint32_t slot) { return r->LacksWrite(slot); };
     SuspectReporterOptions so;
     so.etcd = etcd_.get();
     so.cluster = o_.cluster;

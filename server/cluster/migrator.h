@@ -69,6 +69,9 @@ struct MigratorOptions {
   // A replicated server: resolves a slot's kept write now (Replicator::Settle); an
   // ADD_REPLICA batch calls it for each slot before it copies.
   std::function<bool(uint32_t)> settle_kept;
+  // A replicated server: whether this table lacks a write its backups hold
+  // (Replicator::LacksWrite); a HANDOVER batch with such a slot fails.
+  std::function<bool(uint32_t)> lacks_write;
 };
 
 class Migrator {

@@ -137,12 +137,20 @@ void Migrator::Handover(const MigrationRecord& rec, int64_t rec_revision) {
              "released a slot)");
       return;
     }
-  for (uint32_t slot : rec.slots)
+  for (uint32_t slot : rec.slots) {
     if (o_.has_kept && o_.has_kept(slot)) {
       Resume(rec, rec_revision,
              "slot " + std::to_string(slot) + " holds a write of unknown outcome");
       return;
     }
+    if (o_.lacks_write && o_.lacks_write(slot)) {
+      Resume(rec, rec_revision,
+             "slot " + std::to_string(slot) +
+                 ": this server's table lacks a write its backups hold (it had no room for "
+                 "it); not handed over until that key is written again");
+      return;
+    }
+  }
   const Outcome outcome = Commit(rec, rec_revision);
   if (outcome == Outcome::kUnknown) return;  // stopping: the words stay paused (MOVING)
   if (outcome == Outcome::kCancelled) {

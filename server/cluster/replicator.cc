@@ -24,7 +24,8 @@ Replicator::Replicator(OwnershipTable* owners, Table* table, ReplicatorOptions o
       table_(table),
       o_(std::move(o)),
       slot_mu_(new SlotLock[owners->num_slots()]),
-      pending_(new std::unique_ptr<Pending>[owners->num_slots()]) {}
+      pending_(new std::unique_ptr<Pending>[owners->num_slots()]),
+      lacking_(new std::unique_ptr<Lacking>[owners->num_slots()]) {}
 
 Replicator::~Replicator() = default;
 
@@ -317,7 +318,8 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
   std::memcpy(msg.data(), &h, sizeof h);
   msg.append(key);
   auto keep = [&] {  // the write may be on some replica: resent (and applied here) first next time
-    DropKept(slot);  // a superseded one: this write of the same key, a later number, replaces it
+    NoteLacking(slot, key);  // a delivered one of another key this table had no room for
+    DropKept(slot);  // the older one: of this key (this later write replaces it), or noted above
     kept_.fetch_add(1, std::memory_order_relaxed);
     pending_[slot] =
         std::make_unique<Pending>(Pending{put, WordEpoch(owners_->Word(slot)), std::string(key),
@@ -361,6 +363,7 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
                                       a.ToString());
   }
   if (superseded) DropKept(slot);  // replaced on every replica and here
+  ClearLacking(slot, key);         // the same: a lacked write of this key is replaced
   writes_.fetch_add(1, std::memory_order_relaxed);
   return a;
 }

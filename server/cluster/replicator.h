@@ -114,6 +114,13 @@ class Replicator {
   // stays busy for 100 ms or the word is not OWNED (replicator_kept.cc). Cheap when nothing is
   // kept (one atomic load).
   bool Settle(uint32_t slot);
+  // Whether this table lacks a write every backup holds: a kept write, delivered, that this
+  // table had no room for, dropped when a newer write of another key was kept (at most one is
+  // kept per slot), in this stint as primary, and not written again since. A HANDOVER refuses
+  // such a slot (the backup would make visible a value this server never served, and lose it
+  // again if this server were promoted back); copies do not care (the value was never
+  // visible). True also when the slot's lock is not had within 100 ms (replicator_kept.cc).
+  bool LacksWrite(uint32_t slot);
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).
   uint64_t kept() const { return kept_.load(); }
@@ -230,6 +237,17 @@ class Replicator {
     bool delivered = false;
   };
   std::unique_ptr<std::unique_ptr<Pending>[]> pending_;
+  // The keys of the delivered kept writes this table lacks (LacksWrite), per slot, guarded by
+  // the slot's lock; at most kMaxLacking keys, then `overflow` until the stint ends.
+  struct Lacking {
+    uint64_t tenure = 0;
+    std::vector<std::string> keys;
+    bool overflow = false;
+  };
+  static constexpr size_t kMaxLacking = 16;
+  std::unique_ptr<std::unique_ptr<Lacking>[]> lacking_;
+  void NoteLacking(uint32_t slot, std::string_view key);   // under the slot's lock
+  void ClearLacking(uint32_t slot, std::string_view key);  // under the slot's lock
   mutable std::mutex map_mu_;
   std::shared_ptr<const SlotMap> map_;  // guarded by map_mu_
   std::atomic<uint64_t> map_epoch_{0};  // map_'s epoch (read without the lock)

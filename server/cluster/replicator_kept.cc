@@ -4,6 +4,7 @@
 // (ResolveKept, from Write) or, for re-replication, without one (Settle).
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "server/cluster/replicator.h"
@@ -14,6 +15,32 @@ void Replicator::DropKept(uint32_t slot) {
   if (!pending_[slot]) return;
   pending_[slot].reset();
   kept_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Replicator::NoteLacking(uint32_t slot, std::string_view key) {
+  const Pending* p = pending_[slot].get();
+  if (p == nullptr || !p->delivered || p->key == key) return;
+  auto& l = lacking_[slot];
+  if (!l || l->tenure != p->tenure) l = std::make_unique<Lacking>(Lacking{p->tenure, {}, false});
+  if (std::find(l->keys.begin(), l->keys.end(), p->key) != l->keys.end()) return;
+  if (l->keys.size() < kMaxLacking)
+    l->keys.push_back(p->key);
+  else
+    l->overflow = true;
+}
+
+void Replicator::ClearLacking(uint32_t slot, std::string_view key) {
+  auto& l = lacking_[slot];
+  if (!l) return;
+  l->keys.erase(std::remove(l->keys.begin(), l->keys.end(), key), l->keys.end());
+  if (l->keys.empty() && !l->overflow) l.reset();
+}
+
+bool Replicator::LacksWrite(uint32_t slot) {
+  std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
+  if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return true;
+  const auto& lack = lacking_[slot];
+  return lack && lack->tenure == WordEpoch(owners_->Word(slot));
 }
 
 bool Replicator::HasKept(uint32_t slot) {
