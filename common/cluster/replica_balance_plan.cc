@@ -39,7 +39,8 @@ struct Share {
 
 }  // namespace
 
-std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<LiveServer>& live) {
+std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<LiveServer>& live,
+                                         const std::vector<Avoid>& avoid) {
   std::vector<RoleStep> steps;
   if (map.replicas() < 2 || live.size() < 2) return steps;
   const size_t n = live.size();
@@ -70,6 +71,11 @@ std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<L
   rep.Bounds();
   prim.Bounds();
   std::vector<bool> used(map.num_slots(), false);
+  auto paired = [&](size_t primary, size_t server) {  // live indexes
+    return std::any_of(avoid.begin(), avoid.end(), [&](const Avoid& a) {
+      return a.primary == live[primary].entry.id && a.server == live[server].entry.id;
+    });
+  };
   auto holds = [&](uint32_t slot, size_t s) {
     for (uint16_t r = 0; r < R; ++r)
       if (of[map.OwnerIndex(slot, r)] == s) return true;
@@ -93,7 +99,9 @@ std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<L
       const bool a_spreads = !shared(live[a].zone);
       size_t best = npos;
       for (size_t c = 0; c < n; ++c) {
-        if (holds(slot, c) || !rep.Evens(a, c) || (a_spreads && shared(live[c].zone))) continue;
+        if (holds(slot, c) || !rep.Evens(a, c) || (a_spreads && shared(live[c].zone)) ||
+            paired(of[map.OwnerIndex(slot)], c))
+          continue;
         if (map.IndexOf(live[c].entry.id) == kUnassigned) continue;
         if (best == npos || rep.count[c] < rep.count[best] ||
             (rep.count[c] == rep.count[best] && live[c].entry.id < live[best].entry.id))
@@ -113,8 +121,13 @@ std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<L
   std::map<std::pair<size_t, size_t>, std::vector<uint32_t>> links;
   for (uint32_t slot = map.num_slots(); slot-- > 0;) {  // popped from the back: slot order
     if (!eligible[slot] || used[slot]) continue;
-    for (uint16_t r = 1; r < R; ++r)
-      links[{of[map.OwnerIndex(slot)], of[map.OwnerIndex(slot, r)]}].push_back(slot);
+    for (uint16_t r = 1; r < R; ++r) {
+      const size_t b = of[map.OwnerIndex(slot, r)];
+      bool ok = true;  // b as primary: none of the slot's other replicas paired with it
+      for (uint16_t q = 0; q < R; ++q)
+        if (q != r && paired(b, of[map.OwnerIndex(slot, q)])) ok = false;
+      if (ok) links[{of[map.OwnerIndex(slot)], b}].push_back(slot);
+    }
   }
   for (bool progress = true; progress;) {
     progress = false;

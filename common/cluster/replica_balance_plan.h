@@ -41,7 +41,12 @@ struct RoleStep {
 // One round of steps, in slot order. `live`: the live servers that may hold replicas (a server
 // being removed is left out); servers of `live` that are not in the map hold nothing yet and
 // are counted (the caller has added them to the map's server table, or they get no step).
-std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<LiveServer>& live);
+// `avoid` (pairs from SuspectRecords: the primary cannot reach the server): no step makes a
+// map in which a slot's backup is paired with its primary. A REPLACE_BACKUP never gives a
+// backup place to a server paired with the slot's primary; a HANDOVER never goes to a server
+// paired with any other replica of the slot (the old primary included).
+std::vector<RoleStep> PlanReplicaBalance(const SlotMap& map, const std::vector<LiveServer>& live,
+                                         const std::vector<Avoid>& avoid = {});
 
 }  // namespace rkv::cluster
 

@@ -145,6 +145,34 @@ Status Coordinator::ServeOnce(Election* e) {
   return Status::Ok();
 }
 
+Status Coordinator::ReadLive(bool replicated, std::vector<EtcdKv>* members,
+                             std::vector<LiveServer>* live, std::map<uint32_t, int64_t>* leases) {
+  bool more = false;
+  members->clear();
+  live->clear();
+  Status s = etcd_->GetPrefix(Key("servers/"), members, nullptr, false, &more);
+  if (!s.ok()) return s;
+  std::map<uint32_t, int64_t> own;
+  if (leases == nullptr) leases = &own;
+  for (const EtcdKv& kv : *members) {
+    MemberRecord r;
+    if (MemberRecord::Decode(kv.value, &r).ok()) (*leases)[r.id] = kv.lease;
+  }
+  // A server being removed (its DrainRecord) takes no slot and no backup.
+  std::vector<uint32_t> draining;
+  if (replicated && !ReadDraining(*leases, &draining).ok()) draining = draining_;
+  for (const EtcdKv& kv : *members) {
+    MemberRecord r;
+    if (!MemberRecord::Decode(kv.value, &r).ok()) {
+      LOG(WARNING) << "cluster coordinator: ignoring " << kv.key << ": not a member record";
+      continue;
+    }
+    if (std::find(draining.begin(), draining.end(), r.id) != draining.end()) continue;
+    live->push_back({{r.id, r.host, r.port}, r.zone});
+  }
+  return Status::Ok();
+}
+
 Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult* res) {
   for (int attempt = 0; attempt < kCommitTries; ++attempt) {
     bool found = false;
@@ -158,29 +186,11 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     if (!s.ok())
       return Status(Code::kProtocolError, "the cluster's map does not decode: " + s.message());
     std::vector<EtcdKv> members;
-    bool more = false;
-    s = etcd_->GetPrefix(Key("servers/"), &members, nullptr, false, &more);
-    if (!s.ok()) return s;
     std::vector<ServerEntry> live;
     std::vector<LiveServer> live_zoned;
-    std::map<uint32_t, int64_t> leases;
-    for (const EtcdKv& kv : members) {
-      MemberRecord r;
-      if (MemberRecord::Decode(kv.value, &r).ok()) leases[r.id] = kv.lease;
-    }
-    // A server being removed (its DrainRecord) takes no slot and no backup.
-    std::vector<uint32_t> draining;
-    if (map.replicas() > 1 && !ReadDraining(leases, &draining).ok()) draining = draining_;
-    for (const EtcdKv& kv : members) {
-      MemberRecord r;
-      if (!MemberRecord::Decode(kv.value, &r).ok()) {
-        LOG(WARNING) << "cluster coordinator: ignoring " << kv.key << ": not a member record";
-        continue;
-      }
-      if (std::find(draining.begin(), draining.end(), r.id) != draining.end()) continue;
-      live.push_back({r.id, r.host, r.port});
-      live_zoned.push_back({live.back(), r.zone});
-    }
+    s = ReadLive(map.replicas() > 1, &members, &live_zoned);
+    if (!s.ok()) return s;
+    for (const LiveServer& l : live_zoned) live.push_back(l.entry);
     if (req.kind == ClusterRequest::kRemove && map.IndexOf(req.server_id) == kUnassigned)
       return Status(Code::kNotFound,
                     "server " + std::to_string(req.server_id) + " is not in the map");
@@ -248,7 +258,7 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
     uint32_t moved = 0;
     if (map.replicas() > 1) {  // roles move: backups replaced, primaries handed over
       uint32_t replaced = 0, handed = 0;
-      s = BalanceReplicas(e, live_zoned, &replaced, &handed);
+      s = BalanceReplicas(e, &replaced, &handed);
       res->moved = replaced + handed;
       const std::string done = std::to_string(assigned) + " unassigned slot(s) given, " +
                                std::to_string(replaced) + " backup(s) moved, " +

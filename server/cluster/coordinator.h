@@ -75,11 +75,16 @@ class Coordinator {
   Status MoveBatch(Election* e, uint32_t from, uint32_t to, const std::vector<uint32_t>& slots,
                    MigrationRecord::Kind kind, bool* retry, uint32_t replaced = 0);
   // `cluster rebalance` of a replicated cluster (coordinator_balance.cc): rounds of
-  // PlanReplicaBalance (common/cluster/replica_balance_plan.h) over the live servers `live`,
-  // each step a REPLACE_BACKUP or HANDOVER batch run by the slots' primary, until a round
-  // plans nothing. *replaced, *handed: the slots whose backup moved, whose primary moved.
-  Status BalanceReplicas(Election* e, const std::vector<LiveServer>& live, uint32_t* replaced,
-                         uint32_t* handed);
+  // PlanReplicaBalance (common/cluster/replica_balance_plan.h) over the live servers (read
+  // again each round; never onto a server a slot's primary reported), each step a
+  // REPLACE_BACKUP or HANDOVER batch run by the slots' primary, until a round plans nothing.
+  // *replaced, *handed: the slots whose backup moved, whose primary moved.
+  Status BalanceReplicas(Election* e, uint32_t* replaced, uint32_t* handed);
+  // The member records (NAME/servers/), and the live servers that may hold slots: those whose
+  // record decodes, less (`replicated`) the ones being removed. *leases (may be null): member
+  // id -> the lease of its record.
+  Status ReadLive(bool replicated, std::vector<EtcdKv>* members, std::vector<LiveServer>* live,
+                  std::map<uint32_t, int64_t>* leases = nullptr);
   // After a failed batch: whether both sides are registered (waiting up to 10 s), and the
   // slots of *slots that `from` still owns in the map.
   bool BothLive(uint32_t from, uint32_t to, std::vector<uint32_t>* slots);

@@ -24,8 +24,7 @@ constexpr int kBalanceRounds = 32;  // rounds end by themselves well before (the
 constexpr size_t kBalanceBatch = 512;
 }  // namespace
 
-Status Coordinator::BalanceReplicas(Election* e, const std::vector<LiveServer>& live,
-                                    uint32_t* replaced, uint32_t* handed) {
+Status Coordinator::BalanceReplicas(Election* e, uint32_t* replaced, uint32_t* handed) {
   for (int round = 0; round < kBalanceRounds; ++round) {
     bool found = false;
     EtcdKv kv;
@@ -35,7 +34,14 @@ Status Coordinator::BalanceReplicas(Election* e, const std::vector<LiveServer>& 
     if (!found) return Status(Code::kNotFound, "the cluster's map is gone");
     s = SlotMap::Decode(kv.value, &map);
     if (!s.ok()) return s;
-    const std::vector<RoleStep> steps = PlanReplicaBalance(map, live);
+    std::vector<EtcdKv> members;
+    std::vector<LiveServer> live;
+    std::map<uint32_t, int64_t> leases;
+    s = ReadLive(true, &members, &live, &leases);
+    if (!s.ok()) return s;
+    std::vector<Avoid> avoid;  // pairs a primary reported: never its backup
+    if (!ReadSuspects(leases, &avoid).ok()) avoid = suspects_;
+    const std::vector<RoleStep> steps = PlanReplicaBalance(map, live, avoid);
     if (steps.empty()) return Status::Ok();
     // (kind, primary, target, replaced) -> slots, in slot order.
     std::map<std::tuple<int, uint32_t, uint32_t, uint32_t>, std::vector<uint32_t>> batches;

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "client/client_impl.h"
+#include "common/cluster/map_lease.h"
 #include "common/cluster/slot_map.h"
 #include "server/cluster/slot_scan.h"
 
@@ -89,6 +90,14 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
   const uint16_t me = map.IndexOf(o_.my_id), to = map.IndexOf(rec.to_id);
   if (why.empty() && to == kUnassigned)
     why = "target server " + std::to_string(rec.to_id) + " is not in the map";
+  // A slot this server was just promoted to (a hand-over of the last round, a failover) is
+  // PROMOTING until its promotion fence passed: waited for, not refused.
+  const auto promoted_by = SteadyClock::now() + PromotionFence() + std::chrono::seconds(2);
+  for (uint32_t slot : rec.slots)
+    while (why.empty() && slot < owners_->num_slots() && !Stopping() &&
+           WordState(owners_->Word(slot)) == SlotState::kPromoting &&
+           SteadyClock::now() < promoted_by)
+      Pause(20);
   for (size_t i = 0; why.empty() && i < rec.slots.size(); ++i) {
     const uint32_t slot = rec.slots[i];
     if (slot >= map.num_slots() || map.OwnerIndex(slot) != me || me == kUnassigned ||
