@@ -64,6 +64,7 @@ ClusterNode::~ClusterNode() {
   coordinator_.reset();  // resigns first: the next candidate leads at once
   probe_.reset();
   watcher_.reset();
+  reclaimer_.reset();   // after the watcher: Apply reports to it
   membership_.reset();  // revokes the lease
 }
 
@@ -142,6 +143,10 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   Status s = Membership::Join(m, &membership_);
   if (!s.ok()) return Status(s.code(), "--cluster: joining: " + s.message());
   if (replicator_) replicator_->SetId(membership_->id());
+  if (replicas_ > 1) {  // before the watcher: Apply reports the slots it releases to it
+    reclaimer_ = std::make_unique<SlotReclaimer>(table, owners, &words_mu_);
+    reclaimer_->Start();
+  }
   s = MapWatcher::Start(
       etcd_.get(), o_.cluster, [this](const SlotMap& map) { Apply(map); }, &watcher_);
   if (!s.ok()) return s;
@@ -197,6 +202,7 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("migrated_keys_out", migrator_ ? migrator_->keys_sent() : 0));
   v->push_back(StatValue::U("cluster_backup_slots", owners_ ? owners_->CountBackups() : 0));
   v->push_back(StatValue::U("cluster_promotions", promotions_.load()));
+  v->push_back(StatValue::U("cluster_reclaimed_keys", reclaimer_ ? reclaimer_->reclaimed() : 0));
   v->push_back(StatValue::U("repl_writes", replicator_ ? replicator_->writes() : 0));
   v->push_back(StatValue::U("repl_retries", replicator_ ? replicator_->retries() : 0));
   v->push_back(StatValue::U("repl_failures", replicator_ ? replicator_->failures() : 0));

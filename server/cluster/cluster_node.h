@@ -33,6 +33,7 @@
 #include "server/cluster/ownership_table.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/sender_addresses.h"
+#include "server/cluster/slot_reclaimer.h"
 #include "server/cluster/suspect_reporter.h"
 #include "server/metrics/stat_value.h"
 
@@ -117,6 +118,9 @@ class ClusterNode {
   std::vector<uint8_t> stale_role_;          // guarded by words_mu_ (after Join)
   bool stop_ = false;                        // guarded by words_mu_
   std::thread promoter_;
+  // Replicated clusters, from Join: frees the entries of slots Apply released (it borrows
+  // words_mu_, declared before it).
+  std::unique_ptr<SlotReclaimer> reclaimer_;
   // The promoter: a promoted slot's word becomes OWNED (readable, writable) once its fence
   // passed and no replicated write it admitted as a backup is still running.
   void Promote();

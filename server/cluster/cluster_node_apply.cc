@@ -8,7 +8,7 @@
 //    writes admitted as a backup finished; the promoter thread then stores OWNED;
 //  - backup: BACKUP (sequence unset: it takes the primary's next number; also when it stays a
 //    backup under a new primary, which only a HANDOVER does);
-//  - none: NOT_OWNED.
+//  - none: NOT_OWNED (its entries freed by the slot reclaimer, server/cluster/slot_reclaimer.h).
 // Slots a migration is handing over keep their words (the migration sets them), unless the map
 // no longer names this server as their primary: a HANDOVER's commit (paused words, this server
 // now their backup) makes them BACKUP; otherwise (a failover while it ran) they are released
@@ -107,7 +107,9 @@ void ClusterNode::Apply(const SlotMap& map) {
       if (slot < stale_role_.size()) stale_role_[slot] = 0;
       ++backups;
     } else if (held || st == SlotState::kBackup) {
-      owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
+      const uint64_t released = OwnerWord(WordEpoch(word), SlotState::kNotOwned);
+      owners_->Set(slot, released);
+      if (reclaimer_) reclaimer_->Released(slot, released);  // its entries are no replica's
       ++lost;
     }
   }

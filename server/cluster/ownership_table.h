@@ -47,6 +47,15 @@ class OwnershipTable {
   // A backup's replicated write: counted in flight like a client's; true only while the word
   // is BACKUP (a promotion waits for the admitted ones: WaitIdle).
   bool BeginReplicaWrite(uint32_t slot, uint64_t* word);
+  // Counts an operation in flight on the slot (as a write is: WaitIdle and Pause wait for it;
+  // EndWrite ends it), then true if the word is `word`; false (nothing counted) otherwise.
+  // The slot reclaimer's deletion (server/cluster/slot_reclaimer.h).
+  bool BeginIfWord(uint32_t slot, uint64_t word) {
+    inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
+    if (Word(slot) == word) return true;
+    EndWrite(slot);
+    return false;
+  }
   // Waits until no write admitted to the slot is in flight; false at the deadline.
   bool WaitIdle(uint32_t slot, std::chrono::steady_clock::time_point deadline) const;
   // A promoted backup takes client writes only after every client's map lease that could still

@@ -129,6 +129,9 @@ const Mapping kMappings[] = {
      "Cluster: hash slots this server is a backup of."},
     {"cluster_promotions", "rkv_cluster_promotions_total", kC,
      "Cluster: slots promoted here from backup to primary."},
+    {"cluster_reclaimed_keys", "rkv_cluster_reclaimed_keys_total", kC,
+     "Cluster: entries freed because this server holds no replica of their slot any more (a "
+     "backup replaced or dropped, a primary failed over)."},
     {"cluster_found_dead", "rkv_cluster_found_dead_total", kC,
      "Cluster: servers the coordinator's liveness probe found dead while this server led "
      "(nothing listened at their address, or another process answered)."},

@@ -363,6 +363,7 @@ lin "$clb" balance 26 &
 lpid=$!
 running balance
 start_server 11 "$clb" 16M || fail "balance: server 11 started"
+wait_status "$clb" "server [0-9]+ [^ ]+:$(port 11) live" 30 || fail "balance: server 11 registered" "$(cat "$logs/status.now")"
 ctl --server="$clb" cluster rebalance > "$logs/rebalanceb.out" 2>&1; brc=$?
 ctl --server="$clb" cluster status > "$logs/status.now" 2>&1
 even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 16" "$logs/status.now")
@@ -379,6 +380,11 @@ wait $lpid; judge balance $? "rebalance of replicated slots onto a new server"
 e11=$(stat_of 11 entries)
 [ "${e11:-0}" -gt 0 ] && pass "the new server holds entries ($e11) of the slots it took" ||
   fail "the new server holds no entry" "${e11:-?}"
+# The old servers freed the entries of the backup places they gave up (server/cluster/
+# slot_reclaimer.h): every server holds about half its former share.
+rk=0; ent=""; for i in 8 9 10; do rk=$((rk + $(stat_of "$i" cluster_reclaimed_keys))); ent+="$(stat_of "$i" entries) "; done
+[ "$rk" -gt 0 ] && pass "the servers that gave up backup places freed $rk entries (entries now: $ent$e11)" ||
+  fail "no entry reclaimed after the rebalance" "$rk; entries $ent$e11"
 # A fifth server killed -9 while a rebalance gives it replicas and primaries (copies to it,
 # hand-overs to it): the rebalance ends (done, or an error naming the dead side), the slots it
 # had taken fail over, every slot gets two live replicas again, nothing acknowledged is lost.
@@ -386,6 +392,7 @@ lin "$clb" balancekill 27 &
 lpid=$!
 running balancekill
 start_server 12 "$clb" 16M || fail "balance: server 12 started"
+wait_status "$clb" "server [0-9]+ [^ ]+:$(port 12) live" 30 || fail "balance: server 12 registered" "$(cat "$logs/status.now")"
 ctl --server="$clb" cluster rebalance > "$logs/rebalancek.out" 2>&1 &
 bpid=$!
 sleep 1.5
@@ -411,6 +418,7 @@ lin "$clb3" balance3 28 &
 lpid=$!
 running balance3
 start_server 16 "$clb3" 16M || fail "balance R=3: server 16 started"
+wait_status "$clb3" "server [0-9]+ [^ ]+:$(port 16) live" 30 || fail "balance R=3: server 16 registered" "$(cat "$logs/status.now")"
 ctl --server="$clb3" cluster rebalance > "$logs/rebalanceb3.out" 2>&1; brc=$?
 ctl --server="$clb3" cluster status > "$logs/status.now" 2>&1
 even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 32" "$logs/status.now")

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// SlotReclaimer (server/cluster/slot_reclaimer.h): the entries of a released slot are freed and
+// no other slot's; a slot whose word changed after its release (made a backup again, or
+// IMPORTING) keeps its entries; a slot released again after a new role is freed again; a
+// deletion in flight holds an import's wait (BeginIfWord counts as a write in flight).
+#include "server/cluster/slot_reclaimer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/cluster/ownership_word.h"
+#include "common/table/layout.h"
+#include "server/store/table.h"
+
+namespace rkv::cluster {
+namespace {
+
+constexpr uint32_t kSlots = 8;
+
+struct Fixture {
+  Fixture() : mem(4 << 20), words(kSlots, 0) {
+    EXPECT_TRUE(layout::ComputeGeometry(mem.size(), 0, 0.25, 7, &geo));
+    table = std::make_unique<Table>(mem.data(), geo);
+    owners = std::make_unique<OwnershipTable>(words.data(), kSlots, 3);
+    for (int i = 0; i < 400; ++i) {
+      const std::string k = "key-" + std::to_string(i);
+      EXPECT_TRUE(table->Put(k, "value-" + std::to_string(i)).ok());
+      ++per_slot[owners->SlotOf(k)];
+    }
+    for (uint32_t s = 0; s < kSlots; ++s) owners->Set(s, OwnerWord(4, SlotState::kBackup));
+    reclaimer = std::make_unique<SlotReclaimer>(table.get(), owners.get(), &words_mu);
+  }
+  // Releases `slot` as ClusterNode::Apply does.
+  uint64_t Release(uint32_t slot) {
+    const uint64_t w = OwnerWord(WordEpoch(owners->Word(slot)), SlotState::kNotOwned);
+    owners->Set(slot, w);
+    reclaimer->Released(slot, w);
+    return w;
+  }
+  size_t Count(uint32_t slot) {
+    size_t n = 0;
+    std::string v;
+    for (int i = 0; i < 400; ++i) {
+      const std::string k = "key-" + std::to_string(i);
+      if (owners->SlotOf(k) == slot && table->Get(k, &v).ok()) ++n;
+    }
+    return n;
+  }
+  std::vector<uint8_t> mem;
+  std::vector<uint64_t> words;
+  layout::Geometry geo;
+  std::unique_ptr<Table> table;
+  std::unique_ptr<OwnershipTable> owners;
+  std::mutex words_mu;
+  std::unique_ptr<SlotReclaimer> reclaimer;
+  size_t per_slot[kSlots] = {};
+};
+
+TEST(SlotReclaimer, FreesTheReleasedSlotsEntriesOnly) {
+  Fixture f;
+  ASSERT_GT(f.per_slot[2], 0u);
+  f.Release(2);
+  f.Release(5);
+  EXPECT_EQ(f.reclaimer->ReclaimNow(), f.per_slot[2] + f.per_slot[5]);
+  EXPECT_EQ(f.Count(2), 0u);
+  EXPECT_EQ(f.Count(5), 0u);
+  for (uint32_t s : {0u, 1u, 3u, 4u, 6u, 7u}) EXPECT_EQ(f.Count(s), f.per_slot[s]) << s;
+  EXPECT_EQ(f.reclaimer->reclaimed(), f.per_slot[2] + f.per_slot[5]);
+  EXPECT_EQ(f.reclaimer->ReclaimNow(), 0u) << "nothing pending";
+}
+
+TEST(SlotReclaimer, ASlotThatChangedSinceItsReleaseKeepsItsEntries) {
+  Fixture f;
+  f.Release(1);
+  f.owners->Set(1, OwnerWord(9, SlotState::kBackup));  // a newer map: a backup again
+  f.Release(3);
+  f.owners->Set(3, OwnerWord(WordEpoch(f.owners->Word(3)), SlotState::kImporting));
+  EXPECT_EQ(f.reclaimer->ReclaimNow(), 0u);
+  EXPECT_EQ(f.Count(1), f.per_slot[1]);
+  EXPECT_EQ(f.Count(3), f.per_slot[3]);
+  // Released again after the new role: freed.
+  f.Release(1);
+  EXPECT_EQ(f.reclaimer->ReclaimNow(), f.per_slot[1]);
+  EXPECT_EQ(f.Count(1), 0u);
+}
+
+TEST(SlotReclaimer, ADeletionInFlightHoldsAnImportsWait) {
+  Fixture f;
+  const uint64_t w = f.Release(4);
+  ASSERT_TRUE(f.owners->BeginIfWord(4, w));
+  // MIGRATE_BEGIN stores IMPORTING, then waits for the slot's writes in flight.
+  f.owners->Set(4, OwnerWord(WordEpoch(w), SlotState::kImporting));
+  EXPECT_FALSE(f.owners->WaitIdle(4, std::chrono::steady_clock::now()));
+  f.owners->EndWrite(4);
+  EXPECT_TRUE(f.owners->WaitIdle(4, std::chrono::steady_clock::now()));
+  EXPECT_FALSE(f.owners->BeginIfWord(4, w)) << "the word changed: nothing counted";
+  EXPECT_TRUE(f.owners->WaitIdle(4, std::chrono::steady_clock::now()));
+}
+
+TEST(SlotReclaimer, TheThreadReclaimsInTheBackground) {
+  Fixture f;
+  f.reclaimer->Start();
+  f.Release(6);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (f.Count(6) != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(f.Count(6), 0u);
+  f.reclaimer.reset();  // stops the thread
+  EXPECT_EQ(f.Count(7), f.per_slot[7]);
+}
+
+}  // namespace
+}  // namespace rkv::cluster
