@@ -395,7 +395,9 @@ start_server 12 "$clb" 16M || fail "balance: server 12 started"
 wait_status "$clb" "server [0-9]+ [^ ]+:$(port 12) live" 30 || fail "balance: server 12 registered" "$(cat "$logs/status.now")"
 ctl --server="$clb" cluster rebalance > "$logs/rebalancek.out" 2>&1 &
 bpid=$!
-sleep 1.5
+# Killed once a copy to it began (its first MIGRATE_BEGIN), or after 60 s.
+for _ in $(seq 300); do [ "$(stat_of 12 migrations_in)" -gt 0 ] 2>/dev/null && break; sleep 0.2; done
+echo "# server 12 killed after $(stat_of 12 migrations_in) MIGRATE_BEGIN(s)"
 kill -9 "${spid[12]}"
 wait $bpid; krc=$?
 full "$clb" 2 120 &&
