@@ -2,7 +2,8 @@
 // SlotReclaimer (server/cluster/slot_reclaimer.h): the entries of a released slot are freed and
 // no other slot's; a slot whose word changed after its release (made a backup again, or
 // IMPORTING) keeps its entries; a slot released again after a new role is freed again; a
-// deletion in flight holds an import's wait (BeginIfWord counts as a write in flight).
+// deletion in flight holds an import's wait (BeginReclaim counts as a write in flight) and
+// refuses writes and REPLICATEs to a slot a newer map gave back meanwhile.
 #include "server/cluster/slot_reclaimer.h"
 
 #include <gtest/gtest.h>
@@ -34,7 +35,7 @@ struct Fixture {
       ++per_slot[owners->SlotOf(k)];
     }
     for (uint32_t s = 0; s < kSlots; ++s) owners->Set(s, OwnerWord(4, SlotState::kBackup));
-    reclaimer = std::make_unique<SlotReclaimer>(table.get(), owners.get(), &words_mu);
+    reclaimer = std::make_unique<SlotReclaimer>(table.get(), owners.get());
   }
   // Releases `slot` as ClusterNode::Apply does.
   uint64_t Release(uint32_t slot) {
@@ -57,7 +58,6 @@ struct Fixture {
   layout::Geometry geo;
   std::unique_ptr<Table> table;
   std::unique_ptr<OwnershipTable> owners;
-  std::mutex words_mu;
   std::unique_ptr<SlotReclaimer> reclaimer;
   size_t per_slot[kSlots] = {};
 };
@@ -93,14 +93,35 @@ TEST(SlotReclaimer, ASlotThatChangedSinceItsReleaseKeepsItsEntries) {
 TEST(SlotReclaimer, ADeletionInFlightHoldsAnImportsWait) {
   Fixture f;
   const uint64_t w = f.Release(4);
-  ASSERT_TRUE(f.owners->BeginIfWord(4, w));
+  ASSERT_TRUE(f.owners->BeginReclaim(4, w));
   // MIGRATE_BEGIN stores IMPORTING, then waits for the slot's writes in flight.
   f.owners->Set(4, OwnerWord(WordEpoch(w), SlotState::kImporting));
   EXPECT_FALSE(f.owners->WaitIdle(4, std::chrono::steady_clock::now()));
-  f.owners->EndWrite(4);
+  f.owners->EndReclaim(4);
   EXPECT_TRUE(f.owners->WaitIdle(4, std::chrono::steady_clock::now()));
-  EXPECT_FALSE(f.owners->BeginIfWord(4, w)) << "the word changed: nothing counted";
+  EXPECT_FALSE(f.owners->BeginReclaim(4, w)) << "the word changed: nothing counted";
   EXPECT_TRUE(f.owners->WaitIdle(4, std::chrono::steady_clock::now()));
+}
+
+// A newer map makes the slot a BACKUP (or OWNED) while a batch of its entries is deleted: its
+// REPLICATEs and writes are refused until the batch ends, then admitted.
+TEST(SlotReclaimer, ADeletionInFlightHoldsReplicatedAndClientWrites) {
+  Fixture f;
+  const uint64_t w = f.Release(2);
+  ASSERT_TRUE(f.owners->BeginReclaim(2, w));
+  f.owners->Set(2, OwnerWord(9, SlotState::kBackup));
+  uint64_t word = 0;
+  EXPECT_FALSE(f.owners->BeginReplicaWrite(2, &word));
+  EXPECT_EQ(WordState(word), SlotState::kNotOwned) << "asked again";
+  f.owners->Set(2, OwnerWord(9, SlotState::kOwned));
+  EXPECT_FALSE(f.owners->BeginWrite(2, &word));
+  EXPECT_EQ(WordState(word), SlotState::kMoving) << "TRY_AGAIN";
+  f.owners->EndReclaim(2);
+  ASSERT_TRUE(f.owners->BeginWrite(2, &word));
+  f.owners->EndWrite(2);
+  f.owners->Set(2, OwnerWord(9, SlotState::kBackup));
+  ASSERT_TRUE(f.owners->BeginReplicaWrite(2, &word));
+  f.owners->EndWrite(2);
 }
 
 TEST(SlotReclaimer, TheThreadReclaimsInTheBackground) {

@@ -144,7 +144,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   if (!s.ok()) return Status(s.code(), "--cluster: joining: " + s.message());
   if (replicator_) replicator_->SetId(membership_->id());
   if (replicas_ > 1) {  // before the watcher: Apply reports the slots it releases to it
-    reclaimer_ = std::make_unique<SlotReclaimer>(table, owners, &words_mu_);
+    reclaimer_ = std::make_unique<SlotReclaimer>(table, owners);
     reclaimer_->Start();
   }
   s = MapWatcher::Start(

@@ -118,8 +118,7 @@ class ClusterNode {
   std::vector<uint8_t> stale_role_;          // guarded by words_mu_ (after Join)
   bool stop_ = false;                        // guarded by words_mu_
   std::thread promoter_;
-  // Replicated clusters, from Join: frees the entries of slots Apply released (it borrows
-  // words_mu_, declared before it).
+  // Replicated clusters, from Join: frees the entries of slots Apply released.
   std::unique_ptr<SlotReclaimer> reclaimer_;
   // The promoter: a promoted slot's word becomes OWNED (readable, writable) once its fence
   // passed and no replicated write it admitted as a backup is still running.

@@ -49,9 +49,11 @@ void ClusterNode::Apply(const SlotMap& map) {
   // names the new primary: its first REPLICATE is admitted only after that.
   for (uint32_t slot = 0; last_map_ && me != kUnassigned && slot < map.num_slots(); ++slot) {
     const uint16_t was = last_map_->OwnerIndex(slot), is = map.OwnerIndex(slot);
+    // A map skipped (the watcher applies the newest) may have changed the primary and back.
+    const bool skipped = map.epoch() > last_map_->epoch() + 1;
     if (was == kUnassigned || is == kUnassigned ||
         WordState(owners_->Word(slot)) != SlotState::kBackup ||
-        last_map_->servers()[was].id == map.servers()[is].id)
+        (last_map_->servers()[was].id == map.servers()[is].id && !skipped))
       continue;
     for (uint16_t r = 1; r < map.replicas(); ++r)
       if (map.OwnerIndex(slot, r) == me) owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
@@ -76,6 +78,7 @@ void ClusterNode::Apply(const SlotMap& map) {
         // primary's: a backup that takes the new primary's next number.
         owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
+        owners_->SetHandingOver({slot}, false);  // later maps treat it as any backup
         ++backups;
       } else if (role != 0 && held) {  // failed over while a migration ran
         owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));

@@ -91,8 +91,12 @@ void Migrator::Run(const MigrationRecord& rec, int64_t rec_revision) {
   if (why.empty() && to == kUnassigned)
     why = "target server " + std::to_string(rec.to_id) + " is not in the map";
   // A slot this server was just promoted to (a hand-over of the last round, a failover) is
-  // PROMOTING until its promotion fence passed: waited for, not refused.
+  // PROMOTING until its promotion fence passed, and is not even that before this server
+  // applied the map: both waited for, not refused.
   const auto promoted_by = SteadyClock::now() + PromotionFence() + std::chrono::seconds(2);
+  while (why.empty() && o_.applied_epoch && o_.applied_epoch() < map.epoch() && !Stopping() &&
+         SteadyClock::now() < promoted_by)
+    Pause(20);
   for (uint32_t slot : rec.slots)
     while (why.empty() && slot < owners_->num_slots() && !Stopping() &&
            WordState(owners_->Word(slot)) == SlotState::kPromoting &&

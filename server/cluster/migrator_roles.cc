@@ -20,6 +20,7 @@
 #include <chrono>
 #include <string>
 
+#include "common/cluster/map_lease.h"
 #include "common/cluster/slot_map.h"
 #include "server/cluster/migrator.h"
 
@@ -164,8 +165,13 @@ void Migrator::Handover(const MigrationRecord& rec, int64_t rec_revision) {
   // acknowledged meanwhile (they all needed this server, which refused them while paused), so
   // its table holds every acknowledged write: it takes the slot's writes again (ResumeSlot
   // checks the applied map; a word Apply changed is left as it is).
+  // Its writes wait out the promotion fence first, as a promoted slot's do: clients of the
+  // map that named the other server primary may read there until their map lease ran out.
   for (uint32_t slot : rec.slots)
-    if (WordState(owners_->Word(slot)) == SlotState::kMoving) ResumeSlot(slot);
+    if (WordState(owners_->Word(slot)) == SlotState::kMoving) {
+      owners_->FenceWrites(slot, std::chrono::steady_clock::now() + PromotionFence());
+      ResumeSlot(slot);
+    }
   owners_->SetHandingOver(rec.slots, false);
   done_.fetch_add(1);
   LOG(INFO) << "migration " << rec.nonce << ": primary of " << rec.slots.size()

@@ -15,6 +15,7 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       inflight_(new std::atomic<uint32_t>[num_slots]),
       tracked_(new std::atomic<uint8_t>[num_slots]),
       handover_(new std::atomic<uint8_t>[num_slots]),
+      reclaiming_(new std::atomic<uint8_t>[num_slots]),
       importer_(new std::atomic<uint32_t>[num_slots]),
       fence_ns_(new std::atomic<int64_t>[num_slots]),
       seq_(new std::atomic<uint64_t>[num_slots]),
@@ -23,6 +24,7 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
     inflight_[i].store(0);
     tracked_[i].store(0);
     handover_[i].store(0);
+    reclaiming_[i].store(0);
     importer_[i].store(0);
     fence_ns_[i].store(0);
     seq_[i].store(0);
@@ -73,7 +75,8 @@ bool OwnershipTable::BeginWrite(uint32_t slot, uint64_t* word) {
   *word = Word(slot);
   if (WordState(*word) == SlotState::kOwned) {
     const int64_t fence = fence_ns_[slot].load();
-    if (fence == 0 || std::chrono::steady_clock::now().time_since_epoch().count() >= fence)
+    if ((fence == 0 || std::chrono::steady_clock::now().time_since_epoch().count() >= fence) &&
+        reclaiming_[slot].load(std::memory_order_seq_cst) == 0)
       return true;
     *word = OwnerWord(WordEpoch(*word), SlotState::kMoving);
   }
@@ -84,9 +87,26 @@ bool OwnershipTable::BeginWrite(uint32_t slot, uint64_t* word) {
 bool OwnershipTable::BeginReplicaWrite(uint32_t slot, uint64_t* word) {
   inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
   *word = Word(slot);
-  if (WordState(*word) == SlotState::kBackup) return true;
+  if (WordState(*word) == SlotState::kBackup &&
+      reclaiming_[slot].load(std::memory_order_seq_cst) == 0)
+    return true;
+  if (WordState(*word) == SlotState::kBackup)  // still being freed: asked again
+    *word = OwnerWord(WordEpoch(*word), SlotState::kNotOwned);
   inflight_[slot].fetch_sub(1, std::memory_order_seq_cst);
   return false;
+}
+
+bool OwnershipTable::BeginReclaim(uint32_t slot, uint64_t word) {
+  reclaiming_[slot].store(1, std::memory_order_seq_cst);
+  inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
+  if (Word(slot) == word) return true;
+  EndReclaim(slot);
+  return false;
+}
+
+void OwnershipTable::EndReclaim(uint32_t slot) {
+  inflight_[slot].fetch_sub(1, std::memory_order_seq_cst);
+  reclaiming_[slot].store(0, std::memory_order_seq_cst);
 }
 
 bool OwnershipTable::Resume(uint32_t slot) {

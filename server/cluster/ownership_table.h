@@ -47,15 +47,14 @@ class OwnershipTable {
   // A backup's replicated write: counted in flight like a client's; true only while the word
   // is BACKUP (a promotion waits for the admitted ones: WaitIdle).
   bool BeginReplicaWrite(uint32_t slot, uint64_t* word);
-  // Counts an operation in flight on the slot (as a write is: WaitIdle and Pause wait for it;
-  // EndWrite ends it), then true if the word is `word`; false (nothing counted) otherwise.
-  // The slot reclaimer's deletion (server/cluster/slot_reclaimer.h).
-  bool BeginIfWord(uint32_t slot, uint64_t word) {
-    inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
-    if (Word(slot) == word) return true;
-    EndWrite(slot);
-    return false;
-  }
+  // The slot reclaimer's deletion (server/cluster/slot_reclaimer.h): marks the slot
+  // reclaiming (BeginWrite and BeginReplicaWrite refuse it until EndReclaim, whatever its word
+  // becomes meanwhile) and counts an operation in flight on it (WaitIdle waits for it), then
+  // true if the word is `word`; false (nothing left marked or counted) otherwise. All
+  // sequentially consistent: a write admitted after this saw the word change, which came after
+  // the mark, so it sees the mark.
+  bool BeginReclaim(uint32_t slot, uint64_t word);
+  void EndReclaim(uint32_t slot);
   // Waits until no write admitted to the slot is in flight; false at the deadline.
   bool WaitIdle(uint32_t slot, std::chrono::steady_clock::time_point deadline) const;
   // A promoted backup takes client writes only after every client's map lease that could still
@@ -116,6 +115,7 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint32_t>[]> inflight_;
   std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
   std::unique_ptr<std::atomic<uint8_t>[]> handover_;
+  std::unique_ptr<std::atomic<uint8_t>[]> reclaiming_;
   std::unique_ptr<std::atomic<uint32_t>[]> importer_;
   std::unique_ptr<std::atomic<int64_t>[]> fence_ns_;  // steady_clock ns; 0: none
   std::unique_ptr<std::atomic<uint64_t>[]> seq_;

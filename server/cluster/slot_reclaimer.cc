@@ -16,8 +16,8 @@ namespace {
 constexpr int kBatchMs = 1000;  // released slots gathered this long before one scan
 }
 
-SlotReclaimer::SlotReclaimer(Table* table, OwnershipTable* owners, std::mutex* words_mu)
-    : table_(table), owners_(owners), words_mu_(words_mu) {}
+SlotReclaimer::SlotReclaimer(Table* table, OwnershipTable* owners)
+    : table_(table), owners_(owners) {}
 
 SlotReclaimer::~SlotReclaimer() {
   {
@@ -26,6 +26,11 @@ SlotReclaimer::~SlotReclaimer() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+}
+
+bool SlotReclaimer::Stopping() {
+  std::lock_guard<std::mutex> l(mu_);
+  return stop_;
 }
 
 void SlotReclaimer::Start() {
@@ -72,12 +77,11 @@ size_t SlotReclaimer::ReclaimNow() {
   size_t deleted = 0;
   for (auto& [slot, list] : keys) {
     const uint64_t word = todo[slot];
-    for (size_t i = 0; i < list.size();) {
-      std::lock_guard<std::mutex> words(*words_mu_);
-      if (!owners_->BeginIfWord(slot, word)) break;  // the slot changed: no longer ours to free
+    for (size_t i = 0; i < list.size() && !Stopping();) {
+      if (!owners_->BeginReclaim(slot, word)) break;  // the slot changed: no longer ours to free
       for (size_t end = std::min(list.size(), i + kKeysPerHold); i < end; ++i)
         if (table_->Delete(list[i]).ok()) ++deleted;
-      owners_->EndWrite(slot);
+      owners_->EndReclaim(slot);
     }
   }
   reclaimed_.fetch_add(deleted);

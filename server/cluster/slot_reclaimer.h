@@ -6,21 +6,20 @@
 // releases (Released: the NOT_OWNED word it stored); a thread, about a second later, scans the
 // table once for the entries of every reported slot and deletes them, slot by slot, only while
 // the slot's word is still the one reported. Nothing writes to a NOT_OWNED slot, so what is
-// deleted is never a value any replica needs. The races, and what closes them:
-//  - the map makes the slot a BACKUP (or OWNED) again: Apply stores words under `words_mu`,
-//    which the deletion of a slot's entries holds (and checks the word under);
-//  - a MIGRATE_BEGIN imports the slot (IMPORTING, stored outside words_mu): the deletion counts
-//    itself in flight on the slot before it checks the word (BeginIfWord), and MIGRATE_BEGIN
-//    waits for the slot's writes in flight after storing IMPORTING, before it purges and
-//    before any copy arrives; so either the word check fails or the import waits.
-// A word does not return to the same NOT_OWNED value once it left it (a new role takes a newer
-// map's epoch), so an unchanged word means an unchanged slot. Deletions are not logged (as a
-// migration's purge): a durable server that restarts may find them again, and a later import
-// of the slot purges them.
-// Thread safety: Released from any thread (Apply, under words_mu); ReclaimNow from one thread at
-// a time (the reclaimer's own, or a test before Start). Ownership: borrows the table, the
-// ownership table and the lock (the ClusterNode's and the server's, which outlive it); owns its
-// thread, stopped by the destructor.
+// deleted is never a value any replica needs. While a batch of a slot's entries is deleted the
+// slot is marked reclaiming (OwnershipTable::BeginReclaim): if a newer map makes it a BACKUP
+// or OWNED meanwhile, its REPLICATEs and writes are refused (asked again) until the batch is
+// done, so none lands between the word check and a delete; and the deletion counts as a write
+// in flight, so a MIGRATE_BEGIN (IMPORTING, then it waits for the slot's writes in flight)
+// purges and takes copies only after it. A word does not return to the same NOT_OWNED value
+// once it left it (a new role takes a newer map's epoch; IMPORTING never returns to
+// NOT_OWNED), so an unchanged word means an unchanged slot. Deletions go through the table as
+// any delete (logged on a durable server: a restart does not bring them back). No lock of the
+// map's is held: a slow disk delays only the reclaim.
+// Thread safety: Released from any thread (Apply); ReclaimNow from one thread at a time (the
+// reclaimer's own, or a test before Start). Ownership: borrows the table and the ownership
+// table (the server's, which outlive it); owns its thread, stopped by the destructor (after
+// the batch of deletes under way).
 #ifndef RKV_SERVER_CLUSTER_SLOT_RECLAIMER_H_
 #define RKV_SERVER_CLUSTER_SLOT_RECLAIMER_H_
 
@@ -38,7 +37,7 @@ namespace rkv::cluster {
 
 class SlotReclaimer {
  public:
-  SlotReclaimer(Table* table, OwnershipTable* owners, std::mutex* words_mu);
+  SlotReclaimer(Table* table, OwnershipTable* owners);
   ~SlotReclaimer();
   SlotReclaimer(const SlotReclaimer&) = delete;
   SlotReclaimer& operator=(const SlotReclaimer&) = delete;
@@ -51,11 +50,11 @@ class SlotReclaimer {
 
  private:
   void Loop();
-  static constexpr size_t kKeysPerHold = 1024;  // entries deleted per hold of words_mu
+  bool Stopping();
+  static constexpr size_t kKeysPerHold = 64;  // entries deleted per reclaiming mark
 
   Table* const table_;
   OwnershipTable* const owners_;
-  std::mutex* const words_mu_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint32_t, uint64_t> pending_;  // slot -> its released word; guarded by mu_ (bounded
