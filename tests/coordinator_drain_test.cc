@@ -26,64 +26,21 @@
 #include "common/cluster/member_record.h"
 #include "common/cluster/slot_map.h"
 #include "server/cluster/coordinator.h"
-#include "tests/etcd/etcd_test_env.h"
+#include "tests/etcd/replicated_cluster_test.h"
 
 namespace rkv::cluster {
 namespace {
 
-constexpr uint32_t kSlots = 16;
-
-class CoordinatorDrainTest : public ::testing::Test {
+class CoordinatorDrainTest : public ReplicatedClusterTest {
  protected:
-  void SetUp() override {
-    EtcdSettings s = etcd_test::Settings();
-    if (s.endpoints.empty()) GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
-    ASSERT_TRUE(EtcdClient::Open(s, &etcd_).ok());
-    addr_.endpoints = s.endpoints;
-    addr_.name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    SlotMap map;
-    ASSERT_TRUE(SlotMap::Create(kSlots, 2, 99, &map).ok());
-    for (uint32_t id = 1; id <= 3; ++id)
-      map.AddServer({id, "10.255.255." + std::to_string(id), uint16_t(7000 + id)});
-    for (uint32_t slot = 0; slot < kSlots; ++slot) {
-      ASSERT_TRUE(map.Assign(slot, 0, map.IndexOf(slot % 3 + 1)));
-      ASSERT_TRUE(map.Assign(slot, 1, map.IndexOf((slot + 1) % 3 + 1)));
-    }
-    map.set_epoch(5);
-    std::string v;
-    map.Encode(&v);
-    ASSERT_TRUE(etcd_->Put(addr_.Prefix() + "map", v).ok());
-  }
   void TearDown() override {
     coordinator_.reset();
-    for (const auto& [id, l] : leases_)
-      if (l != 0) (void)etcd_->RevokeLease(l);
-  }
-  // Registers server `id` under a lease of its own (as Membership does).
-  void Join(uint32_t id) {
-    int64_t lease = 0;
-    ASSERT_TRUE(etcd_->GrantLease(60, &lease).ok());
-    leases_[id] = lease;
-    MemberRecord r;
-    r.id = id;
-    r.host = "10.255.255." + std::to_string(id);
-    r.port = uint16_t(7000 + id);
-    std::string v;
-    ASSERT_TRUE(r.Encode(&v).ok());
-    ASSERT_TRUE(etcd_->Put(addr_.Prefix() + "servers/" + std::to_string(id), v, lease).ok());
+    ReplicatedClusterTest::TearDown();
   }
   void StartCoordinator() {
     coordinator_ = std::make_unique<Coordinator>(
         etcd_.get(), addr_, 1, [this] { return leases_[1]; }, nullptr);
     coordinator_->Start();
-  }
-  SlotMap Map() {
-    bool found = false;
-    EtcdKv kv;
-    EXPECT_TRUE(etcd_->Get(addr_.Prefix() + "map", &found, &kv, nullptr).ok());
-    SlotMap m;
-    EXPECT_TRUE(found && SlotMap::Decode(kv.value, &m).ok());
-    return m;
   }
   static uint32_t Roles(const SlotMap& m, uint32_t id) {
     uint32_t n = 0;
@@ -114,9 +71,6 @@ class CoordinatorDrainTest : public ::testing::Test {
     return res;
   }
 
-  std::unique_ptr<EtcdClient> etcd_;
-  ClusterAddress addr_;
-  std::map<uint32_t, int64_t> leases_;
   std::unique_ptr<Coordinator> coordinator_;
   uint64_t nonce_ = 1000;
 };

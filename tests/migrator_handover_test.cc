@@ -20,43 +20,23 @@
 #include <thread>
 #include <vector>
 
-#include "common/cluster/member_record.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/ownership_word.h"
 #include "common/cluster/slot_map.h"
 #include "server/cluster/migrator.h"
 #include "server/cluster/ownership_table.h"
-#include "tests/etcd/etcd_test_env.h"
+#include "tests/etcd/replicated_cluster_test.h"
 
 namespace rkv::cluster {
 namespace {
 
-constexpr uint32_t kSlots = 16;
-
-class MigratorHandoverTest : public ::testing::Test {
+class MigratorHandoverTest : public ReplicatedClusterTest {
  protected:
   void SetUp() override {
-    EtcdSettings s = etcd_test::Settings();
-    if (s.endpoints.empty()) GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
-    ASSERT_TRUE(EtcdClient::Open(s, &etcd_).ok());
-    addr_.endpoints = s.endpoints;
-    addr_.name =
-        std::string("handover-") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    SlotMap map;
-    ASSERT_TRUE(SlotMap::Create(kSlots, 2, 99, &map).ok());
-    for (uint32_t id = 1; id <= 3; ++id)
-      map.AddServer({id, "10.255.254." + std::to_string(id), uint16_t(7000 + id)});
+    ReplicatedClusterTest::SetUp();
+    if (HasFatalFailure()) return;
     std::vector<uint32_t> owners(kSlots);
-    for (uint32_t slot = 0; slot < kSlots; ++slot) {
-      ASSERT_TRUE(map.Assign(slot, 0, map.IndexOf(slot % 3 + 1)));
-      ASSERT_TRUE(map.Assign(slot, 1, map.IndexOf((slot + 1) % 3 + 1)));
-      owners[slot] = slot % 3 + 1;
-    }
-    map.set_epoch(5);
-    std::string v;
-    map.Encode(&v);
-    ASSERT_TRUE(etcd_->Put(addr_.Prefix() + "map", v).ok());
-    before_ = map;
+    for (uint32_t slot = 0; slot < kSlots; ++slot) owners[slot] = slot % 3 + 1;
     owners_ = std::make_unique<OwnershipTable>(words_, kSlots, 99);
     owners_->SetRouting(5, owners);
     for (uint32_t slot = 0; slot < kSlots; ++slot)
@@ -67,27 +47,7 @@ class MigratorHandoverTest : public ::testing::Test {
   }
   void TearDown() override {
     migrator_.reset();
-    for (int64_t l : leases_) (void)etcd_->RevokeLease(l);
-  }
-  void Join(uint32_t id) {
-    int64_t lease = 0;
-    ASSERT_TRUE(etcd_->GrantLease(60, &lease).ok());
-    leases_.push_back(lease);
-    MemberRecord r;
-    r.id = id;
-    r.host = "10.255.254." + std::to_string(id);
-    r.port = uint16_t(7000 + id);
-    std::string v;
-    ASSERT_TRUE(r.Encode(&v).ok());
-    ASSERT_TRUE(etcd_->Put(addr_.Prefix() + "servers/" + std::to_string(id), v, lease).ok());
-  }
-  SlotMap Map() {
-    bool found = false;
-    EtcdKv kv;
-    EXPECT_TRUE(etcd_->Get(addr_.Prefix() + "map", &found, &kv, nullptr).ok());
-    SlotMap m;
-    EXPECT_TRUE(found && SlotMap::Decode(kv.value, &m).ok());
-    return m;
+    ReplicatedClusterTest::TearDown();
   }
   // Starts server 1's migrator, puts a HANDOVER of `slots` to `to` and waits (up to 30 s) for
   // the record's final state.
@@ -139,19 +99,15 @@ class MigratorHandoverTest : public ::testing::Test {
     EXPECT_EQ(m.epoch(), 5u);
     std::string a, b;
     m.Encode(&a);
-    before_.Encode(&b);
+    initial_.Encode(&b);
     EXPECT_EQ(a, b) << "the map changed";
     for (uint32_t slot : {0u, 3u, 6u})
       EXPECT_EQ(WordState(owners_->Word(slot)), SlotState::kOwned) << "slot " << slot;
   }
 
-  std::unique_ptr<EtcdClient> etcd_;
-  ClusterAddress addr_;
-  SlotMap before_;
   alignas(8) uint64_t words_[kSlots] = {};
   std::unique_ptr<OwnershipTable> owners_;
   std::unique_ptr<Migrator> migrator_;
-  std::vector<int64_t> leases_;
   std::set<uint32_t> kept_, lacking_;
 };
 
