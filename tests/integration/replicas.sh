@@ -353,23 +353,32 @@ if want balance; then
 # the 64 slots, each slot keeps two live replicas, nothing acknowledged is lost and the history
 # is linearizable (stale-map clients included). A second rebalance has nothing to do.
 for i in 3 4 5 6 7; do [ -n "${spid[$i]:-}" ] && kill "${spid[$i]}" 2>/dev/null; done  # memory
+# balance_onto_fourth CLUSTER R NAME SEED I: cluster init --replicas=R (64 slots), servers I..I+2
+# placed by a rebalance, lin_load NAME (its pid in lpid) running, then server I+3 joins and a
+# rebalance must end with 16 primaries and 16 x (R-1) backups on each of the four.
+balance_onto_fourth() {
+  local c=$1 r=$2 n=$3 i
+  ctl --server="$c" cluster init --slots=64 --replicas="$r" > "$logs/init-$n.out" 2>&1 ||
+    fail "cluster init ($n)" "$(cat "$logs/init-$n.out")"
+  for i in $5 $(($5 + 1)) $(($5 + 2)); do start_server "$i" "$c" 16M || fail "$n: server $i started"; done
+  ctl --server="$c" cluster rebalance > "$logs/rebalance0-$n.out" 2>&1
+  full "$c" "$r" 30 || fail "$n: placement of three" "$(cat "$logs/rebalance0-$n.out" "$logs/status.now")"
+  lin "$c" "$n" "$4" &
+  lpid=$!
+  running "$n"
+  i=$(($5 + 3))
+  start_server "$i" "$c" 16M || fail "$n: server $i started"
+  wait_status "$c" "server [0-9]+ [^ ]+:$(port "$i") live" 30 || fail "$n: server $i registered" "$(cat "$logs/status.now")"
+  ctl --server="$c" cluster rebalance > "$logs/rebalance-$n.out" 2>&1; local brc=$?
+  ctl --server="$c" cluster status > "$logs/status.now" 2>&1
+  local even
+  even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups $((16 * (r - 1)))" "$logs/status.now")
+  [ $brc = 0 ] && [ "$even" = 4 ] && full "$c" "$r" 10 &&
+    pass "rebalance (R=$r) onto a fourth server under load: 16 primaries and $((16 * (r - 1))) backups each: $(cat "$logs/rebalance-$n.out")" ||
+    fail "rebalance of replicated slots (R=$r)" "rc $brc: $(cat "$logs/rebalance-$n.out"); $(cat "$logs/status.now")"
+}
 clb=etcd://127.0.0.1:2379/repbal
-ctl --server="$clb" cluster init --slots=64 --replicas=2 > "$logs/initb.out" 2>&1 ||
-  fail "cluster init (balance)" "$(cat "$logs/initb.out")"
-for i in 8 9 10; do start_server "$i" "$clb" 16M || fail "balance: server $i started"; done
-ctl --server="$clb" cluster rebalance > "$logs/rebalanceb0.out" 2>&1
-full "$clb" 2 30 || fail "balance: placement of three" "$(cat "$logs/rebalanceb0.out" "$logs/status.now")"
-lin "$clb" balance 26 &
-lpid=$!
-running balance
-start_server 11 "$clb" 16M || fail "balance: server 11 started"
-wait_status "$clb" "server [0-9]+ [^ ]+:$(port 11) live" 30 || fail "balance: server 11 registered" "$(cat "$logs/status.now")"
-ctl --server="$clb" cluster rebalance > "$logs/rebalanceb.out" 2>&1; brc=$?
-ctl --server="$clb" cluster status > "$logs/status.now" 2>&1
-even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 16" "$logs/status.now")
-[ $brc = 0 ] && [ "$even" = 4 ] && full "$clb" 2 10 &&
-  pass "rebalance (R=2) onto a fourth server under load: 16 primaries and 16 backups each: $(cat "$logs/rebalanceb.out")" ||
-  fail "rebalance of replicated slots" "rc $brc: $(cat "$logs/rebalanceb.out"); $(cat "$logs/status.now")"
+balance_onto_fourth "$clb" 2 balance 26 8
 ctl --server="$clb" cluster rebalance > "$logs/rebalanceb2.out" 2>&1 &&
   grep -q " 0 backup(s) moved, 0 primary role(s) handed over" "$logs/rebalanceb2.out" &&
   pass "a second rebalance has nothing to do: $(cat "$logs/rebalanceb2.out")" ||
@@ -410,23 +419,7 @@ for i in 8 9 10 11; do kill "${spid[$i]}" 2>/dev/null; done
 # R=3: the same onto a fourth server (48 replicas and 16 primaries each). A backup that stays a
 # backup under a handed-over primary takes the new primary's numbering (slots no one wrote
 # since the new server joined included).
-clb3=etcd://127.0.0.1:2379/repbal3
-ctl --server="$clb3" cluster init --slots=64 --replicas=3 > "$logs/initb3.out" 2>&1 ||
-  fail "cluster init (balance, R=3)" "$(cat "$logs/initb3.out")"
-for i in 13 14 15; do start_server "$i" "$clb3" 16M || fail "balance R=3: server $i started"; done
-ctl --server="$clb3" cluster rebalance > "$logs/rebalanceb30.out" 2>&1
-full "$clb3" 3 30 || fail "balance R=3: placement of three" "$(cat "$logs/status.now")"
-lin "$clb3" balance3 28 &
-lpid=$!
-running balance3
-start_server 16 "$clb3" 16M || fail "balance R=3: server 16 started"
-wait_status "$clb3" "server [0-9]+ [^ ]+:$(port 16) live" 30 || fail "balance R=3: server 16 registered" "$(cat "$logs/status.now")"
-ctl --server="$clb3" cluster rebalance > "$logs/rebalanceb3.out" 2>&1; brc=$?
-ctl --server="$clb3" cluster status > "$logs/status.now" 2>&1
-even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 32" "$logs/status.now")
-[ $brc = 0 ] && [ "$even" = 4 ] && full "$clb3" 3 10 &&
-  pass "rebalance (R=3) onto a fourth server under load: 16 primaries and 32 backups each: $(cat "$logs/rebalanceb3.out")" ||
-  fail "rebalance of replicated slots (R=3)" "rc $brc: $(cat "$logs/rebalanceb3.out"); $(cat "$logs/status.now")"
+balance_onto_fourth etcd://127.0.0.1:2379/repbal3 3 balance3 28 13
 sleep 3  # writes to every slot under the new roles
 touch "$logs/balance3.stop"
 wait $lpid; judge balance3 $? "rebalance (R=3) onto a new server"
