@@ -25,6 +25,7 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
     if (req.key.size() % 4 != 0 || n == 0 || n > 256 || !req.value.empty())
       return Status(Code::kBadRequest, "MIGRATE_BEGIN takes 1..256 u32 slots as its key");
     std::vector<uint32_t> slots(n);
+    std::vector<uint64_t> words(n);
     std::vector<bool> in_set(owners_->num_slots(), false);
     for (size_t i = 0; i < n; ++i) {
       uint32_t v = 0;
@@ -32,7 +33,11 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
       if (v >= owners_->num_slots())
         return Status(Code::kBadRequest,
                       "MIGRATE_BEGIN: slot " + std::to_string(v) + " out of range");
-      const SlotState st = cluster::WordState(owners_->Word(v));
+      if (in_set[v])
+        return Status(Code::kBadRequest,
+                      "MIGRATE_BEGIN: slot " + std::to_string(v) + " listed twice");
+      words[i] = owners_->Word(v);
+      const SlotState st = cluster::WordState(words[i]);
       // A backup of the slot here is never a re-replication's target either (the planner picks
       // servers holding no replica): a late BEGIN from a deposed primary must not wipe it.
       if (st == SlotState::kOwned || st == SlotState::kMoving || st == SlotState::kPromoting ||
@@ -43,11 +48,10 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
       slots[i] = v;
       in_set[v] = true;
     }
-    for (uint32_t v : slots) {
-      owners_->SetImporter(v, qp_num);
-      owners_->Set(v,
-                   cluster::OwnerWord(cluster::WordEpoch(owners_->Word(v)), SlotState::kImporting));
-    }
+    for (size_t i = 0; i < n; ++i)
+      if (!owners_->BeginImport(slots[i], qp_num, words[i]))
+        return Status(Code::kUnavailable, "MIGRATE_BEGIN: slot " + std::to_string(slots[i]) +
+                                              " changed role here meanwhile; ask again");
     // A REPLICATE admitted while a slot was still a BACKUP here finishes before the purge scan
     // (else it could put back an entry after it).
     const auto idle_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);

@@ -52,6 +52,7 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
 }
 
 ClusterNode::~ClusterNode() {
+  sweeper_.reset();  // takes words_mu_ and reports to the reclaimer
   {
     std::lock_guard<std::mutex> l(words_mu_);
     stop_ = true;
@@ -143,10 +144,9 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   Status s = Membership::Join(m, &membership_);
   if (!s.ok()) return Status(s.code(), "--cluster: joining: " + s.message());
   if (replicator_) replicator_->SetId(membership_->id());
-  if (replicas_ > 1) {  // before the watcher: Apply reports the slots it releases to it
-    reclaimer_ = std::make_unique<SlotReclaimer>(table, owners);
-    reclaimer_->Start();
-  }
+  // Before the watcher: Apply reports the slots it releases to it.
+  reclaimer_ = std::make_unique<SlotReclaimer>(table, owners);
+  reclaimer_->Start();
   s = MapWatcher::Start(
       etcd_.get(), o_.cluster, [this](const SlotMap& map) { Apply(map); }, &watcher_);
   if (!s.ok()) return s;
@@ -182,6 +182,18 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   migrator_ = std::make_unique<Migrator>(etcd_.get(), table, owners, mo);
   migrator_->Start();
   promoter_ = std::thread([this] { Promote(); });
+  ImportSweeperOptions io;
+  io.etcd = etcd_.get();
+  io.cluster = o_.cluster;
+  io.my_id = mem->id();
+  io.owners = owners;
+  io.reclaimer = reclaimer_.get();
+  io.under_map_lock = [this](const std::function<void()>& release) {
+    std::lock_guard<std::mutex> l(words_mu_);
+    release();
+  };
+  sweeper_ = std::make_unique<ImportSweeper>(io);
+  sweeper_->Start();
   LOG(INFO) << "cluster '" << o_.cluster.name << "': joined as server " << mem->id() << " ("
             << m.host << ":" << m.port << "), map epoch " << watcher_->epoch() << ", "
             << owners_->CountOwned() << " slot(s) owned";
@@ -203,6 +215,9 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("cluster_backup_slots", owners_ ? owners_->CountBackups() : 0));
   v->push_back(StatValue::U("cluster_promotions", promotions_.load()));
   v->push_back(StatValue::U("cluster_reclaimed_keys", reclaimer_ ? reclaimer_->reclaimed() : 0));
+  v->push_back(StatValue::U("cluster_slots_importing",
+                            owners_ ? owners_->CountState(SlotState::kImporting) : 0));
+  v->push_back(StatValue::U("cluster_abandoned_imports", sweeper_ ? sweeper_->released() : 0));
   v->push_back(StatValue::U("repl_writes", replicator_ ? replicator_->writes() : 0));
   v->push_back(StatValue::U("repl_retries", replicator_ ? replicator_->retries() : 0));
   v->push_back(StatValue::U("repl_failures", replicator_ ? replicator_->failures() : 0));

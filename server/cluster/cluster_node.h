@@ -28,6 +28,7 @@
 #include "common/cluster/map_watcher.h"
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/coordinator.h"
+#include "server/cluster/import_sweeper.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/migrator.h"
 #include "server/cluster/ownership_table.h"
@@ -118,8 +119,11 @@ class ClusterNode {
   std::vector<uint8_t> stale_role_;          // guarded by words_mu_ (after Join)
   bool stop_ = false;                        // guarded by words_mu_
   std::thread promoter_;
-  // Replicated clusters, from Join: frees the entries of slots Apply released.
+  // From Join: frees the entries of slots Apply (replicated clusters) or the import sweeper
+  // released.
   std::unique_ptr<SlotReclaimer> reclaimer_;
+  // From Join: releases the slots of imports that will never complete; destroyed first.
+  std::unique_ptr<ImportSweeper> sweeper_;
   // The promoter: a promoted slot's word becomes OWNED (readable, writable) once its fence
   // passed and no replicated write it admitted as a backup is still running.
   void Promote();

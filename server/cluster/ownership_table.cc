@@ -16,7 +16,7 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       tracked_(new std::atomic<uint8_t>[num_slots]),
       handover_(new std::atomic<uint8_t>[num_slots]),
       reclaiming_(new std::atomic<uint8_t>[num_slots]),
-      importer_(new std::atomic<uint32_t>[num_slots]),
+      importer_(new std::atomic<uint64_t>[num_slots]),
       fence_ns_(new std::atomic<int64_t>[num_slots]),
       seq_(new std::atomic<uint64_t>[num_slots]),
       digest_(new std::atomic<uint64_t>[num_slots]) {
@@ -30,6 +30,25 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
     seq_[i].store(0);
     digest_[i].store(0);
   }
+}
+
+bool OwnershipTable::BeginImport(uint32_t slot, uint32_t qp_num, uint64_t word) {
+  MutexLock l(&import_mu_);
+  const uint64_t before = importer_[slot].load();
+  importer_[slot].store(++imports_ << 32 | qp_num);  // before the word: a PUT seeing IMPORTING
+  if (CompareAndSet(slot, word, OwnerWord(WordEpoch(word), SlotState::kImporting))) return true;
+  importer_[slot].store(before);
+  return false;
+}
+
+bool OwnershipTable::DropImport(uint32_t slot, uint64_t ticket, uint64_t word, uint64_t released) {
+  MutexLock l(&import_mu_);
+  if (slot >= num_slots_ || importer_[slot].load() != ticket ||
+      WordState(word) != SlotState::kImporting)
+    return false;
+  if (!CompareAndSet(slot, word, released)) return false;
+  importer_[slot].store(0);
+  return true;
 }
 
 void OwnershipTable::SetHandingOver(const std::vector<uint32_t>& slots, bool on) {
@@ -128,9 +147,9 @@ void OwnershipTable::FenceWrites(uint32_t slot, std::chrono::steady_clock::time_
   fence_ns_[slot].store(int64_t(until.time_since_epoch().count()));
 }
 
-uint32_t OwnershipTable::CountBackups() const {
+uint32_t OwnershipTable::CountState(SlotState st) const {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < num_slots_; ++i) n += WordState(Word(i)) == SlotState::kBackup;
+  for (uint32_t i = 0; i < num_slots_; ++i) n += WordState(Word(i)) == st;
   return n;
 }
 

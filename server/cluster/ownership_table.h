@@ -69,7 +69,8 @@ class OwnershipTable {
   // A backup's digest of the last write it applied (wire::ReplicateDigest).
   uint64_t Digest(uint32_t slot) const { return digest_[slot].load(); }
   void SetDigest(uint32_t slot, uint64_t d) { digest_[slot].store(d); }
-  uint32_t CountBackups() const;
+  uint32_t CountBackups() const { return CountState(SlotState::kBackup); }
+  uint32_t CountState(SlotState st) const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
   // Sets the slot MOVING (at its current epoch) and waits until its admitted writes are done.
   // False if they were not done by `deadline` (the slot stays MOVING), or if the word was
@@ -92,10 +93,20 @@ class OwnershipTable {
   // migration copies the slots again.
   static constexpr size_t kMaxDirty = 1 << 20;
   void Track(const std::vector<uint32_t>& slots, bool on);
-  // The connection (QP number) that began importing a slot here: migration writes for the
-  // slot are taken from it only (a later MIGRATE_BEGIN takes the slot over, purging again).
-  void SetImporter(uint32_t slot, uint32_t qp_num) { importer_[slot].store(qp_num); }
-  uint32_t Importer(uint32_t slot) const { return importer_[slot].load(); }
+  // MIGRATE_BEGIN: the slot IMPORTING (at its word's epoch), begun by the connection with QP
+  // number `qp_num`: migration writes for the slot are taken from it only (a later
+  // MIGRATE_BEGIN takes the slot over, purging again). Each import gets a ticket of its own
+  // (ImportTicket: a counter and the QP number, never reused while this table lives), so that
+  // an abandoned import is told apart from a later one on the same slot (DropImport).
+  // False (nothing changed) if the word is no longer `word` (the one the caller checked: a map
+  // applied meanwhile may have made the slot OWNED or BACKUP here).
+  [[nodiscard]] bool BeginImport(uint32_t slot, uint32_t qp_num, uint64_t word);
+  uint32_t Importer(uint32_t slot) const { return uint32_t(importer_[slot].load()); }
+  uint64_t ImportTicket(uint32_t slot) const { return importer_[slot].load(); }
+  // An abandoned import (server/cluster/import_sweeper.h): the slot becomes `released`
+  // (NOT_OWNED) only if it still holds `word` and the import is still the one of `ticket`,
+  // atomically with BeginImport (a new import in between keeps the slot). True if released.
+  bool DropImport(uint32_t slot, uint64_t ticket, uint64_t word, uint64_t released);
   // Slots being handed over by this server: map changes leave their words to the migration.
   void SetHandingOver(const std::vector<uint32_t>& slots, bool on);
   bool HandingOver(uint32_t slot) const { return handover_[slot].load() != 0; }
@@ -116,7 +127,9 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
   std::unique_ptr<std::atomic<uint8_t>[]> handover_;
   std::unique_ptr<std::atomic<uint8_t>[]> reclaiming_;
-  std::unique_ptr<std::atomic<uint32_t>[]> importer_;
+  std::unique_ptr<std::atomic<uint64_t>[]> importer_;  // ticket: count << 32 | QP number
+  Mutex import_mu_;                                    // BeginImport against DropImport
+  uint64_t imports_ GUARDED_BY(import_mu_) = 0;
   std::unique_ptr<std::atomic<int64_t>[]> fence_ns_;  // steady_clock ns; 0: none
   std::unique_ptr<std::atomic<uint64_t>[]> seq_;
   std::unique_ptr<std::atomic<uint64_t>[]> digest_;

@@ -11,9 +11,10 @@
 // or OWNED meanwhile, its REPLICATEs and writes are refused (asked again) until the batch is
 // done, so none lands between the word check and a delete; and the deletion counts as a write
 // in flight, so a MIGRATE_BEGIN (IMPORTING, then it waits for the slot's writes in flight)
-// purges and takes copies only after it. A word does not return to the same NOT_OWNED value
-// once it left it (a new role takes a newer map's epoch; IMPORTING never returns to
-// NOT_OWNED), so an unchanged word means an unchanged slot. Deletions go through the table as
+// purges and takes copies only after it. A word that left a NOT_OWNED value returns to it
+// only through an abandoned import (server/cluster/import_sweeper.h), whose copy is no
+// replica's either; a new role takes a newer map's epoch. So an unchanged word means a slot
+// that holds no replica's data. Deletions go through the table as
 // any delete (logged on a durable server: a restart does not bring them back). No lock of the
 // map's is held: a slow disk delays only the reclaim.
 // Thread safety: Released from any thread (Apply); ReclaimNow from one thread at a time (the

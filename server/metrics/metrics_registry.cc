@@ -131,7 +131,12 @@ const Mapping kMappings[] = {
      "Cluster: slots promoted here from backup to primary."},
     {"cluster_reclaimed_keys", "rkv_cluster_reclaimed_keys_total", kC,
      "Cluster: entries freed because this server holds no replica of their slot any more (a "
-     "backup replaced or dropped, a primary failed over)."},
+     "backup replaced or dropped, a primary failed over, an abandoned import)."},
+    {"cluster_slots_importing", "rkv_cluster_slots_importing", kG,
+     "Cluster: hash slots a migration is copying to this server now (IMPORTING)."},
+    {"cluster_abandoned_imports", "rkv_cluster_abandoned_imports_total", kC,
+     "Cluster: IMPORTING slots given back because no migration can complete their import any "
+     "more (its record changed and the map does not name this server)."},
     {"cluster_found_dead", "rkv_cluster_found_dead_total", kC,
      "Cluster: servers the coordinator's liveness probe found dead while this server led "
      "(nothing listened at their address, or another process answered)."},

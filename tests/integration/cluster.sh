@@ -10,6 +10,8 @@
 #    verify failures, every server holds a fair share (none more than twice another's entries);
 #  - a write sent straight to a server that does not own the key's slot: refused MOVED naming
 #    the owner; through the cluster address the same write lands;
+#  - an import begun on a server and abandoned (no migration record names it): the server gives
+#    the slot back and frees its entries (server/cluster/import_sweeper.h);
 #  - bad input: a server with an unknown cluster name and a second process on a registered
 #    address fail to start with a clear error; a malformed map written into etcd is refused
 #    by servers and clients, which go on with the map they have (cluster_bad_maps counts it);
@@ -163,6 +165,24 @@ ctl --server="$cl" put "$key" through-cluster && [ "$(ctl --server="$cl" get "$k
 before=0
 for i in 0 1 2; do before=$((before + $(stat_of "$i" rpc_moved))); done
 [ "$before" -ge 1 ] && pass "servers count MOVED answers (rpc_moved $before)" || fail "rpc_moved counter"
+
+# --- an abandoned import -------------------------------------------------------------------------
+# A MIGRATE_BEGIN and a partial copy to server 2 of a slot it does not hold, then the sender goes
+# away with no migration record naming it (a source that died mid-copy, or a token holder's
+# mischief): the import sweeper gives the slot back and its entries are freed; nothing else moves.
+r0=$(stat_of 2 cluster_reclaimed_keys); o0=$(stat_of 2 cluster_slots_owned)
+"$build/import_probe" --cluster="$cl" --server="${addrs[2]}:$(port 2)" --keys=200 > "$logs/import_probe.out" 2>&1; ip=$?
+imp=$(stat_of 2 cluster_slots_importing)
+for _ in $(seq 150); do
+  [ "$(stat_of 2 cluster_abandoned_imports)" -ge 1 ] 2>/dev/null && [ "$(stat_of 2 cluster_slots_importing)" = 0 ] &&
+    [ "$(stat_of 2 cluster_reclaimed_keys)" -ge $((r0 + 200)) ] && break
+  sleep 0.2
+done
+ab=$(stat_of 2 cluster_abandoned_imports); r1=$(stat_of 2 cluster_reclaimed_keys)
+[ $ip = 0 ] && [ "$imp" = 1 ] && [ "${ab:-0}" -ge 1 ] && [ "$(stat_of 2 cluster_slots_importing)" = 0 ] &&
+  [ "${r1:-0}" -ge $((r0 + 200)) ] && [ "$(stat_of 2 cluster_slots_owned)" = "$o0" ] &&
+  pass "an abandoned import is given back and its 200 entries freed ($(head -1 "$logs/import_probe.out"); abandoned $ab, reclaimed $((r1 - r0)))" ||
+  fail "abandoned import" "probe rc $ip importing $imp abandoned ${ab:-?} reclaimed ${r0:-?}->${r1:-?}; $(cat "$logs/import_probe.out")"
 
 # --- the Python module through the cluster address ---------------------------------------------
 if [ -d "$build/python/rkv" ]; then
