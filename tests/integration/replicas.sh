@@ -23,7 +23,8 @@
 #    acknowledged is lost;
 #  - a full replica (repl_fill);
 #  - `cluster rebalance` onto a fourth server under lin_load: even shares of replicas and
-#    primaries, nothing lost, linearizable.
+#    primaries, nothing lost, linearizable; a new server killed during a rebalance onto it; the
+#    coordinator killed during one (another carries the request, no slot stays IMPORTING).
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
@@ -415,7 +416,45 @@ full "$clb" 2 120 &&
 sleep 2
 touch "$logs/balancekill.stop"
 wait $lpid; judge balancekill $? "a server killed -9 during a rebalance onto it"
-for i in 8 9 10 11; do kill "${spid[$i]}" 2>/dev/null; done
+# The coordinator (also a primary) killed -9 while a rebalance onto a new server runs: another
+# is elected and carries the pending request (to its end, or to the failed batch's error); the
+# dead server's slots fail over and get two live replicas again; an import the dead
+# coordinator's batch left on the new server is given back or taken over by a new batch (no
+# slot stays IMPORTING: server/cluster/import_sweeper.h); a last rebalance gives the four live
+# servers even shares.
+lin "$clb" balancecoord 29 &
+lpid=$!
+running balancecoord
+start_server 17 "$clb" 16M || fail "balance: server 17 started"
+wait_status "$clb" "server [0-9]+ [^ ]+:$(port 17) live" 30 || fail "balance: server 17 registered" "$(cat "$logs/status.now")"
+ctl --server="$clb" cluster rebalance > "$logs/rebalancec.out" 2>&1 &
+bpid=$!
+for _ in $(seq 300); do [ "$(stat_of 17 migrations_in)" -gt 0 ] 2>/dev/null && break; sleep 0.2; done
+kc=$(coordinator 8 9 10 11)
+echo "# coordinator server ${kc:-?} killed after $(stat_of 17 migrations_in) MIGRATE_BEGIN(s) on server 17"
+[ -n "$kc" ] && kill -9 "${spid[$kc]}"
+wait $bpid; crc=$?
+full "$clb" 2 180 &&
+  pass "the coordinator (server ${kc:-?}) killed during a rebalance (rc $crc: $(head -c 300 "$logs/rebalancec.out")): another carried the request; two live replicas per slot again" ||
+  fail "the coordinator killed during a rebalance" "rc $crc: $(cat "$logs/rebalancec.out"); $(cat "$logs/status.now")"
+ctl --server="$clb" cluster rebalance > "$logs/rebalancec2.out" 2>&1; crc=$?
+ctl --server="$clb" cluster status > "$logs/status.now" 2>&1
+even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 16" "$logs/status.now")
+[ $crc = 0 ] && [ "$even" = 4 ] &&
+  pass "then a rebalance gives the four live servers 16 primaries and 16 backups each: $(cat "$logs/rebalancec2.out")" ||
+  fail "rebalance after the coordinator's death" "rc $crc: $(cat "$logs/rebalancec2.out"); $(cat "$logs/status.now")"
+live=(); for i in 8 9 10 11 17; do [ "$i" != "$kc" ] && live+=("$i"); done
+for _ in $(seq 100); do
+  imp=0; for i in "${live[@]}"; do imp=$((imp + $(stat_of "$i" cluster_slots_importing))); done
+  [ "$imp" = 0 ] && break; sleep 0.3
+done
+ab=0; for i in "${live[@]}"; do ab=$((ab + $(stat_of "$i" cluster_abandoned_imports))); done
+[ "$imp" = 0 ] && pass "no slot left IMPORTING after the coordinator's death ($ab abandoned import(s) given back)" ||
+  fail "slots left IMPORTING after the coordinator's death" "$imp"
+sleep 2
+touch "$logs/balancecoord.stop"
+wait $lpid; judge balancecoord $? "the coordinator killed -9 during a rebalance"
+for i in 8 9 10 11 17; do kill "${spid[$i]}" 2>/dev/null; done
 # R=3: the same onto a fourth server (48 replicas and 16 primaries each). A backup that stays a
 # backup under a handed-over primary takes the new primary's numbering (slots no one wrote
 # since the new server joined included).
