@@ -24,11 +24,13 @@
 #  - a full replica (repl_fill);
 #  - `cluster rebalance` onto a fourth server under lin_load: even shares of replicas and
 #    primaries, nothing lost, linearizable; a new server killed during a rebalance onto it; the
-#    coordinator killed during one (another carries the request, no slot stays IMPORTING).
+#    coordinator killed during one (another carries the request, no slot stays IMPORTING);
+#  - the whole cluster (durable, --fsync=no) killed -9 at once under lin_load and restarted,
+#    then a primary killed: nothing acknowledged lost, linearizable.
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
-# kill, zombie, coord, remove, r3, full, balance; default all).
+# kill, zombie, coord, remove, r3, full, balance, restart; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -78,10 +80,11 @@ done
 echo "# replicated servers on ${addrs[*]} (device ${dev:-?})"
 declare -A spid
 port() { echo $((7700 + $1)); }
-start_server() {  # start_server I CLUSTER [MEMORY]: server I (memory only, starts empty) on addrs[I % 3]
+start_server() {  # start_server I CLUSTER [MEMORY [FLAGS...]]: server I (memory only unless
+  # FLAGS name a --data_dir; starts empty) on addrs[I % 3]
   local i=$1
   "$server" --listen="${addrs[$((i % 3))]}:$(port "$i")" --memory="${3:-32M}" \
-    --allow_unauthenticated --cluster="$2" >> "$logs/server$i.log" 2>&1 &
+    --allow_unauthenticated --cluster="$2" "${@:4}" >> "$logs/server$i.log" 2>&1 &
   spid[$i]=$!
   pids+=("${spid[$i]}")
   for _ in $(seq 150); do
@@ -465,6 +468,46 @@ wait $lpid; judge balance3 $? "rebalance (R=3) onto a new server"
 r=0; for i in 13 14 15 16; do r=$((r + $(stat_of "$i" repl_refused_sequence))); done
 [ "$r" = 0 ] && pass "no REPLICATE refused for its sequence after the hand-overs" ||
   fail "REPLICATEs refused for their sequence after the hand-overs" "$r"
+
+fi
+
+if want restart; then
+# 9. The whole cluster killed -9 at once under lin_load and restarted from its data directories
+# (--data_dir on a tmpfs, --fsync=no: a process crash loses nothing the kernel holds): each
+# server replays its log and takes its roles back (no other replica is live when it starts) or
+# waits for them to fail over (one is); every slot ends with two live replicas, nothing
+# acknowledged is lost, the history is linearizable. Then a primary is killed -9 again: its
+# backups' copies, kept across the restart, take over.
+for i in 8 9 10 11 12 13 14 15 16 17; do [ -n "${spid[$i]:-}" ] && kill "${spid[$i]}" 2>/dev/null; done
+clr=etcd://127.0.0.1:2379/represtart
+ctl --server="$clr" cluster init --slots=64 --replicas=2 > "$logs/init-restart.out" 2>&1 ||
+  fail "cluster init (restart)" "$(cat "$logs/init-restart.out")"
+rdata=$(mktemp -d /dev/shm/rkv-repl-data.XXXXXX)
+durable() { start_server "$1" "$clr" 16M --data_dir="$rdata/s$1" --fsync=no; }
+for i in 18 19 20; do durable "$i" || fail "restart: server $i started" "$(tail -3 "$logs/server$i.log")"; done
+ctl --server="$clr" cluster rebalance > "$logs/rebalance-restart.out" 2>&1
+full "$clr" 2 30 || fail "restart: placement" "$(cat "$logs/rebalance-restart.out" "$logs/status.now")"
+lin "$clr" restart 31 &
+lpid=$!
+running restart
+kill -9 "${spid[18]}" "${spid[19]}" "${spid[20]}"
+for i in 18 19 20; do wait "${spid[$i]}" 2>/dev/null; done
+ok=1
+for i in 18 19 20; do durable "$i" || { ok=0; fail "restart: server $i back" "$(tail -3 "$logs/server$i.log")"; }; done
+[ $ok = 1 ] && full "$clr" 2 180 &&
+  pass "the whole cluster killed -9 and restarted from its logs: two live replicas per slot ($(grep replicas: "$logs/status.now"))" ||
+  fail "full-cluster restart" "$(cat "$logs/status.now")"
+sleep 3
+k=$(coordinator 18 19 20); v=18; [ "$k" = 18 ] && v=19
+kill -9 "${spid[$v]}"
+wait_status "$clr" "server [0-9]+ [^ ]+:$(port "$v") down slots 0 " 40 &&
+  pass "after the restart, server $v killed -9: its slots failed over to their backups" ||
+  fail "failover after the full restart" "$(cat "$logs/status.now")"
+sleep 3
+touch "$logs/restart.stop"
+wait $lpid; judge restart $? "the whole cluster killed -9 and restarted (--fsync=no), then a primary killed"
+for i in 18 19 20; do kill "${spid[$i]}" 2>/dev/null; done
+rm -rf "$rdata"
 
 fi
 
