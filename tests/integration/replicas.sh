@@ -26,11 +26,13 @@
 #    primaries, nothing lost, linearizable; a new server killed during a rebalance onto it; the
 #    coordinator killed during one (another carries the request, no slot stays IMPORTING);
 #  - the whole cluster (durable, --fsync=no) killed -9 at once under lin_load and restarted,
-#    then a primary killed: nothing acknowledged lost, linearizable.
+#    then a primary killed: nothing acknowledged lost, linearizable;
+#  - a full disk on a durable server: it is dropped as a backup, stays up, nothing acknowledged
+#    is lost; space freed, two replicas per slot return.
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
-# kill, zombie, coord, remove, r3, full, balance, restart; default all).
+# kill, zombie, coord, remove, r3, full, balance, restart, disk; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -508,6 +510,53 @@ touch "$logs/restart.stop"
 wait $lpid; judge restart $? "the whole cluster killed -9 and restarted (--fsync=no), then a primary killed"
 for i in 18 19 20; do kill "${spid[$i]}" 2>/dev/null; done
 rm -rf "$rdata"
+
+fi
+
+if want disk; then
+# 10. A full disk on a durable server of an R=2 cluster under lin_load: server 23's data
+# directory is a 16 MiB tmpfs, filled up while the load runs. Its log appends fail (IO_ERROR, No
+# space left): as a backup it refuses REPLICATEs, so its primaries report it and the
+# coordinator drops it from their slots (writes go on); as a primary, a write its backup
+# applied but its own log refused is of unknown outcome (kept, resent), never acknowledged.
+# It stays up and readable. Space freed again: two live replicas per slot return. Nothing
+# acknowledged is lost and the history is linearizable.
+cld=etcd://127.0.0.1:2379/repdisk
+ctl --server="$cld" cluster init --slots=64 --replicas=2 > "$logs/init-disk.out" 2>&1 ||
+  fail "cluster init (disk)" "$(cat "$logs/init-disk.out")"
+ddata=$(mktemp -d /dev/shm/rkv-repl-disk.XXXXXX)
+small=$(mktemp -d "$logs/small.XXXXXX")
+if mount -t tmpfs -o size=16M,mode=0700 tmpfs "$small" 2>> "$logs/mount.err"; then
+  for i in 21 22; do start_server "$i" "$cld" 16M --data_dir="$ddata/s$i" --fsync=no || fail "disk: server $i started"; done
+  start_server 23 "$cld" 16M --data_dir="$small/s23" --fsync=no || fail "disk: server 23 started"
+  ctl --server="$cld" cluster rebalance > "$logs/rebalance-disk.out" 2>&1
+  full "$cld" 2 30 || fail "disk: placement" "$(cat "$logs/rebalance-disk.out" "$logs/status.now")"
+  lin "$cld" disk 33 &
+  lpid=$!
+  running disk
+  dd if=/dev/zero of="$small/filler" bs=64k > /dev/null 2>&1  # until ENOSPC
+  echo "# server 23's file system full: $(df -k "$small" | tail -1)"
+  sleep 15
+  grep -q "No space left" "$logs/server23.log" && kill -0 "${spid[23]}" 2>/dev/null &&
+    [ -n "$(stat_of 23 entries)" ] &&
+    pass "server 23's disk full: its log appends fail (No space left), it stays up and answers" ||
+    fail "server 23 with a full disk" "$(grep -m3 -i "space\|error" "$logs/server23.log")"
+  ctl --server="$cld" cluster status > "$logs/status-disk.out" 2>&1
+  echo "# with the disk full: $(grep -E "^server [0-9]+ [^ ]+:$(port 23) " "$logs/status-disk.out")"
+  rm -f "$small/filler"
+  full "$cld" 2 180 &&
+    pass "space freed: two live replicas per slot again ($(grep replicas: "$logs/status.now"))" ||
+    fail "replicas after the disk was freed" "$(cat "$logs/status.now")"
+  sleep 3
+  touch "$logs/disk.stop"
+  wait $lpid; judge disk $? "a full disk on a durable server (R=2)"
+  for i in 21 22 23; do kill "${spid[$i]}" 2>/dev/null; done
+  for i in 21 22 23; do wait "${spid[$i]}" 2>/dev/null; done
+  umount "$small"
+else
+  fail "disk: cannot mount a tmpfs (root needed: the sandbox VM)" "$(cat "$logs/mount.err")"
+fi
+rm -rf "$ddata"
 
 fi
 
