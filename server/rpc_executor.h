@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "common/wire.h"
 #include "server/cluster/ownership_table.h"
@@ -57,6 +58,11 @@ class RpcExecutor {
   // kvserver --cluster with replicas: a client's PUT/DELETE reaches the slot's backups first
   // (server/cluster/replicator.h). Set before the workers start; outlives the workers.
   void SetReplicator(cluster::Replicator* r) { replicator_ = r; }
+  // kvserver --cluster: MIGRATE_BEGIN's check that etcd's migration record (NAME/migration)
+  // is a copy to this server of those slots with that nonce (ClusterNode::CheckImport); none
+  // set: every MIGRATE_BEGIN is refused. Set before the workers start; outlives the workers.
+  using ImportCheck = std::function<Status(uint64_t nonce, const std::vector<uint32_t>& slots)>;
+  void SetImportCheck(ImportCheck check) { import_check_ = std::move(check); }
 
  private:
   Table* const table_;
@@ -66,6 +72,7 @@ class RpcExecutor {
   std::function<std::string()> snapshot_;
   cluster::OwnershipTable* owners_ = nullptr;
   cluster::Replicator* replicator_ = nullptr;
+  ImportCheck import_check_;
   static constexpr size_t kReplStripes = 256;
   std::unique_ptr<std::mutex[]> repl_mu_{new std::mutex[kReplStripes]};
   // REPLICATE (rpc_executor_replication.cc): a backup applying its primary's write.

@@ -240,6 +240,10 @@ Status Server::Start() {
   exec_ = std::make_unique<RpcExecutor>(table_.get(), &counters_, region,
                                         [this] { return StatsText(); });
   if (owners_) exec_->SetOwnership(owners_.get());
+  if (cluster_)
+    exec_->SetImportCheck([node = cluster_.get()](uint64_t nonce, const std::vector<uint32_t>& s) {
+      return node->CheckImport(nonce, s);
+    });
   cluster::Replicator* replicator =
       cluster_ ? cluster_->MakeReplicator(owners_.get(), table_.get()) : nullptr;
   if (replicator != nullptr) {

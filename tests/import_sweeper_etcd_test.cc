@@ -11,6 +11,8 @@
 //    it stayed the same for a whole period;
 //  - 2, which the map gives this server: kept (Apply gives it its role), its entries too.
 // A record or a map etcd holds that does not decode, or no map: an error, and no slot changes.
+// MIGRATE_BEGIN's check (server/cluster/import_check.h): only the COPY record to this server,
+// with its nonce, for slots it names.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -20,6 +22,7 @@
 #include "common/cluster/migration_record.h"
 #include "common/cluster/ownership_word.h"
 #include "common/table/layout.h"
+#include "server/cluster/import_check.h"
 #include "server/cluster/import_sweeper.h"
 #include "server/store/table.h"
 #include "tests/etcd/replicated_cluster_test.h"
@@ -43,7 +46,8 @@ class ImportSweeperEtcdTest : public ReplicatedClusterTest {
     for (uint32_t slot : {0u, 2u, 3u, 6u}) Import(slot);
   }
   void Import(uint32_t slot) {
-    ASSERT_TRUE(owners_->BeginImport(slot, 100 + slot, owners_->Word(slot)));
+    std::vector<uint64_t> tickets;
+    ASSERT_TRUE(owners_->BeginImports({slot}, {owners_->Word(slot)}, 100 + slot, &tickets));
   }
   ImportSweeperOptions Options(EtcdClient* etcd) {
     ImportSweeperOptions o;
@@ -54,14 +58,16 @@ class ImportSweeperEtcdTest : public ReplicatedClusterTest {
     o.reclaimer = reclaimer_.get();
     return o;
   }
-  void PutRecord(MigrationRecord::State st) {
+  MigrationRecord PutRecord(MigrationRecord::State st) {
     MigrationRecord r;
     r.state = st;
     r.kind = MigrationRecord::kAddReplica;
     r.from_id = 1;
     r.to_id = 3;
-    r.slots = {0};
-    ASSERT_TRUE(etcd_->Put(addr_.Prefix() + "migration", r.Encode()).ok());
+    r.slots = {0, 4};
+    r.nonce = 0x1122334455667788ull;
+    EXPECT_TRUE(etcd_->Put(addr_.Prefix() + "migration", r.Encode()).ok());
+    return r;
   }
   SlotState State(uint32_t slot) { return WordState(owners_->Word(slot)); }
   size_t Entries(uint32_t slot) {
@@ -127,6 +133,25 @@ TEST_F(ImportSweeperEtcdTest, AnUnreadableRecordOrMapChangesNothing) {
   EXPECT_FALSE(sweeper.SweepOnce(&n).ok());  // no map at all
   EXPECT_EQ(sweeper.released(), 0u);
   for (uint32_t slot : {0u, 2u, 3u, 6u}) EXPECT_EQ(State(slot), SlotState::kImporting) << slot;
+}
+
+TEST_F(ImportSweeperEtcdTest, ABeginIsTakenOnlyForTheCopyEtcdHolds) {
+  const uint64_t nonce = PutRecord(MigrationRecord::kCopy).nonce;
+  EXPECT_TRUE(CheckImportRecord(etcd_.get(), addr_, 3, nonce, {0, 4}).ok());
+  EXPECT_TRUE(CheckImportRecord(etcd_.get(), addr_, 3, nonce, {4}).ok());
+  EXPECT_EQ(CheckImportRecord(etcd_.get(), addr_, 3, nonce + 1, {0}).code(),
+            Code::kInvalidArgument);  // another migration's (or a forged) nonce
+  EXPECT_EQ(CheckImportRecord(etcd_.get(), addr_, 2, nonce, {0}).code(),
+            Code::kInvalidArgument);  // a copy to another server
+  EXPECT_EQ(CheckImportRecord(etcd_.get(), addr_, 3, nonce, {0, 5}).code(),
+            Code::kInvalidArgument);  // a slot the record does not copy
+  EXPECT_EQ(CheckImportRecord(etcd_.get(), addr_, 0, nonce, {0}).code(), Code::kUnavailable);
+  PutRecord(MigrationRecord::kFailed);  // cancelled: its source's late BEGIN is refused
+  EXPECT_EQ(CheckImportRecord(etcd_.get(), addr_, 3, nonce, {0}).code(), Code::kInvalidArgument);
+  ASSERT_TRUE(etcd_->Put(addr_.Prefix() + "migration", "not a record").ok());
+  EXPECT_EQ(CheckImportRecord(etcd_.get(), addr_, 3, nonce, {0}).code(), Code::kInvalidArgument);
+  ASSERT_TRUE(etcd_->Delete(addr_.Prefix() + "migration").ok());
+  EXPECT_EQ(CheckImportRecord(etcd_.get(), addr_, 3, nonce, {0}).code(), Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The abandoned-import rule (server/cluster/import_sweeper.h, ImportSweeper::Abandoned) and the
-// import tickets it relies on (OwnershipTable::BeginImport, DropImport): a copy under way to
-// this server keeps its slots, and so does a map that names this server; anything else (no
-// record, a finished, failed or other server's record, a copy of other slots) gives them
-// back; a new import of the slot, or a word a map changed, makes DropImport a no-op.
+// import tickets it relies on (OwnershipTable::BeginImports, BeginImportWrite, BeginPurge,
+// DropImport): a copy under way to this server keeps its slots, and so does a map that names
+// this server; anything else (no record, a finished, failed or other server's record, a copy
+// of other slots) gives them back; a new import of the slot, or a word a map changed, makes
+// DropImport a no-op; BeginImports changes all of its slots or none; a taken-over import's
+// writes and purge batches are refused, and admitted ones hold WaitIdle.
 #include "server/cluster/import_sweeper.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <vector>
 
 #include "common/cluster/ownership_word.h"
@@ -73,18 +76,24 @@ TEST(ImportSweeper, AMapThatNamesThisServerKeepsTheSlot) {
   EXPECT_FALSE(ImportSweeper::Abandoned(99, kMe, nullptr, &map));  // out of range
 }
 
+bool Begin(OwnershipTable* t, uint32_t slot, uint32_t qp, uint64_t word) {
+  std::vector<uint64_t> tickets;
+  return t->BeginImports({slot}, {word}, qp, &tickets);
+}
+
 TEST(ImportSweeper, DropImportReleasesOnlyTheImportItSaw) {
   std::vector<uint64_t> words(4, 0);
   OwnershipTable t(words.data(), 4, 1);
   const uint64_t free = OwnerWord(3, SlotState::kNotOwned);
   t.Set(1, free);
-  ASSERT_TRUE(t.BeginImport(1, 42, free));
+  ASSERT_TRUE(Begin(&t, 1, 42, free));
   EXPECT_EQ(t.Importer(1), 42u);
   const uint64_t word = t.Word(1), first = t.ImportTicket(1);
+  EXPECT_NE(first, 0u);
   EXPECT_EQ(WordState(word), SlotState::kImporting);
   EXPECT_EQ(WordEpoch(word), 3u);
   // A second import of the slot from the same connection: a new ticket, the same word.
-  ASSERT_TRUE(t.BeginImport(1, 42, word));
+  ASSERT_TRUE(Begin(&t, 1, 42, word));
   EXPECT_NE(t.ImportTicket(1), first);
   EXPECT_EQ(t.Word(1), word);
   EXPECT_FALSE(t.DropImport(1, first, word, free));
@@ -92,18 +101,69 @@ TEST(ImportSweeper, DropImportReleasesOnlyTheImportItSaw) {
   // A map made the slot OWNED meanwhile: neither a BEGIN checked before it nor the drop.
   const uint64_t second = t.ImportTicket(1);
   t.Set(1, OwnerWord(4, SlotState::kOwned));
-  EXPECT_FALSE(t.BeginImport(1, 43, word));
+  EXPECT_FALSE(Begin(&t, 1, 43, word));
   EXPECT_EQ(t.ImportTicket(1), second);
+  EXPECT_EQ(t.Importer(1), 42u);
   EXPECT_FALSE(t.DropImport(1, second, word, free));
   EXPECT_EQ(WordState(t.Word(1)), SlotState::kOwned);
   // The import it saw, unchanged: released.
   t.Set(1, word);
   EXPECT_TRUE(t.DropImport(1, second, word, free));
   EXPECT_EQ(t.Word(1), free);
-  EXPECT_EQ(t.Importer(1), 0u);
-  // Only an IMPORTING word is ever dropped.
+  EXPECT_EQ(t.ImportTicket(1), 0u);
+  // Only an IMPORTING word, and only a ticket given, is ever dropped.
   EXPECT_FALSE(t.DropImport(1, 0, free, free));
   EXPECT_FALSE(t.DropImport(9, 0, word, free));
+}
+
+TEST(ImportSweeper, BeginImportsIsAllOrNothing) {
+  std::vector<uint64_t> words(4, 0);
+  OwnershipTable t(words.data(), 4, 1);
+  const uint64_t free = OwnerWord(2, SlotState::kNotOwned);
+  for (uint32_t s = 0; s < 4; ++s) t.Set(s, free);
+  ASSERT_TRUE(Begin(&t, 2, 7, free));  // an import of slot 2 under way
+  const uint64_t importing = t.Word(2), t2 = t.ImportTicket(2);
+  t.Set(3, OwnerWord(3, SlotState::kBackup));  // a map gave slot 3 a role since it was checked
+  std::vector<uint64_t> tickets;
+  EXPECT_FALSE(t.BeginImports({0, 2, 3}, {free, importing, free}, 9, &tickets));
+  EXPECT_TRUE(tickets.empty());
+  EXPECT_EQ(t.Word(0), free);
+  EXPECT_EQ(t.ImportTicket(0), 0u);
+  EXPECT_EQ(t.Word(2), importing);  // the import under way keeps its connection and ticket
+  EXPECT_EQ(t.ImportTicket(2), t2);
+  EXPECT_EQ(t.Importer(2), 7u);
+  EXPECT_EQ(WordState(t.Word(3)), SlotState::kBackup);
+  ASSERT_TRUE(t.BeginImports({0, 2}, {free, importing}, 9, &tickets));
+  ASSERT_EQ(tickets.size(), 2u);
+  EXPECT_NE(tickets[0], tickets[1]);
+  EXPECT_EQ(t.ImportTicket(2), tickets[1]);
+  EXPECT_EQ(t.Importer(0), 9u);
+}
+
+TEST(ImportSweeper, ImportWritesAndPurgesHoldTheSlotOnlyForTheirImport) {
+  std::vector<uint64_t> words(4, 0);
+  OwnershipTable t(words.data(), 4, 1);
+  const uint64_t free = OwnerWord(2, SlotState::kNotOwned);
+  t.Set(1, free);
+  EXPECT_FALSE(t.BeginImportWrite(1, 5));  // not IMPORTING
+  ASSERT_TRUE(Begin(&t, 1, 5, free));
+  const uint64_t first = t.ImportTicket(1), word = t.Word(1);
+  EXPECT_FALSE(t.BeginImportWrite(1, 6));  // another connection
+  ASSERT_TRUE(t.BeginImportWrite(1, 5));   // counted in flight: WaitIdle waits for it
+  EXPECT_FALSE(t.WaitIdle(1, std::chrono::steady_clock::now()));
+  t.EndWrite(1);
+  EXPECT_TRUE(t.WaitIdle(1, std::chrono::steady_clock::now()));
+  ASSERT_TRUE(t.BeginPurge(1, first));
+  EXPECT_FALSE(t.WaitIdle(1, std::chrono::steady_clock::now()));  // a newer BEGIN waits for it
+  t.EndWrite(1);
+  ASSERT_TRUE(Begin(&t, 1, 6, word));  // taken over: the older purge stops, its writes too
+  EXPECT_FALSE(t.BeginPurge(1, first));
+  EXPECT_FALSE(t.BeginImportWrite(1, 5));
+  EXPECT_TRUE(t.BeginImportWrite(1, 6));
+  t.EndWrite(1);
+  EXPECT_TRUE(t.DropImport(1, t.ImportTicket(1), word, free));
+  EXPECT_FALSE(t.BeginImportWrite(1, 6));  // released: no migration write lands any more
+  EXPECT_TRUE(t.WaitIdle(1, std::chrono::steady_clock::now()));
 }
 
 }  // namespace

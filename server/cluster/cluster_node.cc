@@ -9,6 +9,7 @@
 #include "common/cluster/map_lease.h"
 #include "common/cluster/member_record.h"
 #include "common/wire.h"
+#include "server/cluster/import_check.h"
 
 namespace rkv::cluster {
 
@@ -188,6 +189,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   io.my_id = mem->id();
   io.owners = owners;
   io.reclaimer = reclaimer_.get();
+  io.applied_epoch = [this] { return applied_epoch_.load(); };
   io.under_map_lock = [this](const std::function<void()>& release) {
     std::lock_guard<std::mutex> l(words_mu_);
     release();
@@ -198,6 +200,10 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
             << m.host << ":" << m.port << "), map epoch " << watcher_->epoch() << ", "
             << owners_->CountOwned() << " slot(s) owned";
   return Status::Ok();
+}
+
+Status ClusterNode::CheckImport(uint64_t nonce, const std::vector<uint32_t>& slots) const {
+  return CheckImportRecord(etcd_.get(), o_.cluster, id(), nonce, slots);
 }
 
 void ClusterNode::AppendStats(std::vector<StatValue>* v) const {

@@ -78,6 +78,10 @@ class ClusterNode {
   // Where the applied map's servers registered: a REPLICATE is taken only from its sender's
   // address (server/cluster/sender_addresses.h). Lives as long as the node.
   const SenderAddresses& senders() const { return senders_; }
+  // MIGRATE_BEGIN's check (RpcExecutor::SetImportCheck; server/cluster/import_check.h): OK
+  // only if NAME/migration, read now, is a COPY to this server with this nonce whose slots
+  // include every one of `slots`. Any thread.
+  [[nodiscard]] Status CheckImport(uint64_t nonce, const std::vector<uint32_t>& slots) const;
 
  private:
   explicit ClusterNode(ClusterNodeOptions o) : o_(std::move(o)) {}

@@ -80,17 +80,27 @@ Status ImportSweeper::SweepOnce(size_t* released) {
   SlotMap map;
   s = SlotMap::Decode(kv.value, &map);
   if (!s.ok()) return Status(s.code(), "the cluster map: " + s.message());
+  if (map.num_slots() != o_.owners->num_slots() || map.slot_seed() != o_.owners->slot_seed())
+    return Status(Code::kInvalidArgument, "the cluster map has another slot count or seed");
+  if (o_.applied_epoch && o_.applied_epoch() < map.epoch())
+    return Status::Ok();  // not applied here yet: judged at a later pass
   std::vector<uint32_t> given;
   o_.under_map_lock([&] {
     for (const auto& [slot, id] : again) {
       if (!Abandoned(slot, o_.my_id, found ? &record : nullptr, &map)) continue;
       const uint64_t out = OwnerWord(WordEpoch(id.first), SlotState::kNotOwned);
-      if (!o_.owners->DropImport(slot, id.second, id.first, out)) continue;  // a new import
-      if (o_.reclaimer != nullptr) o_.reclaimer->Released(slot, out);
-      given.push_back(slot);
+      if (o_.owners->DropImport(slot, id.second, id.first, out)) given.push_back(slot);
     }
   });
-  for (uint32_t slot : given) seen_.erase(slot);
+  // Migration writes admitted before a release finish before the reclaimer's scan (else one
+  // could leave an entry behind it).
+  const auto idle_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (uint32_t slot : given) {
+    (void)o_.owners->WaitIdle(slot, idle_by);
+    if (o_.reclaimer != nullptr)
+      o_.reclaimer->Released(slot, OwnerWord(WordEpoch(seen_[slot].first), SlotState::kNotOwned));
+    seen_.erase(slot);
+  }
   *released = given.size();
   released_.fetch_add(given.size());
   if (!given.empty())

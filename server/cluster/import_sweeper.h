@@ -8,19 +8,19 @@
 // The sweeper, every `period`, looks at the slots that were IMPORTING with the same word and
 // import ticket (OwnershipTable::ImportTicket) at its last pass too; for those it reads, from
 // etcd, NAME/migration and then NAME/map (linearizable reads, in that order), and releases a
-// slot (NOT_OWNED, its entries handed to the slot reclaimer) when Abandoned says so: the
-// record is not a copy to this server that names the slot, and the map does not name this
-// server as any replica of it. Why that is safe (docs/design.md, "Abandoned imports"): an
-// import becomes live only through the commit of the record that began it, which compares
-// that record's revision; a record that changed can no longer commit, and a later record that
-// names the slot again begins with a new MIGRATE_BEGIN, hence a new ticket, and DropImport
-// releases a slot only while the ticket and word it saw are still there (atomically with
-// BeginImport). A committed import the map no longer names was moved or failed away since, as
-// Apply would release it.
-// Thread safety: SweepOnce from one thread at a time (the sweeper's own, or a test before
-// Start). Ownership: borrows the etcd client, the ownership table and the reclaimer (the
-// node's, which outlive it: the node destroys the sweeper first); owns its thread, stopped by
-// the destructor.
+// slot (NOT_OWNED, its entries handed to the slot reclaimer, once the migration writes
+// admitted before ended) when Abandoned says so: the record is not a copy to this server that
+// names the slot, and the map (of this cluster's slot count and seed, no newer than the map
+// this server applied) does not name this server as any replica of it. Why that is safe
+// (docs/design.md, "Abandoned imports"): an import becomes live only through the commit of the
+// record that began it, which compares that record's revision; a record that changed can no longer
+// commit, and a later record that names the slot again begins with a new MIGRATE_BEGIN, hence a new
+// ticket, and DropImport releases a slot only while the ticket and word it saw are still there
+// (atomically with BeginImport). A committed import the map no longer names was moved or failed
+// away since, as Apply would release it. Thread safety: SweepOnce from one thread at a time (the
+// sweeper's own, or a test before Start). Ownership: borrows the etcd client, the ownership table
+// and the reclaimer (the node's, which outlive it: the node destroys the sweeper first); owns its
+// thread, stopped by the destructor.
 #ifndef RKV_SERVER_CLUSTER_IMPORT_SWEEPER_H_
 #define RKV_SERVER_CLUSTER_IMPORT_SWEEPER_H_
 
@@ -50,6 +50,10 @@ struct ImportSweeperOptions {
   uint32_t my_id = 0;
   OwnershipTable* owners = nullptr;
   SlotReclaimer* reclaimer = nullptr;  // null: slots are released, their entries kept
+  // The epoch of the map this server applied last: a slot is released only once it is at
+  // least the epoch of the map read from etcd (an older map, applied after the release, could
+  // otherwise give the slot a role again; null: not checked).
+  std::function<uint64_t()> applied_epoch;
   // Runs `release` while no map is being applied (ClusterNode's words lock).
   std::function<void(const std::function<void()>& release)> under_map_lock =
       [](const std::function<void()>& release) { release(); };

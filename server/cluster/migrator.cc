@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <chrono>
+#include <map>
 
 #include "client/client_impl.h"
 #include "common/cluster/map_lease.h"
@@ -170,8 +171,9 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     std::string key;
     for (size_t j = i; j < rec.slots.size() && j < i + 256; ++j)
       for (int b = 0; b < 4; ++b) key.push_back(char((rec.slots[j] >> (8 * b)) & 0xff));
-    std::string reply;
-    s = target.Call(wire::Op::kMigrateBegin, key, {}, &reply);
+    std::string reply, nonce;  // the record's nonce: the target checks it against etcd
+    for (int b = 0; b < 8; ++b) nonce.push_back(char((rec.nonce >> (8 * b)) & 0xff));
+    s = target.Call(wire::Op::kMigrateBegin, key, nonce, &reply);
   }
   if (!s.ok()) {
     *why = "target " + host + ":" + std::to_string(port) + ": " + s.ToString();
@@ -406,15 +408,24 @@ void Migrator::Fail(const MigrationRecord& rec, int64_t rec_revision, const std:
 }
 
 void Migrator::Purge(const std::vector<uint32_t>& slots) {
+  // Only while a slot keeps the NOT_OWNED word the hand-over left: a slot moved straight back
+  // here (MIGRATE_BEGIN: IMPORTING) keeps what its new copy brings.
   std::vector<bool> in_set(owners_->num_slots(), false);
-  for (uint32_t slot : slots) in_set[slot] = true;
-  std::vector<std::string> keys;
-  ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string&) {
-    keys.push_back(k);
-    return true;
-  });
-  for (const std::string& k : keys) (void)table_->Delete(k);
-  LOG(INFO) << "migration: purged " << keys.size() << " entries of the slots handed over";
+  std::map<uint32_t, uint64_t> words;
+  for (uint32_t slot : slots) {
+    const uint64_t w = owners_->Word(slot);
+    if (WordState(w) != SlotState::kNotOwned) continue;
+    in_set[slot] = true;
+    words[slot] = w;
+  }
+  size_t deleted = 0;
+  for (const auto& [slot, keys] : KeysBySlot(*table_, *owners_, in_set)) {
+    const uint32_t v = slot;
+    const uint64_t w = words[slot];
+    deleted += DeleteHeld(
+        table_, keys, [&] { return owners_->BeginReclaim(v, w); }, [&] { owners_->EndReclaim(v); });
+  }
+  LOG(INFO) << "migration: purged " << deleted << " entries of the slots handed over";
 }
 
 }  // namespace rkv::cluster

@@ -108,6 +108,8 @@ class Migrator {
   void Resume(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
   // Marks the record FAILED (if it is still ours) and counts it.
   void Fail(const MigrationRecord& rec, int64_t rec_revision, const std::string& why);
+  // Deletes this server's entries of slots it handed over, in batches, each only while the
+  // slot keeps its NOT_OWNED word (OwnershipTable::BeginReclaim).
   void Purge(const std::vector<uint32_t>& slots);
   // Takes a slot that was not handed over back (OWNED), only while the map this server applied
   // names it as the slot's primary (a failover may have taken the slot while the migration ran;

@@ -2,6 +2,7 @@
 #include "server/cluster/ownership_table.h"
 
 #include <thread>
+#include <utility>
 
 #include "common/cluster/slot_map.h"
 #include "common/wire.h"
@@ -15,8 +16,9 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       inflight_(new std::atomic<uint32_t>[num_slots]),
       tracked_(new std::atomic<uint8_t>[num_slots]),
       handover_(new std::atomic<uint8_t>[num_slots]),
-      reclaiming_(new std::atomic<uint8_t>[num_slots]),
-      importer_(new std::atomic<uint64_t>[num_slots]),
+      reclaiming_(new std::atomic<uint32_t>[num_slots]),
+      importer_(new std::atomic<uint32_t>[num_slots]),
+      ticket_(new std::atomic<uint64_t>[num_slots]),
       fence_ns_(new std::atomic<int64_t>[num_slots]),
       seq_(new std::atomic<uint64_t>[num_slots]),
       digest_(new std::atomic<uint64_t>[num_slots]) {
@@ -26,28 +28,68 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
     handover_[i].store(0);
     reclaiming_[i].store(0);
     importer_[i].store(0);
+    ticket_[i].store(0);
     fence_ns_[i].store(0);
     seq_[i].store(0);
     digest_[i].store(0);
   }
 }
 
-bool OwnershipTable::BeginImport(uint32_t slot, uint32_t qp_num, uint64_t word) {
+bool OwnershipTable::BeginImports(const std::vector<uint32_t>& slots,
+                                  const std::vector<uint64_t>& words, uint32_t qp_num,
+                                  std::vector<uint64_t>* tickets) {
   MutexLock l(&import_mu_);
-  const uint64_t before = importer_[slot].load();
-  importer_[slot].store(++imports_ << 32 | qp_num);  // before the word: a PUT seeing IMPORTING
-  if (CompareAndSet(slot, word, OwnerWord(WordEpoch(word), SlotState::kImporting))) return true;
-  importer_[slot].store(before);
+  if (slots.size() != words.size()) return false;
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i] >= num_slots_ || Word(slots[i]) != words[i]) return false;
+  tickets->clear();
+  std::vector<std::pair<uint32_t, uint64_t>> before;  // each slot's connection and ticket
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const uint32_t slot = slots[i];
+    before.emplace_back(importer_[slot].load(), ticket_[slot].load());
+    // The connection and ticket before the word: a migration write or purge batch that sees
+    // IMPORTING sees them too.
+    importer_[slot].store(qp_num);
+    ticket_[slot].store(++imports_);
+    tickets->push_back(imports_);
+    if (CompareAndSet(slot, words[i], OwnerWord(WordEpoch(words[i]), SlotState::kImporting)))
+      continue;
+    // A map applied since the check (Apply stores words without this lock): undo them all.
+    for (size_t j = 0; j <= i; ++j) {
+      if (j < i)
+        (void)CompareAndSet(slots[j], OwnerWord(WordEpoch(words[j]), SlotState::kImporting),
+                            words[j]);
+      importer_[slots[j]].store(before[j].first);
+      ticket_[slots[j]].store(before[j].second);
+    }
+    tickets->clear();
+    return false;
+  }
+  return true;
+}
+
+bool OwnershipTable::BeginImportWrite(uint32_t slot, uint32_t qp_num) {
+  inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
+  if (WordState(Word(slot)) == SlotState::kImporting && importer_[slot].load() == qp_num)
+    return true;
+  EndWrite(slot);
+  return false;
+}
+
+bool OwnershipTable::BeginPurge(uint32_t slot, uint64_t ticket) {
+  inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
+  if (WordState(Word(slot)) == SlotState::kImporting && ticket_[slot].load() == ticket) return true;
+  EndWrite(slot);
   return false;
 }
 
 bool OwnershipTable::DropImport(uint32_t slot, uint64_t ticket, uint64_t word, uint64_t released) {
   MutexLock l(&import_mu_);
-  if (slot >= num_slots_ || importer_[slot].load() != ticket ||
+  if (slot >= num_slots_ || ticket == 0 || ticket_[slot].load() != ticket ||
       WordState(word) != SlotState::kImporting)
     return false;
   if (!CompareAndSet(slot, word, released)) return false;
-  importer_[slot].store(0);
+  ticket_[slot].store(0);
   return true;
 }
 
@@ -116,7 +158,7 @@ bool OwnershipTable::BeginReplicaWrite(uint32_t slot, uint64_t* word) {
 }
 
 bool OwnershipTable::BeginReclaim(uint32_t slot, uint64_t word) {
-  reclaiming_[slot].store(1, std::memory_order_seq_cst);
+  reclaiming_[slot].fetch_add(1, std::memory_order_seq_cst);
   inflight_[slot].fetch_add(1, std::memory_order_seq_cst);
   if (Word(slot) == word) return true;
   EndReclaim(slot);
@@ -125,7 +167,7 @@ bool OwnershipTable::BeginReclaim(uint32_t slot, uint64_t word) {
 
 void OwnershipTable::EndReclaim(uint32_t slot) {
   inflight_[slot].fetch_sub(1, std::memory_order_seq_cst);
-  reclaiming_[slot].store(0, std::memory_order_seq_cst);
+  reclaiming_[slot].fetch_sub(1, std::memory_order_seq_cst);
 }
 
 bool OwnershipTable::Resume(uint32_t slot) {

@@ -34,6 +34,7 @@ class OwnershipTable {
   // `words`: num_slots 8-byte aligned words, zero (NOT_OWNED) at start.
   OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slot_seed);
   uint32_t num_slots() const { return num_slots_; }
+  uint64_t slot_seed() const { return slot_seed_; }
   uint32_t SlotOf(std::string_view key) const;
   uint64_t Word(uint32_t slot) const { return __atomic_load_n(&words_[slot], __ATOMIC_SEQ_CST); }
   // One 8-byte store (readers see the old word or the new one).
@@ -93,19 +94,28 @@ class OwnershipTable {
   // migration copies the slots again.
   static constexpr size_t kMaxDirty = 1 << 20;
   void Track(const std::vector<uint32_t>& slots, bool on);
-  // MIGRATE_BEGIN: the slot IMPORTING (at its word's epoch), begun by the connection with QP
-  // number `qp_num`: migration writes for the slot are taken from it only (a later
-  // MIGRATE_BEGIN takes the slot over, purging again). Each import gets a ticket of its own
-  // (ImportTicket: a counter and the QP number, never reused while this table lives), so that
-  // an abandoned import is told apart from a later one on the same slot (DropImport).
-  // False (nothing changed) if the word is no longer `word` (the one the caller checked: a map
-  // applied meanwhile may have made the slot OWNED or BACKUP here).
-  [[nodiscard]] bool BeginImport(uint32_t slot, uint32_t qp_num, uint64_t word);
-  uint32_t Importer(uint32_t slot) const { return uint32_t(importer_[slot].load()); }
-  uint64_t ImportTicket(uint32_t slot) const { return importer_[slot].load(); }
+  // MIGRATE_BEGIN of `slots`: each becomes IMPORTING (at its word's epoch), begun by the
+  // connection with QP number `qp_num`, under a ticket of its own (never 0, never reused while
+  // this table lives; *tickets, in the order of `slots`). All or none, atomically with
+  // DropImport: false, nothing changed, if any word is no longer the one in `words` (the one
+  // the caller checked: a map applied meanwhile may have given the slot a role here).
+  [[nodiscard]] bool BeginImports(const std::vector<uint32_t>& slots,
+                                  const std::vector<uint64_t>& words, uint32_t qp_num,
+                                  std::vector<uint64_t>* tickets);
+  uint32_t Importer(uint32_t slot) const { return importer_[slot].load(); }
+  uint64_t ImportTicket(uint32_t slot) const { return ticket_[slot].load(); }
+  // A migration write (MIGRATE_PUT/DELETE) to the slot from the connection `qp_num`: counted in
+  // flight (WaitIdle waits for it; EndWrite ends it), then true only if the slot is IMPORTING
+  // from that connection (false: nothing left counted).
+  bool BeginImportWrite(uint32_t slot, uint32_t qp_num);
+  // A batch of MIGRATE_BEGIN's purge (what the slot held before the import): counted in
+  // flight, then true only while the slot is IMPORTING under `ticket`; EndWrite ends it. A
+  // later MIGRATE_BEGIN of the slot waits for the batch (WaitIdle) and stops the rest.
+  bool BeginPurge(uint32_t slot, uint64_t ticket);
   // An abandoned import (server/cluster/import_sweeper.h): the slot becomes `released`
   // (NOT_OWNED) only if it still holds `word` and the import is still the one of `ticket`,
-  // atomically with BeginImport (a new import in between keeps the slot). True if released.
+  // atomically with BeginImports (a new import in between keeps the slot). True if released;
+  // migration writes admitted before may still be in flight (WaitIdle).
   bool DropImport(uint32_t slot, uint64_t ticket, uint64_t word, uint64_t released);
   // Slots being handed over by this server: map changes leave their words to the migration.
   void SetHandingOver(const std::vector<uint32_t>& slots, bool on);
@@ -126,11 +136,12 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint32_t>[]> inflight_;
   std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
   std::unique_ptr<std::atomic<uint8_t>[]> handover_;
-  std::unique_ptr<std::atomic<uint8_t>[]> reclaiming_;
-  std::unique_ptr<std::atomic<uint64_t>[]> importer_;  // ticket: count << 32 | QP number
-  Mutex import_mu_;                                    // BeginImport against DropImport
-  uint64_t imports_ GUARDED_BY(import_mu_) = 0;
-  std::unique_ptr<std::atomic<int64_t>[]> fence_ns_;  // steady_clock ns; 0: none
+  std::unique_ptr<std::atomic<uint32_t>[]> reclaiming_;  // deletion batches under way
+  std::unique_ptr<std::atomic<uint32_t>[]> importer_;    // the importing connection's QP number
+  std::unique_ptr<std::atomic<uint64_t>[]> ticket_;      // the import's ticket; 0: none
+  Mutex import_mu_;                                      // BeginImports against DropImport
+  uint64_t imports_ GUARDED_BY(import_mu_) = 0;          // the last ticket given
+  std::unique_ptr<std::atomic<int64_t>[]> fence_ns_;     // steady_clock ns; 0: none
   std::unique_ptr<std::atomic<uint64_t>[]> seq_;
   std::unique_ptr<std::atomic<uint64_t>[]> digest_;
   Mutex dirty_mu_;

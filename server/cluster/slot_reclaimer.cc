@@ -69,20 +69,13 @@ size_t SlotReclaimer::ReclaimNow() {
   if (todo.empty()) return 0;
   std::vector<bool> in_set(owners_->num_slots(), false);
   for (const auto& [slot, word] : todo) in_set[slot] = true;
-  std::map<uint32_t, std::vector<std::string>> keys;
-  ScanSlots(*table_, *owners_, in_set, [&](const std::string& k, const std::string&) {
-    keys[owners_->SlotOf(k)].push_back(k);
-    return true;
-  });
   size_t deleted = 0;
-  for (auto& [slot, list] : keys) {
+  for (auto& [slot, list] : KeysBySlot(*table_, *owners_, in_set)) {
+    const uint32_t v = slot;
     const uint64_t word = todo[slot];
-    for (size_t i = 0; i < list.size() && !Stopping();) {
-      if (!owners_->BeginReclaim(slot, word)) break;  // the slot changed: no longer ours to free
-      for (size_t end = std::min(list.size(), i + kKeysPerHold); i < end; ++i)
-        if (table_->Delete(list[i]).ok()) ++deleted;
-      owners_->EndReclaim(slot);
-    }
+    deleted += DeleteHeld(
+        table_, list, [&] { return owners_->BeginReclaim(v, word); },
+        [&] { owners_->EndReclaim(v); }, [this] { return Stopping(); });
   }
   reclaimed_.fetch_add(deleted);
   return deleted;

@@ -52,7 +52,6 @@ class SlotReclaimer {
  private:
   void Loop();
   bool Stopping();
-  static constexpr size_t kKeysPerHold = 64;  // entries deleted per reclaiming mark
 
   Table* const table_;
   OwnershipTable* const owners_;

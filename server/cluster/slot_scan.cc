@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/cluster/slot_scan.h"
 
+#include <algorithm>
+#include <utility>
+
 namespace rkv::cluster {
 
 bool ScanSlots(const Table& table, const OwnershipTable& owners, const std::vector<bool>& in_set,
@@ -14,6 +17,30 @@ bool ScanSlots(const Table& table, const OwnershipTable& owners, const std::vect
       if (in_set[owners.SlotOf(key)] && !fn(key, value)) return false;
   }
   return true;
+}
+
+std::map<uint32_t, std::vector<std::string>> KeysBySlot(const Table& table,
+                                                        const OwnershipTable& owners,
+                                                        const std::vector<bool>& in_set) {
+  std::map<uint32_t, std::vector<std::string>> keys;
+  ScanSlots(table, owners, in_set, [&](const std::string& k, const std::string&) {
+    keys[owners.SlotOf(k)].push_back(k);
+    return true;
+  });
+  return keys;
+}
+
+size_t DeleteHeld(Table* table, const std::vector<std::string>& keys,
+                  const std::function<bool()>& hold, const std::function<void()>& release,
+                  const std::function<bool()>& stop) {
+  size_t deleted = 0;
+  for (size_t i = 0; i < keys.size() && !(stop && stop());) {
+    if (!hold()) break;  // the slot changed: no longer the caller's to clear
+    for (size_t end = std::min(keys.size(), i + kKeysPerHold); i < end; ++i)
+      if (table->Delete(keys[i]).ok()) ++deleted;
+    release();
+  }
+  return deleted;
 }
 
 }  // namespace rkv::cluster

@@ -10,8 +10,9 @@
 #    verify failures, every server holds a fair share (none more than twice another's entries);
 #  - a write sent straight to a server that does not own the key's slot: refused MOVED naming
 #    the owner; through the cluster address the same write lands;
-#  - an import begun on a server and abandoned (no migration record names it): the server gives
-#    the slot back and frees its entries (server/cluster/import_sweeper.h);
+#  - an import begun on a server and abandoned (its migration record FAILED): the server gives
+#    the slot back and frees its entries (server/cluster/import_sweeper.h); a BEGIN with a
+#    forged nonce is refused;
 #  - bad input: a server with an unknown cluster name and a second process on a registered
 #    address fail to start with a clear error; a malformed map written into etcd is refused
 #    by servers and clients, which go on with the map they have (cluster_bad_maps counts it);
@@ -167,9 +168,11 @@ for i in 0 1 2; do before=$((before + $(stat_of "$i" rpc_moved))); done
 [ "$before" -ge 1 ] && pass "servers count MOVED answers (rpc_moved $before)" || fail "rpc_moved counter"
 
 # --- an abandoned import -------------------------------------------------------------------------
-# A MIGRATE_BEGIN and a partial copy to server 2 of a slot it does not hold, then the sender goes
-# away with no migration record naming it (a source that died mid-copy, or a token holder's
-# mischief): the import sweeper gives the slot back and its entries are freed; nothing else moves.
+# A migration record (COPY to server 2 of a slot it does not hold), a MIGRATE_BEGIN and a partial
+# copy, then the sender goes away and the record is marked FAILED (a source that died mid-copy,
+# cancelled by the coordinator): the import sweeper gives the slot back and its entries are
+# freed; nothing else moves. A BEGIN with another nonce than the record's, or naming a slot
+# twice, is refused (import_probe).
 r0=$(stat_of 2 cluster_reclaimed_keys); o0=$(stat_of 2 cluster_slots_owned)
 "$build/import_probe" --cluster="$cl" --server="${addrs[2]}:$(port 2)" --keys=200 > "$logs/import_probe.out" 2>&1; ip=$?
 imp=$(stat_of 2 cluster_slots_importing)
