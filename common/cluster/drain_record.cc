@@ -25,12 +25,9 @@ Status DrainRecord::Encode(std::string* out) const {
 }
 
 Status DrainRecord::Decode(std::string_view key_suffix, std::string_view in, DrainRecord* out) {
-  if (in.size() != kDrainRecordBytes)
-    return Bad(std::to_string(in.size()) + " bytes, not " + std::to_string(kDrainRecordBytes));
-  if (GetLE(in, 0, 4) != kDrainMagic) return Bad("bad magic");
-  if (GetLE(in, 4, 2) != kDrainVersion) return Bad("unknown version");
-  if (ChecksumWithFieldZeroed(in, kChecksumAt) != GetLE(in, kChecksumAt, 8))
-    return Bad("checksum mismatch");
+  const std::string problem =
+      FixedRecordProblem(in, kDrainRecordBytes, kDrainMagic, kDrainVersion, kChecksumAt);
+  if (!problem.empty()) return Bad(problem);
   DrainRecord r;
   r.server = uint32_t(GetLE(in, kServerAt, 4));
   r.map_epoch = GetLE(in, kEpochAt, 8);

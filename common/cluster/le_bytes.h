@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Little-endian fixed-width fields and the "XXH3-64 with its own field read as zero" checksum
 // that every cluster etcd format uses (slot map, member record, request/result, migration
-// record; docs/cluster.md).
+// record, drain record, migration progress; docs/cluster.md), and the checks a fixed-size
+// record's header gets.
 // Thread safety: pure functions. Callers check lengths before reading (`at + bytes` in range).
 #ifndef RKV_COMMON_CLUSTER_LE_BYTES_H_
 #define RKV_COMMON_CLUSTER_LE_BYTES_H_
@@ -33,6 +34,18 @@ inline uint64_t ChecksumWithFieldZeroed(std::string_view in, size_t at) {
   std::string copy(in);
   copy.replace(at, 8, 8, '\0');
   return XXH3_64bits(copy.data(), copy.size());
+}
+
+// The checks every fixed-size record starts with: exactly `size` bytes, magic u32 at 0, version
+// u16 at 4, the checksum at `sum_at` (ChecksumWithFieldZeroed). Empty if they hold, else what
+// failed (for the caller's error message).
+inline std::string FixedRecordProblem(std::string_view in, size_t size, uint32_t magic,
+                                      uint16_t version, size_t sum_at) {
+  if (in.size() != size) return std::to_string(in.size()) + " bytes, not " + std::to_string(size);
+  if (GetLE(in, 0, 4) != magic) return "bad magic";
+  if (GetLE(in, 4, 2) != version) return "unknown version";
+  if (ChecksumWithFieldZeroed(in, sum_at) != GetLE(in, sum_at, 8)) return "checksum mismatch";
+  return std::string();
 }
 
 }  // namespace rkv::cluster

@@ -44,12 +44,9 @@ Status MemberRecord::Encode(std::string* out) const {
 }
 
 Status MemberRecord::Decode(std::string_view in, MemberRecord* out) {
-  if (in.size() != kMemberRecordBytes)
-    return Bad(std::to_string(in.size()) + " bytes, not " + std::to_string(kMemberRecordBytes));
-  if (GetLE(in, 0, 4) != kMemberMagic) return Bad("bad magic");
-  if (GetLE(in, 4, 2) != kMemberVersion) return Bad("unknown version");
-  if (ChecksumWithFieldZeroed(in, kChecksumAt) != GetLE(in, kChecksumAt, 8))
-    return Bad("checksum mismatch");
+  const std::string problem =
+      FixedRecordProblem(in, kMemberRecordBytes, kMemberMagic, kMemberVersion, kChecksumAt);
+  if (!problem.empty()) return Bad(problem);
   MemberRecord r;
   r.port = uint16_t(GetLE(in, 6, 2));
   r.id = uint32_t(GetLE(in, 16, 4));

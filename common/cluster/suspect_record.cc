@@ -33,12 +33,9 @@ Status SuspectRecord::Encode(std::string* out) const {
 }
 
 Status SuspectRecord::Decode(std::string_view key_suffix, std::string_view in, SuspectRecord* out) {
-  if (in.size() != kSuspectRecordBytes)
-    return Bad(std::to_string(in.size()) + " bytes, not " + std::to_string(kSuspectRecordBytes));
-  if (GetLE(in, 0, 4) != kSuspectMagic) return Bad("bad magic");
-  if (GetLE(in, 4, 2) != kSuspectVersion) return Bad("unknown version");
-  if (ChecksumWithFieldZeroed(in, kChecksumAt) != GetLE(in, kChecksumAt, 8))
-    return Bad("checksum mismatch");
+  const std::string problem =
+      FixedRecordProblem(in, kSuspectRecordBytes, kSuspectMagic, kSuspectVersion, kChecksumAt);
+  if (!problem.empty()) return Bad(problem);
   SuspectRecord r;
   r.reporter = uint32_t(GetLE(in, kReporterAt, 4));
   r.backup = uint32_t(GetLE(in, kBackupAt, 4));

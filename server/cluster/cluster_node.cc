@@ -164,6 +164,7 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
   mo.client.reply_spin_us = o_.reply_spin_us;
   mo.rate_bytes_s = o_.migration_rate;
   mo.applied_epoch = [this] { return applied_epoch_.load(); };
+  mo.lease = [mem] { return mem->lease(); };
   if (replicator_) {
     Replicator* r = replicator_.get();
     mo.has_kept = [r](uint32_t slot) { return r->HasKept(slot); };

@@ -68,7 +68,8 @@ class Coordinator {
   Status Move(Election* e, const std::vector<SlotMove>& moves, MigrationRecord::Kind kind,
               uint32_t* moved);
   // One migration batch of `slots` from `from` to `to`: puts the record, waits for DONE or
-  // FAILED; cancels it if a side's member record is gone or after kMigrationTimeoutMs.
+  // FAILED; cancels it if a side's member record is gone or once the source's progress
+  // reports stopped changing (server/cluster/progress_watch.h).
   // *retry: it failed in a way that may pass once both sides are live (FAILED, or cancelled
   // for a side's missing record), not for lack of time or leadership.
   // `replaced`: a REPLACE_BACKUP batch's replaced backup (0 for the other kinds).

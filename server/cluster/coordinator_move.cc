@@ -12,17 +12,18 @@
 #include <utility>
 #include <vector>
 
+#include "common/cluster/migration_progress.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/slot_map.h"
 #include "common/secure_random.h"
 #include "server/cluster/coordinator.h"
+#include "server/cluster/progress_watch.h"
 
 namespace rkv::cluster {
 
 namespace {
 constexpr int kRetryMs = 200;  // after an etcd error or lost compare
 constexpr size_t kBatchSlots = 512;
-constexpr int kMigrationTimeoutMs = 300000;
 constexpr int kBatchTries = 3;          // a move batch that failed while both sides live
 constexpr int kBothLiveWaitMs = 10000;  // for both sides of a failed batch to be registered
 }  // namespace
@@ -105,10 +106,9 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
                  &revision);
   if (!s.ok()) return s;
   if (!ok) return Status(Code::kUnauthenticated, "no longer the coordinator");
-  // Wait for the source to finish: DONE or FAILED. No progress for kMigrationTimeoutMs
-  // (the source died or cannot reach etcd): cancel it.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(kMigrationTimeoutMs);
+  // Wait for the source to finish: DONE or FAILED. No progress reported for the watch's limit
+  // (the source died, hangs or cannot reach etcd): cancel it.
+  ProgressWatch watch(rec.nonce, std::chrono::steady_clock::now());
   MigrationRecord now;
   for (;;) {
     if (Stopping()) return Status(Code::kUnavailable, "coordinator stopping");
@@ -125,6 +125,11 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
       Status u = Upkeep(e, false, &replicated, &changed);
       if (u.code() == Code::kUnauthenticated) return u;
     }
+    EtcdKv p;
+    MigrationProgress reported;
+    const bool has_report = etcd_->Get(Key("progress"), &found, &p, nullptr).ok() && found &&
+                            MigrationProgress::Decode(p.value, &reported).ok();
+    watch.Saw(has_report ? &reported : nullptr, std::chrono::steady_clock::now());
     // A side that died cannot finish (its lease expired): cancel at once.
     bool from_live = true, to_live = true;
     EtcdKv m;
@@ -134,7 +139,8 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
         etcd_->Get(Key(("servers/" + std::to_string(rec.to_id)).c_str()), &to_live, &m, nullptr)
             .ok() &&
         (!from_live || !to_live);
-    if (dead || std::chrono::steady_clock::now() > deadline) {
+    const bool stalled = watch.Stalled(std::chrono::steady_clock::now());
+    if (dead || stalled) {
       MigrationRecord failed = rec;
       failed.state = MigrationRecord::kFailed;
       s = etcd_->Txn(
@@ -145,10 +151,13 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
         continue;
       }
       *retry = dead;
-      return Status(Code::kTimeout, "server " + std::to_string(rec.from_id) +
-                                        " did not finish moving " +
-                                        std::to_string(rec.slots.size()) + " slot(s) " +
-                                        (dead ? "(a side is down)" : "in time") + "; cancelled");
+      return Status(
+          Code::kTimeout,
+          "server " + std::to_string(rec.from_id) + " did not finish moving " +
+              std::to_string(rec.slots.size()) + " slot(s) " +
+              (dead ? "(a side is down)"
+                    : "(no progress for " + std::to_string(watch.limit().count() / 1000) + " s)") +
+              "; cancelled");
     }
     Pause(kRetryMs);
   }

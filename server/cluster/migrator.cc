@@ -9,6 +9,7 @@
 #include "client/client_impl.h"
 #include "common/cluster/map_lease.h"
 #include "common/cluster/slot_map.h"
+#include "server/cluster/progress_reporter.h"
 #include "server/cluster/slot_scan.h"
 
 namespace rkv::cluster {
@@ -198,7 +199,12 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
       }
     }
   const auto start = SteadyClock::now();
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, keys = 0;
+  // The coordinator cancels a batch only once these stop changing
+  // (server/cluster/progress_watch.h).
+  ProgressReporter progress(etcd_, Key("progress"), o_.lease, rec.nonce);
+  MigrationProgress::Phase phase = MigrationProgress::kCopy;
+  progress.Note(phase, keys, bytes);
   // The copies are pipelined: up to the target's request credits in flight on the connection
   // (the target applies one connection's writes in the order sent). flush() waits for every
   // answer: before the dirty set is taken, before the pause and before the commit, all that
@@ -234,6 +240,7 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
     ++in_flight;
     keys_sent_.fetch_add(1, std::memory_order_relaxed);
     bytes += k.size() + (v ? v->size() : 0);
+    progress.Note(phase, ++keys, bytes);
     if (o_.rate_bytes_s > 0) {  // paced: never ahead of rate x elapsed
       const auto due = start + std::chrono::microseconds(bytes * 1000000 / o_.rate_bytes_s);
       if (due > SteadyClock::now()) {  // a stop ends the wait (and the copy)
@@ -277,6 +284,8 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
          !flush()))
       return fail("copying the slots' entries");
     rescan = false;
+    phase = MigrationProgress::kCatchUp;
+    progress.Note(phase, keys, bytes);
     if (!ship_dirty(&dirty, &rescan)) return fail("shipping the keys written meanwhile");
     if (dirty <= kFewDirty && !rescan) break;
   }
@@ -294,6 +303,8 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
           "writes admitted before the pause did not finish in time (or a map change "
           "released a slot)");
     }
+  phase = MigrationProgress::kPaused;
+  progress.Note(phase, keys, bytes);
   bool overflow = false;
   if (!ship_dirty(&dirty, &overflow) || overflow) {
     for (uint32_t t : rec.slots) ResumeSlot(t);
@@ -308,6 +319,7 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
       return fail("slot " + std::to_string(slot) +
                   " holds a write of unknown outcome that this server's table has not taken yet");
     }
+  progress.Note(MigrationProgress::kCommit, keys, bytes);
   if (rec.CopiesToBackup()) return true;  // still this server's: MOVING
   for (uint32_t slot : rec.slots)
     owners_->Set(slot, OwnerWord(WordEpoch(owners_->Word(slot)), SlotState::kNotOwned));

@@ -72,6 +72,8 @@ struct MigratorOptions {
   // A replicated server: whether this table lacks a write its backups hold
   // (Replicator::LacksWrite); a HANDOVER batch with such a slot fails.
   std::function<bool(uint32_t)> lacks_write;
+  // The membership's lease: progress reports (NAME/progress) are put under it (null or 0: none).
+  std::function<int64_t()> lease;
 };
 
 class Migrator {
