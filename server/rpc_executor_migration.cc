@@ -62,13 +62,15 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
       return Status(Code::kInvalidArgument, "MIGRATE_BEGIN: this server cannot check migrations");
     Status c = import_check_(nonce, slots);
     if (!c.ok()) return Status(c.code(), "MIGRATE_BEGIN: " + c.message());
-    std::vector<uint64_t> tickets;
-    if (!owners_->BeginImports(slots, words, qp_num, &tickets))
+    cluster::OwnershipTable::ImportBegun begun;
+    if (!owners_->BeginImports(slots, words, qp_num, &begun))
       return Status(Code::kUnavailable,
                     "MIGRATE_BEGIN: a slot changed role here meanwhile; nothing imported");
     c = import_check_(nonce, slots);
-    if (!c.ok())  // the slots stay IMPORTING under tickets no copy will use: swept later
+    if (!c.ok()) {  // an import this took over goes on
+      owners_->UndoImports(begun);
       return Status(c.code(), "MIGRATE_BEGIN: " + c.message());
+    }
     // A REPLICATE admitted while a slot was still a BACKUP here, or an older import's write or
     // purge batch, finishes before the purge scan (else it could put back an entry after it).
     const auto idle_by = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -77,13 +79,18 @@ Status RpcExecutor::ExecuteMigration(const wire::Request& req, uint32_t qp_num,
         return Status(Code::kUnavailable,
                       "MIGRATE_BEGIN: slot " + std::to_string(v) + " still has a write running");
     std::map<uint32_t, uint64_t> ticket_of;
-    for (size_t i = 0; i < n; ++i) ticket_of[slots[i]] = tickets[i];
+    for (size_t i = 0; i < n; ++i) ticket_of[slots[i]] = begun.tickets[i];
     size_t purged = 0;
     for (const auto& [slot, keys] : cluster::KeysBySlot(*table_, *owners_, in_set)) {
       const uint32_t v = slot;
       const uint64_t t = ticket_of[slot];
+      bool complete = false;
       purged += cluster::DeleteHeld(
-          table_, keys, [&] { return owners_->BeginPurge(v, t); }, [&] { owners_->EndWrite(v); });
+          table_, keys, [&] { return owners_->BeginPurge(v, t); }, [&] { owners_->EndWrite(v); },
+          nullptr, &complete);
+      if (!complete)  // another BEGIN took the slot (or a map changed it): this import is over
+        return Status(Code::kUnavailable, "MIGRATE_BEGIN: slot " + std::to_string(v) +
+                                              " was taken by another import during the purge");
     }
     counters_->migrations_in.fetch_add(1, std::memory_order_relaxed);
     counters_->migration_purged.fetch_add(purged, std::memory_order_relaxed);

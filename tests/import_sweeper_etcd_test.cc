@@ -46,8 +46,8 @@ class ImportSweeperEtcdTest : public ReplicatedClusterTest {
     for (uint32_t slot : {0u, 2u, 3u, 6u}) Import(slot);
   }
   void Import(uint32_t slot) {
-    std::vector<uint64_t> tickets;
-    ASSERT_TRUE(owners_->BeginImports({slot}, {owners_->Word(slot)}, 100 + slot, &tickets));
+    OwnershipTable::ImportBegun begun;
+    ASSERT_TRUE(owners_->BeginImports({slot}, {owners_->Word(slot)}, 100 + slot, &begun));
   }
   ImportSweeperOptions Options(EtcdClient* etcd) {
     ImportSweeperOptions o;

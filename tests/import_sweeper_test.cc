@@ -77,8 +77,8 @@ TEST(ImportSweeper, AMapThatNamesThisServerKeepsTheSlot) {
 }
 
 bool Begin(OwnershipTable* t, uint32_t slot, uint32_t qp, uint64_t word) {
-  std::vector<uint64_t> tickets;
-  return t->BeginImports({slot}, {word}, qp, &tickets);
+  OwnershipTable::ImportBegun begun;
+  return t->BeginImports({slot}, {word}, qp, &begun);
 }
 
 TEST(ImportSweeper, DropImportReleasesOnlyTheImportItSaw) {
@@ -124,20 +124,36 @@ TEST(ImportSweeper, BeginImportsIsAllOrNothing) {
   ASSERT_TRUE(Begin(&t, 2, 7, free));  // an import of slot 2 under way
   const uint64_t importing = t.Word(2), t2 = t.ImportTicket(2);
   t.Set(3, OwnerWord(3, SlotState::kBackup));  // a map gave slot 3 a role since it was checked
-  std::vector<uint64_t> tickets;
-  EXPECT_FALSE(t.BeginImports({0, 2, 3}, {free, importing, free}, 9, &tickets));
-  EXPECT_TRUE(tickets.empty());
+  OwnershipTable::ImportBegun begun;
+  EXPECT_FALSE(t.BeginImports({0, 2, 3}, {free, importing, free}, 9, &begun));
+  EXPECT_TRUE(begun.tickets.empty());
   EXPECT_EQ(t.Word(0), free);
   EXPECT_EQ(t.ImportTicket(0), 0u);
   EXPECT_EQ(t.Word(2), importing);  // the import under way keeps its connection and ticket
   EXPECT_EQ(t.ImportTicket(2), t2);
   EXPECT_EQ(t.Importer(2), 7u);
   EXPECT_EQ(WordState(t.Word(3)), SlotState::kBackup);
-  ASSERT_TRUE(t.BeginImports({0, 2}, {free, importing}, 9, &tickets));
-  ASSERT_EQ(tickets.size(), 2u);
-  EXPECT_NE(tickets[0], tickets[1]);
-  EXPECT_EQ(t.ImportTicket(2), tickets[1]);
+  ASSERT_TRUE(t.BeginImports({0, 2}, {free, importing}, 9, &begun));
+  ASSERT_EQ(begun.tickets.size(), 2u);
+  EXPECT_NE(begun.tickets[0], begun.tickets[1]);
+  EXPECT_EQ(t.ImportTicket(2), begun.tickets[1]);
   EXPECT_EQ(t.Importer(0), 9u);
+  // That BEGIN refused after all (its record was no longer etcd's): undone, and the import it
+  // took over goes on; a slot another BEGIN took since stays with it.
+  ASSERT_TRUE(Begin(&t, 0, 11, t.Word(0)));
+  const uint64_t newer = t.ImportTicket(0);
+  t.UndoImports(begun);
+  EXPECT_EQ(t.Word(2), importing);
+  EXPECT_EQ(t.ImportTicket(2), t2);
+  EXPECT_EQ(t.Importer(2), 7u);
+  EXPECT_EQ(t.ImportTicket(0), newer);
+  EXPECT_EQ(t.Importer(0), 11u);
+  EXPECT_EQ(WordState(t.Word(0)), SlotState::kImporting);
+  // Undoing an import of a NOT_OWNED slot gives the word back.
+  ASSERT_TRUE(t.BeginImports({1}, {free}, 12, &begun));
+  t.UndoImports(begun);
+  EXPECT_EQ(t.Word(1), free);
+  EXPECT_EQ(t.ImportTicket(1), 0u);
 }
 
 TEST(ImportSweeper, ImportWritesAndPurgesHoldTheSlotOnlyForTheirImport) {

@@ -22,6 +22,7 @@ MigrationProgress Sample() {
   p.nonce = 0x0102030405060708ull;
   p.keys = 1234567;
   p.bytes = 0xfedcba9876ull;
+  p.scanned = 4096 * 3;
   return p;
 }
 
@@ -58,29 +59,43 @@ TEST(MigrationProgress, EveryCorruptionIsRefused) {
 TEST(ProgressWatch, StalledOnlyWhenItsOwnReportsStopChanging) {
   using std::chrono::seconds;
   const auto t0 = ProgressWatch::Clock::now();
-  ProgressWatch w(7, t0, std::chrono::milliseconds(60000));
-  EXPECT_FALSE(w.Stalled(t0 + seconds(59)));
-  EXPECT_TRUE(w.Stalled(t0 + seconds(61)));  // nothing reported since the batch was put
+  ProgressWatch w(7, t0, std::chrono::milliseconds(60000), std::chrono::milliseconds(300000));
+  EXPECT_FALSE(w.Stalled(t0 + seconds(299)));  // before the first report: the longer limit
+  EXPECT_TRUE(w.Stalled(t0 + seconds(301)));
   MigrationProgress p;
   p.nonce = 7;
   p.keys = 10;
-  w.Saw(&p, t0 + seconds(50));
+  w.Saw(true, &p, t0 + seconds(50));
   EXPECT_FALSE(w.Stalled(t0 + seconds(109)));
-  w.Saw(&p, t0 + seconds(100));  // the same report again: no progress
+  w.Saw(true, &p, t0 + seconds(100));  // the same report again: no progress
   EXPECT_TRUE(w.Stalled(t0 + seconds(111)));
   MigrationProgress other = p;
   other.nonce = 8;
   other.keys = 99;
-  w.Saw(&other, t0 + seconds(105));   // another batch's report
-  w.Saw(nullptr, t0 + seconds(106));  // none readable
+  w.Saw(true, &other, t0 + seconds(105));  // another batch's report
+  w.Saw(true, nullptr, t0 + seconds(106));  // none readable
   EXPECT_TRUE(w.Stalled(t0 + seconds(111)));
   p.phase = MigrationProgress::kPaused;  // a phase change is progress too
-  w.Saw(&p, t0 + seconds(110));
+  w.Saw(true, &p, t0 + seconds(110));
   EXPECT_FALSE(w.Stalled(t0 + seconds(169)));
-  p.bytes = 1;
-  w.Saw(&p, t0 + seconds(160));
+  p.scanned = 4096;  // so is a scan that went on
+  w.Saw(true, &p, t0 + seconds(160));
   EXPECT_FALSE(w.Stalled(t0 + seconds(219)));
   EXPECT_TRUE(w.Stalled(t0 + seconds(221)));
+}
+
+TEST(ProgressWatch, TimeWhileEtcdCannotBeReadDoesNotCount) {
+  using std::chrono::seconds;
+  const auto t0 = ProgressWatch::Clock::now();
+  ProgressWatch w(7, t0, std::chrono::milliseconds(60000), std::chrono::milliseconds(60000));
+  MigrationProgress p;
+  p.nonce = 7;
+  w.Saw(true, &p, t0);
+  w.Saw(false, nullptr, t0 + seconds(10));  // etcd away for minutes
+  EXPECT_FALSE(w.Stalled(t0 + seconds(200)));
+  w.Saw(true, &p, t0 + seconds(200));  // back, the same report: a whole limit from now
+  EXPECT_FALSE(w.Stalled(t0 + seconds(259)));
+  EXPECT_TRUE(w.Stalled(t0 + seconds(261)));
 }
 
 }  // namespace

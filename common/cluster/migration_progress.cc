@@ -6,8 +6,9 @@
 namespace rkv::cluster {
 namespace {
 
-constexpr size_t kPhaseAt = 6, kChecksumAt = 8, kNonceAt = 16, kKeysAt = 24, kBytesAt = 32;
-static_assert(kBytesAt + 8 == kProgressBytes, "migration progress layout");
+constexpr size_t kPhaseAt = 6, kChecksumAt = 8, kNonceAt = 16, kKeysAt = 24, kBytesAt = 32,
+                 kScannedAt = 40;
+static_assert(kScannedAt + 8 == kProgressBytes, "migration progress layout");
 
 Status Bad(const std::string& why) {
   return Status(Code::kProtocolError, "migration progress: " + why);
@@ -23,6 +24,7 @@ std::string MigrationProgress::Encode() const {
   PutLE(&out, kNonceAt, nonce, 8);
   PutLE(&out, kKeysAt, keys, 8);
   PutLE(&out, kBytesAt, bytes, 8);
+  PutLE(&out, kScannedAt, scanned, 8);
   PutLE(&out, kChecksumAt, ChecksumWithFieldZeroed(out, kChecksumAt), 8);
   return out;
 }
@@ -38,6 +40,7 @@ Status MigrationProgress::Decode(std::string_view in, MigrationProgress* out) {
   p.nonce = GetLE(in, kNonceAt, 8);
   p.keys = GetLE(in, kKeysAt, 8);
   p.bytes = GetLE(in, kBytesAt, 8);
+  p.scanned = GetLE(in, kScannedAt, 8);
   *out = p;
   return Status::Ok();
 }

@@ -127,9 +127,9 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
     }
     EtcdKv p;
     MigrationProgress reported;
-    const bool has_report = etcd_->Get(Key("progress"), &found, &p, nullptr).ok() && found &&
-                            MigrationProgress::Decode(p.value, &reported).ok();
-    watch.Saw(has_report ? &reported : nullptr, std::chrono::steady_clock::now());
+    const bool read_ok = etcd_->Get(Key("progress"), &found, &p, nullptr).ok();
+    const bool has_report = read_ok && found && MigrationProgress::Decode(p.value, &reported).ok();
+    watch.Saw(read_ok, has_report ? &reported : nullptr, std::chrono::steady_clock::now());
     // A side that died cannot finish (its lease expired): cancel at once.
     bool from_live = true, to_live = true;
     EtcdKv m;

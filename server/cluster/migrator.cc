@@ -199,7 +199,7 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
       }
     }
   const auto start = SteadyClock::now();
-  uint64_t bytes = 0, keys = 0;
+  uint64_t bytes = 0, keys = 0, scanned = 0;
   // The coordinator cancels a batch only once these stop changing
   // (server/cluster/progress_watch.h).
   ProgressReporter progress(etcd_, Key("progress"), o_.lease, rec.nonce);
@@ -278,11 +278,16 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
   bool rescan = true;
   size_t dirty = 0;
   for (size_t round = 0; round < kDirtyRounds; ++round) {
-    if (rescan &&
-        (!ScanSlots(*table_, *owners_, in_set,
-                    [&](const std::string& k, const std::string& v) { return send(k, &v); }) ||
-         !flush()))
+    if (rescan && (!ScanSlots(
+                       *table_, *owners_, in_set,
+                       [&](const std::string& k, const std::string& v) { return send(k, &v); },
+                       [&](uint64_t b) {
+                         progress.Scanned(scanned + b);
+                         progress.Note(phase, keys, bytes);
+                       }) ||
+                   !flush()))
       return fail("copying the slots' entries");
+    if (rescan) scanned += table_->geometry().num_buckets + 1;
     rescan = false;
     phase = MigrationProgress::kCatchUp;
     progress.Note(phase, keys, bytes);

@@ -37,35 +37,46 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
 
 bool OwnershipTable::BeginImports(const std::vector<uint32_t>& slots,
                                   const std::vector<uint64_t>& words, uint32_t qp_num,
-                                  std::vector<uint64_t>* tickets) {
+                                  ImportBegun* begun) {
   MutexLock l(&import_mu_);
+  *begun = ImportBegun();
   if (slots.size() != words.size()) return false;
   for (size_t i = 0; i < slots.size(); ++i)
     if (slots[i] >= num_slots_ || Word(slots[i]) != words[i]) return false;
-  tickets->clear();
-  std::vector<std::pair<uint32_t, uint64_t>> before;  // each slot's connection and ticket
+  begun->slots = slots;
+  begun->words = words;
   for (size_t i = 0; i < slots.size(); ++i) {
     const uint32_t slot = slots[i];
-    before.emplace_back(importer_[slot].load(), ticket_[slot].load());
+    begun->prev_importer.push_back(importer_[slot].load());
+    begun->prev_ticket.push_back(ticket_[slot].load());
     // The connection and ticket before the word: a migration write or purge batch that sees
     // IMPORTING sees them too.
     importer_[slot].store(qp_num);
     ticket_[slot].store(++imports_);
-    tickets->push_back(imports_);
+    begun->tickets.push_back(imports_);
     if (CompareAndSet(slot, words[i], OwnerWord(WordEpoch(words[i]), SlotState::kImporting)))
       continue;
     // A map applied since the check (Apply stores words without this lock): undo them all.
-    for (size_t j = 0; j <= i; ++j) {
-      if (j < i)
-        (void)CompareAndSet(slots[j], OwnerWord(WordEpoch(words[j]), SlotState::kImporting),
-                            words[j]);
-      importer_[slots[j]].store(before[j].first);
-      ticket_[slots[j]].store(before[j].second);
-    }
-    tickets->clear();
+    UndoLocked(*begun);
+    *begun = ImportBegun();
     return false;
   }
   return true;
+}
+
+void OwnershipTable::UndoImports(const ImportBegun& begun) {
+  MutexLock l(&import_mu_);
+  UndoLocked(begun);
+}
+
+void OwnershipTable::UndoLocked(const ImportBegun& b) {
+  for (size_t i = 0; i < b.tickets.size(); ++i) {
+    const uint32_t slot = b.slots[i];
+    if (ticket_[slot].load() != b.tickets[i]) continue;  // taken over since: not ours to undo
+    (void)CompareAndSet(slot, OwnerWord(WordEpoch(b.words[i]), SlotState::kImporting), b.words[i]);
+    importer_[slot].store(b.prev_importer[i]);
+    ticket_[slot].store(b.prev_ticket[i]);
+  }
 }
 
 bool OwnershipTable::BeginImportWrite(uint32_t slot, uint32_t qp_num) {

@@ -96,12 +96,22 @@ class OwnershipTable {
   void Track(const std::vector<uint32_t>& slots, bool on);
   // MIGRATE_BEGIN of `slots`: each becomes IMPORTING (at its word's epoch), begun by the
   // connection with QP number `qp_num`, under a ticket of its own (never 0, never reused while
-  // this table lives; *tickets, in the order of `slots`). All or none, atomically with
-  // DropImport: false, nothing changed, if any word is no longer the one in `words` (the one
-  // the caller checked: a map applied meanwhile may have given the slot a role here).
+  // this table lives). All or none, atomically with DropImport: false, nothing changed, if any
+  // word is no longer the one in `words` (the one the caller checked: a map applied meanwhile
+  // may have given the slot a role here). *begun: what UndoImports needs.
+  struct ImportBegun {
+    std::vector<uint32_t> slots;
+    std::vector<uint64_t> words, tickets;  // as checked; the tickets given
+    std::vector<uint32_t> prev_importer;   // each slot's import before
+    std::vector<uint64_t> prev_ticket;
+  };
   [[nodiscard]] bool BeginImports(const std::vector<uint32_t>& slots,
                                   const std::vector<uint64_t>& words, uint32_t qp_num,
-                                  std::vector<uint64_t>* tickets);
+                                  ImportBegun* begun);
+  // Takes back an import BeginImports began (its BEGIN was refused after all): each slot still
+  // under its ticket gets its word, connection and ticket of before (an import it had taken
+  // over goes on); a slot another BEGIN took since is left to it.
+  void UndoImports(const ImportBegun& begun);
   uint32_t Importer(uint32_t slot) const { return importer_[slot].load(); }
   uint64_t ImportTicket(uint32_t slot) const { return ticket_[slot].load(); }
   // A migration write (MIGRATE_PUT/DELETE) to the slot from the connection `qp_num`: counted in
@@ -130,6 +140,7 @@ class OwnershipTable {
   void Route(uint32_t slot, uint64_t* epoch, uint32_t* owner_id) const;
 
  private:
+  void UndoLocked(const ImportBegun& begun) REQUIRES(import_mu_);
   uint64_t* const words_;
   const uint32_t num_slots_;
   const uint64_t slot_seed_;

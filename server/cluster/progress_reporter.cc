@@ -10,14 +10,14 @@ void ProgressReporter::Note(MigrationProgress::Phase phase, uint64_t keys, uint6
   now_.keys = keys;
   now_.bytes = bytes;
   const auto now = std::chrono::steady_clock::now();
-  if (put_any_ && phase == put_phase_ &&
-      now - put_at_ < std::chrono::milliseconds(MigrationProgress::kEveryMs))
-    return;
+  const auto wait = std::chrono::milliseconds(failed_ ? kQuietMs : MigrationProgress::kEveryMs);
+  if (put_any_ && (phase == put_phase_ || failed_) && now - put_at_ < wait) return;
   put_any_ = true;
   put_phase_ = phase;
   put_at_ = now;
   if (etcd_ == nullptr) return;
   Status s = etcd_->Put(key_, now_.Encode(), lease_ ? lease_() : 0);
+  failed_ = !s.ok();
   if (s.ok()) {
     ++puts_;
   } else {

@@ -7,10 +7,12 @@
 namespace rkv::cluster {
 
 bool ScanSlots(const Table& table, const OwnershipTable& owners, const std::vector<bool>& in_set,
-               const std::function<bool(const std::string& key, const std::string& value)>& fn) {
+               const std::function<bool(const std::string& key, const std::string& value)>& fn,
+               const std::function<void(uint64_t buckets)>& on_buckets) {
   std::vector<std::pair<std::string, std::string>> entries;
   const uint32_t buckets = table.geometry().num_buckets;
   for (uint32_t b = 0; b <= buckets; ++b) {
+    if (on_buckets && b % kBucketsPerNote == 0) on_buckets(b);
     entries.clear();
     table.CollectBucket(b, &entries);
     for (const auto& [key, value] : entries)
@@ -32,14 +34,15 @@ std::map<uint32_t, std::vector<std::string>> KeysBySlot(const Table& table,
 
 size_t DeleteHeld(Table* table, const std::vector<std::string>& keys,
                   const std::function<bool()>& hold, const std::function<void()>& release,
-                  const std::function<bool()>& stop) {
-  size_t deleted = 0;
-  for (size_t i = 0; i < keys.size() && !(stop && stop());) {
+                  const std::function<bool()>& stop, bool* complete) {
+  size_t deleted = 0, i = 0;
+  while (i < keys.size() && !(stop && stop())) {
     if (!hold()) break;  // the slot changed: no longer the caller's to clear
     for (size_t end = std::min(keys.size(), i + kKeysPerHold); i < end; ++i)
       if (table->Delete(keys[i]).ok()) ++deleted;
     release();
   }
+  if (complete != nullptr) *complete = i == keys.size();
   return deleted;
 }
 

@@ -24,8 +24,11 @@
 namespace rkv::cluster {
 
 // in_set: num_slots flags. fn returns false to stop the pass (then ScanSlots returns false).
+// on_buckets (may be null): told how many buckets the pass went through, every kBucketsPerNote.
+inline constexpr uint32_t kBucketsPerNote = 4096;
 bool ScanSlots(const Table& table, const OwnershipTable& owners, const std::vector<bool>& in_set,
-               const std::function<bool(const std::string& key, const std::string& value)>& fn);
+               const std::function<bool(const std::string& key, const std::string& value)>& fn,
+               const std::function<void(uint64_t buckets)>& on_buckets = nullptr);
 
 // The keys of the slots in `in_set` (one ScanSlots pass), by slot.
 std::map<uint32_t, std::vector<std::string>> KeysBySlot(const Table& table,
@@ -34,11 +37,12 @@ std::map<uint32_t, std::vector<std::string>> KeysBySlot(const Table& table,
 
 // Deletes `keys` in batches of kKeysPerHold: each batch only if hold() admits it (it counts
 // the batch in flight on the slot), release() after it. Stops at the first refused hold, or
-// when stop() (may be null) says so. The number of entries deleted.
+// when stop() (may be null) says so. The number of entries deleted; *complete (may be null):
+// every key was gone through.
 inline constexpr size_t kKeysPerHold = 64;
 size_t DeleteHeld(Table* table, const std::vector<std::string>& keys,
                   const std::function<bool()>& hold, const std::function<void()>& release,
-                  const std::function<bool()>& stop = nullptr);
+                  const std::function<bool()>& stop = nullptr, bool* complete = nullptr);
 
 }  // namespace rkv::cluster
 

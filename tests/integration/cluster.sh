@@ -26,6 +26,8 @@
 #    gets no data (the migration to it fails authentication), clients without it are refused;
 #  - a server killed (no replicas): keys of its slots report UNAVAILABLE naming it (no wrong
 #    answer, no hang), other keys work; restarted with its --data_dir: its keys read back.
+# Finally no server log holds a sanitizer report, a crash or a failed CHECK.
+# RKV_CLUSTER_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # One "[case PASS|FAIL] cluster: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: cluster.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -36,6 +38,7 @@ if [ $# -eq 1 ] && [ -z "${RKV_IN_SANDBOX:-}" ]; then
 fi
 addr=${2:?usage: cluster.sh BUILD_DIR ADDR LOG_DIR}
 logs=${3:?usage: cluster.sh BUILD_DIR ADDR LOG_DIR}
+server=${RKV_CLUSTER_SERVER:-$build/kvserver}  # e.g. a ThreadSanitizer build
 src=$(cd "$(dirname "$0")/../.." && pwd)
 source "$src/tests/integration/common.sh"
 rc=0
@@ -86,7 +89,7 @@ data=$(mktemp -d /dev/shm/rkv-cluster-data.XXXXXX)
 start_server() {  # start_server I [extra flags]: server I on addrs[I]:port(I)
   local i=$1
   shift
-  "$build/kvserver" --listen="${addrs[$i]}:$(port "$i")" --memory=64M --allow_unauthenticated \
+  "$server" --listen="${addrs[$i]}:$(port "$i")" --memory=64M --allow_unauthenticated \
     --cluster="$cl" --cluster_lease_ttl=3 --data_dir="$data/s$i" --fsync=no "$@" \
     >> "$logs/server$i.log" 2>&1 &
   spid[$i]=$!
@@ -110,7 +113,7 @@ for i in 0 1 2; do start_server "$i" || { ok=0; fail "server $i started" "$(tail
 [ $ok = 1 ] && pass "three servers joined"
 
 # Bad input at start: an unknown cluster name; a second process on a registered address.
-"$build/kvserver" --listen="${addrs[0]}:$(port 5)" --memory=16M --allow_unauthenticated \
+"$server" --listen="${addrs[0]}:$(port 5)" --memory=16M --allow_unauthenticated \
   --cluster=etcd://127.0.0.1:2379/nosuch > "$logs/nosuch.log" 2>&1
 grep -q "does not exist" "$logs/nosuch.log" && pass "a server with an unknown cluster name refuses to start" ||
   fail "unknown cluster name" "$(tail -3 "$logs/nosuch.log")"
@@ -238,7 +241,7 @@ wait $bpid; brc=$?
 ctl --server="$cl" get moved-1 > /dev/null 2>&1 || [ $? = 1 ] && pass "map restored: new clients connect" || fail "map restored"
 
 # --- a second process on a registered address ------------------------------------------------------
-"$build/kvserver" --listen="${addrs[1]}:$(port 1)" --memory=16M --allow_unauthenticated \
+"$server" --listen="${addrs[1]}:$(port 1)" --memory=16M --allow_unauthenticated \
   --cluster="$cl" > "$logs/dup.log" 2>&1
 grep -qiE "busy|already|in use|Address" "$logs/dup.log" &&
   pass "a second kvserver on a registered address does not start" || fail "duplicate address" "$(tail -2 "$logs/dup.log")"
@@ -340,7 +343,7 @@ mktoken() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$1"; chmod 60
 mktoken "$logs/token"; mktoken "$logs/rogue-token"
 ctl --server="$sec" cluster init --slots=256 > /dev/null 2>&1
 sec_srv() {  # sec_srv NAME ADDR PORT TOKEN
-  "$build/kvserver" --listen="$2:$3" --memory=32M --cluster="$sec" --cluster_lease_ttl=3 \
+  "$server" --listen="$2:$3" --memory=32M --cluster="$sec" --cluster_lease_ttl=3 \
     --auth_token_file="$4" >> "$logs/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 150); do
@@ -369,7 +372,7 @@ keys --server="$sec" --auth_token_file="$logs/token" --value_prefix=s get sec 40
 grep -q "UNAUTHENTICATED\|authentic" "$logs/secA.log" && pass "sec: the source logs why the migration failed" ||
   fail "sec: source log" "$(grep -i migration "$logs/secA.log" | tail -2)"
 
-for i in 0 1 2 3; do
-  if grep -qE "$CRASH_PATTERN" "$logs/server$i.log"; then fail "server $i log clean" "$(grep -E "$CRASH_PATTERN" "$logs/server$i.log" | head -2)"; fi
+for f in "$logs"/server*.log "$logs"/sec*.log; do
+  if grep -qE "$CRASH_PATTERN" "$f"; then fail "$(basename "$f") clean" "$(grep -E "$CRASH_PATTERN" "$f" | head -2)"; fi
 done
 exit $rc
