@@ -72,7 +72,7 @@ TEST(ProgressWatch, StalledOnlyWhenItsOwnReportsStopChanging) {
   MigrationProgress other = p;
   other.nonce = 8;
   other.keys = 99;
-  w.Saw(true, &other, t0 + seconds(105));  // another batch's report
+  w.Saw(true, &other, t0 + seconds(105));   // another batch's report
   w.Saw(true, nullptr, t0 + seconds(106));  // none readable
   EXPECT_TRUE(w.Stalled(t0 + seconds(111)));
   p.phase = MigrationProgress::kPaused;  // a phase change is progress too
