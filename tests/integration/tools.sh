@@ -125,6 +125,11 @@ if "$build/kvbench" load "${knobs[@]}" > "$logs/knobs-load.txt" 2>&1 &&
   pass "kvbench every knob (ranges, custom mix, hotspot, connections, depth, --verify)"
 else
   fail "kvbench every knob"; cat "$logs"/knobs-*.txt
+  # What the soft-RoCE device counted (RNR NAKs, retransmissions, duplicate requests): a wait
+  # that timed out is told apart from a lost completion by these.
+  for c in /sys/class/infiniband/*/ports/*/hw_counters/*; do
+    [ -r "$c" ] && echo "# $(basename "$c") $(cat "$c")"
+  done
 fi
 # A load without --verify, then run --verify: every value kvbench writes is verifiable, at every
 # size (short values 1-15 B carry a key pattern, longer ones a checksum and marker).
