@@ -403,21 +403,26 @@ rk=0; ent=""; for i in 8 9 10; do rk=$((rk + $(stat_of "$i" cluster_reclaimed_ke
 # A fifth server killed -9 while a rebalance gives it replicas and primaries (copies to it,
 # hand-overs to it): the rebalance ends (done, or an error naming the dead side), the slots it
 # had taken fail over, every slot gets two live replicas again, nothing acknowledged is lost.
-lin "$clb" balancekill 27 &
-lpid=$!
-running balancekill
-start_server 12 "$clb" 16M || fail "balance: server 12 started"
-wait_status "$clb" "server [0-9]+ [^ ]+:$(port 12) live" 30 || fail "balance: server 12 registered" "$(cat "$logs/status.now")"
-ctl --server="$clb" cluster rebalance > "$logs/rebalancek.out" 2>&1 &
-bpid=$!
-# Killed once a copy to it began (its first MIGRATE_BEGIN), or after 60 s.
-for _ in $(seq 300); do [ "$(stat_of 12 migrations_in)" -gt 0 ] 2>/dev/null && break; sleep 0.2; done
+# rebalance_copying NAME SEED I: lin_load NAME (lpid) running on $clb, server I joined, then
+# `cluster rebalance` in the background (bpid; its output in $logs/rebalance-NAME.out) until a
+# copy to server I began (its first MIGRATE_BEGIN), or 60 s passed.
+rebalance_copying() {
+  lin "$clb" "$1" "$2" &
+  lpid=$!
+  running "$1"
+  start_server "$3" "$clb" 16M || fail "balance: server $3 started"
+  wait_status "$clb" "server [0-9]+ [^ ]+:$(port "$3") live" 30 || fail "balance: server $3 registered" "$(cat "$logs/status.now")"
+  ctl --server="$clb" cluster rebalance > "$logs/rebalance-$1.out" 2>&1 &
+  bpid=$!
+  for _ in $(seq 300); do [ "$(stat_of "$3" migrations_in)" -gt 0 ] 2>/dev/null && break; sleep 0.2; done
+}
+rebalance_copying balancekill 27 12
 echo "# server 12 killed after $(stat_of 12 migrations_in) MIGRATE_BEGIN(s)"
 kill -9 "${spid[12]}"
 wait $bpid; krc=$?
 full "$clb" 2 120 &&
-  pass "a server killed during a rebalance onto it (rebalance rc $krc: $(head -c 300 "$logs/rebalancek.out")): two live replicas per slot again" ||
-  fail "a server killed during a rebalance" "rc $krc: $(cat "$logs/rebalancek.out"); $(cat "$logs/status.now")"
+  pass "a server killed during a rebalance onto it (rebalance rc $krc: $(head -c 300 "$logs/rebalance-balancekill.out")): two live replicas per slot again" ||
+  fail "a server killed during a rebalance" "rc $krc: $(cat "$logs/rebalance-balancekill.out"); $(cat "$logs/status.now")"
 sleep 2
 touch "$logs/balancekill.stop"
 wait $lpid; judge balancekill $? "a server killed -9 during a rebalance onto it"
@@ -427,21 +432,14 @@ wait $lpid; judge balancekill $? "a server killed -9 during a rebalance onto it"
 # coordinator's batch left on the new server is given back or taken over by a new batch (no
 # slot stays IMPORTING: server/cluster/import_sweeper.h); a last rebalance gives the four live
 # servers even shares.
-lin "$clb" balancecoord 29 &
-lpid=$!
-running balancecoord
-start_server 17 "$clb" 16M || fail "balance: server 17 started"
-wait_status "$clb" "server [0-9]+ [^ ]+:$(port 17) live" 30 || fail "balance: server 17 registered" "$(cat "$logs/status.now")"
-ctl --server="$clb" cluster rebalance > "$logs/rebalancec.out" 2>&1 &
-bpid=$!
-for _ in $(seq 300); do [ "$(stat_of 17 migrations_in)" -gt 0 ] 2>/dev/null && break; sleep 0.2; done
+rebalance_copying balancecoord 29 17
 kc=$(coordinator 8 9 10 11)
 echo "# coordinator server ${kc:-?} killed after $(stat_of 17 migrations_in) MIGRATE_BEGIN(s) on server 17"
 [ -n "$kc" ] && kill -9 "${spid[$kc]}"
 wait $bpid; crc=$?
 full "$clb" 2 180 &&
-  pass "the coordinator (server ${kc:-?}) killed during a rebalance (rc $crc: $(head -c 300 "$logs/rebalancec.out")): another carried the request; two live replicas per slot again" ||
-  fail "the coordinator killed during a rebalance" "rc $crc: $(cat "$logs/rebalancec.out"); $(cat "$logs/status.now")"
+  pass "the coordinator (server ${kc:-?}) killed during a rebalance (rc $crc: $(head -c 300 "$logs/rebalance-balancecoord.out")): another carried the request; two live replicas per slot again" ||
+  fail "the coordinator killed during a rebalance" "rc $crc: $(cat "$logs/rebalance-balancecoord.out"); $(cat "$logs/status.now")"
 ctl --server="$clb" cluster rebalance > "$logs/rebalancec2.out" 2>&1; crc=$?
 ctl --server="$clb" cluster status > "$logs/status.now" 2>&1
 even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 16" "$logs/status.now")
