@@ -10,8 +10,59 @@
 #   from A to B (server started with sandbox-peer spawn, then wait), sandbox-peer kill, B's cable
 #   pulled with sandbox-peer link off (no ping either way; the control channel still works) and
 #   plugged back (ping and rping work again).
-# About 2 minutes under TCG.
+# four-host *: RKV_SANDBOX_HOSTS=4 (every VM's cable in one hub: tools/sandbox-hub); in VM A:
+#   RKV_SANDBOX_ADDRS names four addresses; B, C and D (sandbox-peer --host=) each have their
+#   own boot and address; rping from C to D (peer to peer through the hub); C's cable pulled (A
+#   cannot ping C, still pings D; D cannot ping C) and plugged back (A pings C again); an
+#   unknown --host is refused.
+# About 3 minutes under TCG.
 set -uo pipefail
+
+if [ "${1:-}" = --inside-a4 ]; then  # run by the four-host case, in VM A
+  repo=$2
+  peer="$repo/tools/sandbox-peer"
+  fails=0
+  ok() { echo "[case PASS] sandbox four-host: $1"; }
+  bad() { echo "[case FAIL] sandbox four-host: $1 ($2)"; fails=$((fails + 1)); }
+  ping1=(busybox ping -c 1 -W 2)
+  command -v ping >/dev/null && ping1=(ping -c 1 -W 2)
+  read -r -a ad <<<"${RKV_SANDBOX_ADDRS:-}"
+  [ "${#ad[@]}" = 4 ] && [ "${ad[0]}" = "$RKV_SANDBOX_ADDR" ] && ok "addresses" ||
+    bad "addresses" "RKV_SANDBOX_ADDRS='${RKV_SANDBOX_ADDRS:-}'"
+  seen=" $(cat /proc/sys/kernel/random/boot_id)"
+  good=1 why=""
+  for h in b c d; do
+    x=$("$peer" --host=$h run sh -c 'echo "$RKV_SANDBOX_HOST $RKV_SANDBOX_ADDR $(cat /proc/sys/kernel/random/boot_id)"')
+    read -r hn hadr hboot <<<"$x"
+    case "$seen" in *" $hboot"*) good=0 ;; esac
+    seen="$seen $hboot"
+    [ "$hn" = "$h" ] && [ -n "$hboot" ] && case " ${ad[*]} " in *" $hadr "*) true ;; *) false ;; esac || good=0
+    why="$why [$x]"
+  done
+  [ $good = 1 ] && ok "three peers, each its own VM" || bad "three peers, each its own VM" "$why"
+  c=${ad[2]} d=${ad[3]}
+  id=$("$peer" --host=d spawn --timeout 120 rping -s -a "$d" -C 3 -v)
+  n=0
+  for i in $(seq 10); do
+    sleep 1
+    out=$("$peer" --host=c run --timeout 60 rping -c -a "$d" -C 3 -v 2>&1) && { n=$(grep -c 'ping data' <<<"$out"); break; }
+  done
+  "$peer" --host=d wait --timeout 60 "$id" > /dev/null 2>&1; src=$?
+  [ "$n" = 3 ] && [ $src = 0 ] && ok "rping C to D" || bad "rping C to D" "$n of 3 pings, server exit $src"
+  "$peer" --host=c link off; lrc=$?
+  "${ping1[@]}" "$c" > /dev/null 2>&1; p1=$?
+  "${ping1[@]}" "$d" > /dev/null 2>&1; p2=$?
+  "$peer" --host=d run "${ping1[@]}" "$c" > /dev/null 2>&1; p3=$?
+  [ $lrc = 0 ] && [ $p1 != 0 ] && [ $p2 = 0 ] && [ $p3 != 0 ] && [ "$("$peer" --host=c link status)" = off ] &&
+    [ "$("$peer" --host=d link status)" = on ] && ok "C's link off" ||
+    bad "C's link off" "link off exit $lrc, ping A->C $p1 (want failure), A->D $p2 (want 0), D->C $p3 (want failure)"
+  "$peer" --host=c link on; lrc=$?
+  for i in $(seq 5); do "${ping1[@]}" "$c" > /dev/null 2>&1; p1=$?; [ $p1 = 0 ] && break; sleep 1; done
+  [ $lrc = 0 ] && [ $p1 = 0 ] && ok "C's link on" || bad "C's link on" "link on exit $lrc, ping A->C $p1"
+  "$peer" --host=e run true > /dev/null 2>&1; erc=$?
+  [ $erc = 125 ] && ok "unknown host refused" || bad "unknown host refused" "exit $erc (want 125)"
+  exit $fails
+fi
 
 if [ "${1:-}" = --inside-a ]; then  # run by the two-host case, in VM A
   repo=$2
@@ -141,5 +192,15 @@ n_fail=$(grep -c '^\[case FAIL\] sandbox two-host: ' "$tmp/out")
 failed=$((failed + n_fail))
 if [ "$n_fail" = 0 ] && { [ $rc != 0 ] || [ "$n_pass" != 6 ]; }; then
   fail two-host "rdma-sandbox exit $rc, $n_pass of 6 cases passed"
+fi
+
+# (d) Four hosts through the hub.
+RKV_SANDBOX_HOSTS=4 "$sb" --timeout 900 -- "$repo/tests/integration/sandbox.sh" --inside-a4 "$repo" > "$tmp/out" 2> "$tmp/err"; rc=$?
+grep '^\[case \(PASS\|FAIL\)\] sandbox four-host: ' "$tmp/out"
+n_pass=$(grep -c '^\[case PASS\] sandbox four-host: ' "$tmp/out")
+n_fail=$(grep -c '^\[case FAIL\] sandbox four-host: ' "$tmp/out")
+failed=$((failed + n_fail))
+if [ "$n_fail" = 0 ] && { [ $rc != 0 ] || [ "$n_pass" != 6 ]; }; then
+  fail four-host "rdma-sandbox exit $rc, $n_pass of 6 cases passed"
 fi
 exit $((failed > 0))
