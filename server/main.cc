@@ -110,6 +110,11 @@ DEFINE_int32(
     "coordinator drops it from this server's slots until it is reachable again "
     "(docs/cluster.md, \"Partial partitions\"); -1: twice the lease TTL + 1 s; 0: never (writes "
     "to its slots then wait until it answers or dies)");
+DEFINE_int32(cluster_disk_hold_ms, 30000,
+             "--cluster with replicas and --data_dir: a server whose write-ahead log fails gives "
+             "up its replicas (docs/cluster.md, \"A failing disk\") and probes its data directory "
+             "again after this long (doubling, up to 10 minutes, while it keeps failing); "
+             "1000..600000");
 DEFINE_string(migration_rate, "64M",
               "--cluster: bytes per second a slot migration copies at most (0: unpaced), so "
               "that foreground latency stays bounded while slots move");
@@ -148,7 +153,8 @@ rkv::cli::Usage KvserverUsage() {
        {"Security", {"auth_token_file", "allow_unauthenticated", "client_rkeys"}},
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
        {"Cluster",
-        {"cluster", "zone", "cluster_lease_ttl", "cluster_suspect_after_ms", "migration_rate"}},
+        {"cluster", "zone", "cluster_lease_ttl", "cluster_suspect_after_ms", "cluster_disk_hold_ms",
+         "migration_rate"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
       "Exit status: 0 after SIGTERM or SIGINT (a clean stop), or for --check_config, --help,\n"
       "--version; 2 for a bad flag or a failed start (the message names the flag or the call).\n"
@@ -271,6 +277,9 @@ int main(int argc, char** argv) {
     o.cluster_suspect_after_ms = FLAGS_cluster_suspect_after_ms < 0
                                      ? FLAGS_cluster_lease_ttl * 2000 + 1000
                                      : FLAGS_cluster_suspect_after_ms;
+    if (FLAGS_cluster_disk_hold_ms < 1000 || FLAGS_cluster_disk_hold_ms > 600000)
+      return Fail("--cluster_disk_hold_ms must be 1000..600000");
+    o.cluster_disk_hold_ms = FLAGS_cluster_disk_hold_ms;
     s = rkv::ParseSize(FLAGS_migration_rate, &o.migration_rate);
     if (!s.ok()) return Fail("--migration_rate: " + s.message());
     o.cluster_etcd.cacert = o.exchange.etcd_cacert;

@@ -14,6 +14,7 @@
 #include "common/verbs/qp_setup.h"
 #include "common/wire.h"
 #include "server/conn/limit_options.h"
+#include "server/durability/disk_probe.h"
 #include "server/durability/recovery.h"
 
 namespace rkv {
@@ -173,6 +174,14 @@ Status Server::Start() {
     co.auth_token = opt_.auth_token;
     co.migration_rate = opt_.migration_rate;
     co.reply_spin_us = opt_.poll_spin_us;
+    if (!opt_.data_dir.empty()) {  // log_ is opened below, before Join (which starts the checks)
+      co.log_failures = [this] { return log_ ? log_->failures() : 0; };
+      co.log_broken = [this] { return log_ ? log_->broken() : Status::Ok(); };
+      co.disk_probe = [this] {
+        return wal::ProbeDisk(wal::Env::Posix(), opt_.data_dir, wal::kDiskProbeBytes);
+      };
+      co.disk_hold_ms = opt_.cluster_disk_hold_ms;
+    }
     s = cluster::ClusterNode::Prepare(co, &cluster_);
     if (!s.ok()) return s;
     owner_offset_ = (opt_.memory + 4095) / 4096 * 4096;

@@ -27,6 +27,9 @@ struct ServerOptions {
   // A backup unreachable from its primary this long is reported (0: never; docs/cluster.md,
   // "Partial partitions").
   int cluster_suspect_after_ms = 5000;
+  // With --data_dir: a server whose log fails steps down, and probes its directory again after
+  // this long (doubling; docs/cluster.md, "A failing disk").
+  int cluster_disk_hold_ms = 30000;
   uint64_t migration_rate = 64ull << 20;  // bytes/s a slot migration copies at most (0: unpaced)
   uint64_t memory = 256ull << 20;
   uint32_t buckets = 0;  // 0: derived from memory and index_fraction

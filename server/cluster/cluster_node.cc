@@ -3,6 +3,7 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -53,6 +54,7 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
 }
 
 ClusterNode::~ClusterNode() {
+  disk_.reset();
   sweeper_.reset();  // takes words_mu_ and reports to the reclaimer
   {
     std::lock_guard<std::mutex> l(words_mu_);
@@ -180,6 +182,20 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
     so.suspect_after_ms = o_.suspect_after_ms;
     suspects_ = std::make_unique<SuspectReporter>(so);
     r->SetSuspects(suspects_.get());
+    if (o_.log_failures && o_.log_broken && o_.disk_probe) {
+      DiskStepDownOptions d;
+      d.etcd = etcd_.get();
+      d.cluster = o_.cluster;
+      d.my_id = mem->id();
+      d.lease = [mem] { return mem->lease(); };
+      d.map_epoch = [this] { return applied_epoch_.load(); };
+      d.failures = o_.log_failures;
+      d.broken = o_.log_broken;
+      d.probe = o_.disk_probe;
+      d.first_hold_ms = o_.disk_hold_ms;
+      d.max_hold_ms = std::max(o_.disk_hold_ms, 600000);
+      disk_ = std::make_unique<DiskStepDown>(d);
+    }
   }
   migrator_ = std::make_unique<Migrator>(etcd_.get(), table, owners, mo);
   migrator_->Start();
@@ -234,6 +250,8 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("cluster_suspects", suspects_ ? suspects_->suspected() : 0));
   v->push_back(
       StatValue::U("cluster_suspect_drops", coordinator_ ? coordinator_->suspect_drops() : 0));
+  v->push_back(StatValue::U("cluster_disk_step_downs", disk_ ? disk_->step_downs() : 0));
+  v->push_back(StatValue::U("cluster_disk_down", disk_ && disk_->down()));
 }
 
 }  // namespace rkv::cluster

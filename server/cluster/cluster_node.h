@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,7 @@
 #include "common/cluster/map_watcher.h"
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/coordinator.h"
+#include "server/cluster/disk_step_down.h"
 #include "server/cluster/import_sweeper.h"
 #include "server/cluster/membership.h"
 #include "server/cluster/migrator.h"
@@ -55,6 +57,13 @@ struct ClusterNodeOptions {
   // on a completion channel (Options::reply_spin_us; the server's resolved --poll_spin_us:
   // spinning only where the process has cores to spare).
   int reply_spin_us = -1;  // -1: always poll
+  // --data_dir (else null): the write-ahead log's failure count and broken state, and a probe
+  // of the data directory; with replicas, a failing log makes this server step down
+  // (server/cluster/disk_step_down.h). Callable from Join until the node is destroyed.
+  std::function<uint64_t()> log_failures;
+  std::function<Status()> log_broken;
+  std::function<Status()> disk_probe;
+  int disk_hold_ms = 30000;
 };
 
 class ClusterNode {
@@ -107,6 +116,9 @@ class ClusterNode {
   // Replicated clusters, after Join: the replicator reports unreachable backups to it
   // (Replicator::SetSuspects); destroyed first (the write pools stopped before).
   std::unique_ptr<SuspectReporter> suspects_;
+  // Replicated durable clusters, after Join: gives up this server's replicas while its log
+  // fails; destroyed first.
+  std::unique_ptr<DiskStepDown> disk_;
   std::unique_ptr<Replicator> replicator_;
   std::atomic<uint64_t> promotions_{0};
   // Applying maps (cluster_node_apply.cc): the watcher thread's Apply and the promoter thread
