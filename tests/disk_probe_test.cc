@@ -5,7 +5,6 @@
 #include "server/durability/disk_probe.h"
 
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 
 #include <cerrno>

@@ -27,6 +27,8 @@ refused "--max_pending_per_source" --max_pending_per_source=-2
 refused "--metrics_listen" --metrics_listen=bogus
 refused "unknown flag '--auth_token_fil=/x'" --auth_token_fil=/x
 refused "bad value 'lots' for flag --workers" --workers=lots
+refused "--cluster_disk_hold_ms must be 1000..600000" --cluster=etcd://127.0.0.1:1/x --cluster_disk_hold_ms=5
+refused "--cluster_disk_hold_ms must be 1000..600000" --cluster=etcd://127.0.0.1:1/x --cluster_disk_hold_ms=600001
 # A flagfile is held to the command line's rules (gflags alone ignores unknown flags there, and
 # a line without dashes silently switches off the lines after it).
 ff=$(mktemp -d)

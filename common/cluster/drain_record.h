@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // DrainRecord: `kvctl cluster remove` of a live server in a replicated cluster (docs/cluster.md,
-// "Removing a server with replicas"). The coordinator puts it at NAME/draining/SERVER (decimal
-// id) under that server's own membership lease, so it goes when the server's registration goes
+// "Removing a server with replicas"), and a server stepping down for a failing log ("A failing
+// disk": server/cluster/disk_step_down.h, which puts it itself). The coordinator puts it at
+// NAME/draining/SERVER (decimal id) under that server's own membership lease, so it goes when the server's registration goes
 // (a server that restarts registers anew and may hold replicas again). While it exists the
 // coordinator counts the server as down for placement: its primaries fail over to their
 // backups, it leaves every slot's backups, and re-replication never picks it.

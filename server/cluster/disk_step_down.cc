@@ -80,9 +80,10 @@ void DiskStepDown::Check(SteadyClock::time_point now) {
     case State::kHealthy:
       if (!failed && broken.ok()) return;
       // Down again soon after it came back: the disk is not well yet; wait longer this time.
-      hold_ms_ = returns_.load() > 0 && now - returned_at_ < std::chrono::milliseconds(o_.max_hold_ms)
-                     ? std::min(hold_ms_ * 2, o_.max_hold_ms)
-                     : o_.first_hold_ms;
+      hold_ms_ =
+          returns_.load() > 0 && now - returned_at_ < std::chrono::milliseconds(o_.max_hold_ms)
+              ? std::min(hold_ms_ * 2, o_.max_hold_ms)
+              : o_.first_hold_ms;
       why_ = broken.ok() ? "the write-ahead log failed (" + std::to_string(failures) +
                                " failed record(s) so far)"
                          : broken.ToString();

@@ -82,9 +82,9 @@ class DiskStepDown {
   // The thread's state.
   State state_ = State::kHealthy;
   uint64_t last_failures_ = 0;
-  bool ours_ = false;       // kDown: the record is the one this class put
-  int64_t put_lease_ = 0;   // kDown: the lease it was put under (ours_ or not)
-  int64_t put_rev_ = 0;     // kDown, ours_: its mod revision
+  bool ours_ = false;      // kDown: the record is the one this class put
+  int64_t put_lease_ = 0;  // kDown: the lease it was put under (ours_ or not)
+  int64_t put_rev_ = 0;    // kDown, ours_: its mod revision
   int hold_ms_ = 0;
   SteadyClock::time_point next_probe_{};
   SteadyClock::time_point returned_at_{};

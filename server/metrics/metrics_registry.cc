@@ -150,6 +150,12 @@ const Mapping kMappings[] = {
     {"cluster_suspect_drops", "rkv_cluster_suspect_drops_total", kC,
      "Cluster: backups the coordinator dropped from slots because their primary reported them "
      "unreachable, while this server led."},
+    {"cluster_disk_step_downs", "rkv_cluster_disk_step_downs_total", kC,
+     "Cluster: times this server gave up its replicas because its write-ahead log failed "
+     "(NAME/draining/ put by itself)."},
+    {"cluster_disk_down", "rkv_cluster_disk_down", kG,
+     "Cluster: 1 while this server is stepped down for a failing log (until a probe of its data "
+     "directory passes), else 0."},
     {"keepalives_sent", "rkv_keepalives_sent_total", kC,
      "Keepalives (zero-length RDMA WRITEs) sent to silent clients."},
     {"writes_inline", "rkv_writes_inline_total", kC,

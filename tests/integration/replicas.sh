@@ -514,11 +514,13 @@ fi
 if want disk; then
 # 10. A full disk on a durable server of an R=2 cluster under lin_load: server 23's data
 # directory is a 16 MiB tmpfs, filled up while the load runs. Its log appends fail (IO_ERROR, No
-# space left): as a backup it refuses REPLICATEs, so its primaries report it and the
-# coordinator drops it from their slots (writes go on); as a primary, a write its backup
-# applied but its own log refused is of unknown outcome (kept, resent), never acknowledged.
-# It stays up and readable. Space freed again: two live replicas per slot return. Nothing
-# acknowledged is lost and the history is linearizable.
+# space left): a write its backup applied but its own log refused is of unknown outcome (kept,
+# resent), never acknowledged; and it steps down (server/cluster/disk_step_down.h: its own
+# NAME/draining/ record), so the coordinator fails its primaries over to their backups and
+# drops it as a backup: the writes go on with the others. It stays up and readable. Space
+# freed again: its probe passes (--cluster_disk_hold_ms=3000), it deletes the record, and a
+# rebalance gives it replicas again. Nothing acknowledged is lost and the history is
+# linearizable.
 cld=etcd://127.0.0.1:2379/repdisk
 ctl --server="$cld" cluster init --slots=64 --replicas=2 > "$logs/init-disk.out" 2>&1 ||
   fail "cluster init (disk)" "$(cat "$logs/init-disk.out")"
@@ -526,7 +528,8 @@ ddata=$(mktemp -d /dev/shm/rkv-repl-disk.XXXXXX)
 small=$(mktemp -d "$logs/small.XXXXXX")
 if mount -t tmpfs -o size=16M,mode=0700 tmpfs "$small" 2>> "$logs/mount.err"; then
   for i in 21 22; do start_server "$i" "$cld" 16M --data_dir="$ddata/s$i" --fsync=no || fail "disk: server $i started"; done
-  start_server 23 "$cld" 16M --data_dir="$small/s23" --fsync=no || fail "disk: server 23 started"
+  start_server 23 "$cld" 16M --data_dir="$small/s23" --fsync=no --cluster_disk_hold_ms=3000 ||
+    fail "disk: server 23 started"
   ctl --server="$cld" cluster rebalance > "$logs/rebalance-disk.out" 2>&1
   full "$cld" 2 30 || fail "disk: placement" "$(cat "$logs/rebalance-disk.out" "$logs/status.now")"
   lin "$cld" disk 33 &
@@ -539,12 +542,22 @@ if mount -t tmpfs -o size=16M,mode=0700 tmpfs "$small" 2>> "$logs/mount.err"; th
     [ -n "$(stat_of 23 entries)" ] &&
     pass "server 23's disk full: its log appends fail (No space left), it stays up and answers" ||
     fail "server 23 with a full disk" "$(grep -m3 -i "space\|error" "$logs/server23.log")"
-  ctl --server="$cld" cluster status > "$logs/status-disk.out" 2>&1
-  echo "# with the disk full: $(grep -E "^server [0-9]+ [^ ]+:$(port 23) " "$logs/status-disk.out")"
+  if wait_status "$cld" "server [0-9]+ [^ ]+:$(port 23) live slots 0 backups 0" 60 &&
+     full "$cld" 2 120 && [ "$(stat_of 23 cluster_disk_down)" = 1 ]; then
+    pass "server 23 stepped down (step-downs $(stat_of 23 cluster_disk_step_downs)): its primaries failed over, two live replicas per slot on the others"
+  else
+    fail "server 23 stepping down" "$(cat "$logs/status.now") down $(stat_of 23 cluster_disk_down)"
+  fi
   rm -f "$small/filler"
-  full "$cld" 2 180 &&
-    pass "space freed: two live replicas per slot again ($(grep replicas: "$logs/status.now"))" ||
-    fail "replicas after the disk was freed" "$(cat "$logs/status.now")"
+  back=0
+  for _ in $(seq 120); do [ "$(stat_of 23 cluster_disk_down)" = 0 ] && { back=1; break; }; sleep 0.5; done
+  ctl --server="$cld" cluster rebalance > "$logs/rebalance-disk2.out" 2>&1
+  if [ $back = 1 ] && full "$cld" 2 180 &&
+     wait_status "$cld" "server [0-9]+ [^ ]+:$(port 23) live slots [1-9][0-9]* backups [1-9]" 60; then
+    pass "space freed: its probe passed, and a rebalance gave it replicas again ($(grep -E "^server [0-9]+ [^ ]+:$(port 23) " "$logs/status.now"))"
+  else
+    fail "server 23 after the disk was freed" "back $back: $(cat "$logs/rebalance-disk2.out" "$logs/status.now")"
+  fi
   sleep 3
   touch "$logs/disk.stop"
   wait $lpid; judge disk $? "a full disk on a durable server (R=2)"
