@@ -3,11 +3,13 @@
 // no other slot's; a slot whose word changed after its release (made a backup again, or
 // IMPORTING) keeps its entries; a slot released again after a new role is freed again; a
 // deletion in flight holds an import's wait (BeginReclaim counts as a write in flight) and
-// refuses writes and REPLICATEs to a slot a newer map gave back meanwhile.
+// refuses writes and REPLICATEs to a slot a newer map gave back meanwhile; deletes a failing
+// log refused are tried again later, once the log takes records again.
 #include "server/cluster/slot_reclaimer.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -18,6 +20,7 @@
 #include "common/cluster/ownership_word.h"
 #include "common/table/layout.h"
 #include "server/store/table.h"
+#include "server/write_log.h"
 
 namespace rkv::cluster {
 namespace {
@@ -134,6 +137,35 @@ TEST(SlotReclaimer, TheThreadReclaimsInTheBackground) {
   EXPECT_EQ(f.Count(6), 0u);
   f.reclaimer.reset();  // stops the thread
   EXPECT_EQ(f.Count(7), f.per_slot[7]);
+}
+
+// A log that refuses every delete while `full` (a full disk).
+class FullLog : public WriteLog {
+ public:
+  std::atomic<bool> full{true};
+  Status LogPut(std::string_view, std::string_view) override { return Status::Ok(); }
+  Status LogDelete(std::string_view) override {
+    return full.load() ? Status(Code::kIoError, "write: No space left on device") : Status::Ok();
+  }
+  Status Ready() const override { return Status::Ok(); }
+};
+
+TEST(SlotReclaimer, DeletesAFailingLogRefusedAreTriedAgainLater) {
+  Fixture f;
+  FullLog log;
+  f.table->SetWriteLog(&log);
+  f.reclaimer->Start();
+  f.Release(5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // a pass (not a timing)
+  EXPECT_EQ(f.Count(5), f.per_slot[5]);                         // every delete refused
+  log.full.store(false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (f.Count(5) != 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(f.Count(5), 0u);  // the retry, SlotReclaimer::kRetryMs later
+  f.reclaimer.reset();
+  f.table->SetWriteLog(nullptr);
+  EXPECT_EQ(f.Count(4), f.per_slot[4]);
 }
 
 }  // namespace

@@ -56,9 +56,26 @@ Status DiskStepDown::PutRecord(bool* put) {
   absent.number = 0;
   int64_t rev = 0;
   s = o_.etcd->Txn({absent}, {EtcdClient::Op::Put(Key(), value, lease)}, {}, put, &rev);
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    // Maybe applied (the answer lost): the next try finds the key and reads it back.
+    ambiguous_ = true;
+    return s;
+  }
   put_lease_ = lease;
   put_rev_ = *put ? rev : 0;
+  if (!*put && ambiguous_) {
+    // The key exists: this class's own earlier put whose answer was lost (the same bytes under
+    // this lease), or a removal's record. Only the first is this class's to delete later.
+    bool found = false;
+    EtcdKv kv;
+    s = o_.etcd->Get(Key(), &found, &kv, nullptr);
+    if (!s.ok()) return s;
+    if (found && kv.lease == lease && kv.value == value) {
+      *put = true;
+      put_rev_ = kv.mod_revision;
+    }
+  }
+  ambiguous_ = false;
   return Status::Ok();
 }
 
@@ -78,7 +95,18 @@ void DiskStepDown::Check(SteadyClock::time_point now) {
   const auto hold = [this] { return std::chrono::milliseconds(hold_ms_); };
   switch (state_) {
     case State::kHealthy:
-      if (!failed && broken.ok()) return;
+      if (broken.ok()) {
+        // A failure streak: failures seen at checks at least kConfirmMs apart, none more than
+        // kStreakGapMs after the previous one. One passing failure (a snapshot that filled the
+        // disk for a moment) costs its writes, not a failover and a re-replication.
+        if (!failed) return;
+        if (streak_start_ == SteadyClock::time_point{} ||
+            now - last_failure_ > std::chrono::milliseconds(kStreakGapMs))
+          streak_start_ = now;
+        last_failure_ = now;
+        if (now - streak_start_ < std::chrono::milliseconds(kConfirmMs)) return;
+      }
+      streak_start_ = {};
       // Down again soon after it came back: the disk is not well yet; wait longer this time.
       hold_ms_ =
           returns_.load() > 0 && now - returned_at_ < std::chrono::milliseconds(o_.max_hold_ms)
@@ -132,6 +160,12 @@ void DiskStepDown::Check(SteadyClock::time_point now) {
       [[fallthrough]];
     }
     case State::kReturning: {
+      if (failed) {  // failing again before the record went: stays down, waits longer
+        hold_ms_ = std::min(hold_ms_ * 2, o_.max_hold_ms);
+        next_probe_ = now + hold();
+        state_ = State::kDown;
+        return;
+      }
       if (ours_) {
         bool deleted = false;
         Status s = DeleteRecord(&deleted);

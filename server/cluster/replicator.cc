@@ -286,6 +286,12 @@ Status Replicator::Write(uint32_t slot, bool put, std::string_view key, std::str
     return Status(Code::kUnavailable, "the write was not applied: slot " + std::to_string(slot) +
                                           "'s earlier writes are still being replicated");
   }
+  return WriteLocked(slot, put, key, value, apply, deadline);
+}
+
+Status Replicator::WriteLocked(uint32_t slot, bool put, std::string_view key,
+                               std::string_view value, const std::function<Status()>& apply,
+                               SteadyClock::time_point deadline) {
   Snapshot snap = SnapshotOf(slot);
   // Only the slot's primary in the applied map replicates and applies (a primary failed over
   // while its writes waited must not apply them alone).

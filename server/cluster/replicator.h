@@ -124,6 +124,8 @@ class Replicator {
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).
   uint64_t kept() const { return kept_.load(); }
+  // Writes Settle replaced on the backups by this table's value (Revert).
+  uint64_t reverts() const { return reverts_.load(); }
 
  private:
   struct Link {
@@ -177,6 +179,18 @@ class Replicator {
   Status Begin(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
                std::string_view value, SteadyClock::time_point deadline, Attempt* a);
   Status End(const Backup& b, Attempt* a);
+  // Write's body, under the slot's lock (held by the caller), with the write's deadline.
+  Status WriteLocked(uint32_t slot, bool put, std::string_view key, std::string_view value,
+                     const std::function<Status()>& apply, SteadyClock::time_point deadline);
+  // Under the slot's lock (replicator_kept.cc): replaces `key` on every backup with this
+  // table's value of it (a PUT of the value, or a DELETE when absent), as a write of its own
+  // with the next sequence number, applied here as a no-op. A delivered kept write of `key`
+  // that this table has no room for is superseded by it and dropped, and `key` leaves the
+  // slot's lacking keys: every replica then holds what this table holds. Safe because such a
+  // write's value was never visible: its client was told "outcome unknown", GETs read only
+  // the primary, and this table never held it (a failover in between ended the stint, and
+  // with it the kept write).
+  Status Revert(uint32_t slot, const std::string& key, SteadyClock::time_point deadline);
   // Whether the applied map still wants `backup`'s ack for `slot` (this server its primary,
   // `backup` one of its backups).
   bool StillWanted(uint32_t slot, uint32_t backup) const;
@@ -254,7 +268,8 @@ class Replicator {
   std::mutex links_mu_;
   std::condition_variable links_cv_;
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_
-  std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0}, kept_{0};
+  std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0}, kept_{0}, reverts_{0};
+  std::atomic<uint64_t> lacking_slots_{0};  // slots with a Lacking entry (any tenure)
 };
 
 }  // namespace rkv::cluster

@@ -21,6 +21,7 @@ void Replicator::NoteLacking(uint32_t slot, std::string_view key) {
   const Pending* p = pending_[slot].get();
   if (p == nullptr || !p->delivered || p->key == key) return;
   auto& l = lacking_[slot];
+  if (!l) lacking_slots_.fetch_add(1, std::memory_order_relaxed);
   if (!l || l->tenure != p->tenure) l = std::make_unique<Lacking>(Lacking{p->tenure, {}, false});
   if (std::find(l->keys.begin(), l->keys.end(), p->key) != l->keys.end()) return;
   if (l->keys.size() < kMaxLacking)
@@ -33,7 +34,25 @@ void Replicator::ClearLacking(uint32_t slot, std::string_view key) {
   auto& l = lacking_[slot];
   if (!l) return;
   l->keys.erase(std::remove(l->keys.begin(), l->keys.end(), key), l->keys.end());
-  if (l->keys.empty() && !l->overflow) l.reset();
+  if (l->keys.empty() && !l->overflow) {
+    l.reset();
+    lacking_slots_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+Status Replicator::Revert(uint32_t slot, const std::string& key, SteadyClock::time_point deadline) {
+  std::string value;
+  Status g = table_->Get(key, &value);
+  if (!g.ok() && !g.IsNotFound()) return g;
+  const bool put = g.ok();
+  Status s = WriteLocked(slot, put, key, put ? std::string_view(value) : std::string_view(),
+                         [] { return Status::Ok(); }, deadline);
+  if (s.ok()) {
+    reverts_.fetch_add(1, std::memory_order_relaxed);
+    LOG(INFO) << "slot " << slot << ": a write this table had no room for is replaced on the "
+              << "backups by this table's value of its key (outcome unknown: never applied)";
+  }
+  return s;
 }
 
 bool Replicator::LacksWrite(uint32_t slot) {
@@ -96,10 +115,11 @@ Status Replicator::ResolveKept(uint32_t slot, const Snapshot& snap, std::string_
 
 bool Replicator::Settle(uint32_t slot) {
   if (slot >= owners_->num_slots()) return false;
-  if (kept_.load() == 0) return true;  // none anywhere (one kept later is caught after the pause)
+  // None anywhere (one kept later is caught after the pause).
+  if (kept_.load() == 0 && lacking_slots_.load() == 0) return true;
   // The slot's lock only briefly (a slot whose writes wait on a slow backup is settled by the
   // next try); the resend itself gets the writes' usual max_wait_ms.
-  if (!HasKept(slot)) return true;
+  if (!HasKept(slot) && !LacksWrite(slot)) return true;
   const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
   // Admitted as a client's write is (an OWNED word only; a hand-over or promotion waits for it).
   uint64_t word = 0;
@@ -111,12 +131,26 @@ bool Replicator::Settle(uint32_t slot) {
   } end{owners_, slot};
   std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
   if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return false;
-  if (!pending_[slot]) return true;
+  const uint64_t tenure = WordEpoch(owners_->Word(slot));
+  auto lacks = [&] { return lacking_[slot] && lacking_[slot]->tenure == tenure; };
+  if (!pending_[slot] && !lacks()) return true;
   const Snapshot snap = SnapshotOf(slot);
   if (!Primary(slot, snap)) return false;
   bool superseded = false;
   if (!ResolveKept(slot, snap, std::string_view(), deadline, &superseded).ok()) return false;
-  return pending_[slot] == nullptr;
+  // Left: a delivered kept write this table has no room for, and delivered ones of other keys
+  // it lacks. The backups are given this table's values of those keys instead (Revert), so a
+  // copy made from this table, or a hand-over, leaves every replica with what this table holds.
+  if (pending_[slot] && pending_[slot]->delivered) {
+    const std::string key = pending_[slot]->key;
+    if (!Revert(slot, key, deadline).ok()) return false;
+  }
+  if (lacks() && !lacking_[slot]->overflow) {
+    const std::vector<std::string> keys = lacking_[slot]->keys;  // Revert changes the list
+    for (const std::string& key : keys)
+      if (!Revert(slot, key, deadline).ok()) return false;
+  }
+  return pending_[slot] == nullptr && !lacks();
 }
 
 }  // namespace rkv::cluster

@@ -16,7 +16,9 @@
 // replica's either; a new role takes a newer map's epoch. So an unchanged word means a slot
 // that holds no replica's data. Deletions go through the table as
 // any delete (logged on a durable server: a restart does not bring them back). No lock of the
-// map's is held: a slow disk delays only the reclaim.
+// map's is held: a slow disk delays only the reclaim. Deletes the table refused (a durable
+// server's log failing: a full disk) are tried again, the slot reported anew kRetryMs later
+// (doubled while they keep failing, up to kMaxRetryMs), as long as its word is unchanged.
 // Thread safety: Released from any thread (Apply); ReclaimNow from one thread at a time (the
 // reclaimer's own, or a test before Start). Ownership: borrows the table and the ownership
 // table (the server's, which outlive it); owns its thread, stopped by the destructor (after
@@ -25,6 +27,7 @@
 #define RKV_SERVER_CLUSTER_SLOT_RECLAIMER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -48,6 +51,8 @@ class SlotReclaimer {
   // Reclaims every slot reported so far; the number of entries deleted.
   size_t ReclaimNow();
   uint64_t reclaimed() const { return reclaimed_.load(); }
+  static constexpr int kRetryMs = 5000;
+  static constexpr int kMaxRetryMs = 60000;
 
  private:
   void Loop();
@@ -59,7 +64,12 @@ class SlotReclaimer {
   std::condition_variable cv_;
   std::map<uint32_t, uint64_t> pending_;  // slot -> its released word; guarded by mu_ (bounded
                                           // by the slot count)
-  bool stop_ = false;                     // guarded by mu_
+  // Slots whose deletes failed, reported again at retry_at_; guarded by mu_ (bounded by the
+  // slot count).
+  std::map<uint32_t, uint64_t> retry_;
+  std::chrono::steady_clock::time_point retry_at_{};
+  int retry_ms_ = kRetryMs;  // guarded by mu_
+  bool stop_ = false;        // guarded by mu_
   std::atomic<uint64_t> reclaimed_{0};
   std::thread thread_;
 };

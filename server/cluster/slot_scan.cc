@@ -34,15 +34,21 @@ std::map<uint32_t, std::vector<std::string>> KeysBySlot(const Table& table,
 
 size_t DeleteHeld(Table* table, const std::vector<std::string>& keys,
                   const std::function<bool()>& hold, const std::function<void()>& release,
-                  const std::function<bool()>& stop, bool* complete) {
-  size_t deleted = 0, i = 0;
+                  const std::function<bool()>& stop, bool* complete, size_t* failed) {
+  size_t deleted = 0, i = 0, refused = 0;
   while (i < keys.size() && !(stop && stop())) {
     if (!hold()) break;  // the slot changed: no longer the caller's to clear
-    for (size_t end = std::min(keys.size(), i + kKeysPerHold); i < end; ++i)
-      if (table->Delete(keys[i]).ok()) ++deleted;
+    for (size_t end = std::min(keys.size(), i + kKeysPerHold); i < end; ++i) {
+      const Status s = table->Delete(keys[i]);
+      if (s.ok())
+        ++deleted;
+      else if (!s.IsNotFound())
+        ++refused;
+    }
     release();
   }
   if (complete != nullptr) *complete = i == keys.size();
+  if (failed != nullptr) *failed = refused;
   return deleted;
 }
 

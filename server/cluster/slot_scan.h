@@ -38,11 +38,13 @@ std::map<uint32_t, std::vector<std::string>> KeysBySlot(const Table& table,
 // Deletes `keys` in batches of kKeysPerHold: each batch only if hold() admits it (it counts
 // the batch in flight on the slot), release() after it. Stops at the first refused hold, or
 // when stop() (may be null) says so. The number of entries deleted; *complete (may be null):
-// every key was gone through.
+// every key was gone through; *failed (may be null): deletes the table refused other than
+// NOT_FOUND (a durable server's log failing).
 inline constexpr size_t kKeysPerHold = 64;
 size_t DeleteHeld(Table* table, const std::vector<std::string>& keys,
                   const std::function<bool()>& hold, const std::function<void()>& release,
-                  const std::function<bool()>& stop = nullptr, bool* complete = nullptr);
+                  const std::function<bool()>& stop = nullptr, bool* complete = nullptr,
+                  size_t* failed = nullptr);
 
 }  // namespace rkv::cluster
 
