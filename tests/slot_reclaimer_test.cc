@@ -157,7 +157,7 @@ TEST(SlotReclaimer, DeletesAFailingLogRefusedAreTriedAgainLater) {
   f.reclaimer->Start();
   f.Release(5);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // a pass (not a timing)
-  EXPECT_EQ(f.Count(5), f.per_slot[5]);                         // every delete refused
+  EXPECT_EQ(f.Count(5), f.per_slot[5]);                          // every delete refused
   log.full.store(false);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (f.Count(5) != 0 && std::chrono::steady_clock::now() < deadline)

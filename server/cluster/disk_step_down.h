@@ -9,10 +9,10 @@
 // (seen at checks at least kConfirmMs apart, each within kStreakGapMs of the previous one), or
 // a broken log, put a DrainRecord at NAME/draining/ME under this server's membership lease (only
 // if the key is absent: a `cluster remove` already put one; a put whose answer was lost is
-// recognised by reading the key back: the same bytes under this lease). The coordinator then counts the
-// server as down for placement (server/cluster/coordinator_drain.cc): its primaries fail over to
-// their backups in one fenced map transaction, it leaves every slot's backups, and re-replication
-// never picks it. It stays registered and readable until the map moves its slots.
+// recognised by reading the key back: the same bytes under this lease). The coordinator then counts
+// the server as down for placement (server/cluster/coordinator_drain.cc): its primaries fail over
+// to their backups in one fenced map transaction, it leaves every slot's backups, and
+// re-replication never picks it. It stays registered and readable until the map moves its slots.
 // Once stepped down it probes the data directory (`probe`: write, sync and remove a test file)
 // after a hold: first_hold_ms, doubled (up to max_hold_ms) each time it steps down again within
 // max_hold_ms of coming back. A probe that passes, with no new log failure during the hold, and a

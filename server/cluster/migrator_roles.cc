@@ -148,7 +148,7 @@ void Migrator::Handover(const MigrationRecord& rec, int64_t rec_revision) {
       Resume(rec, rec_revision,
              "slot " + std::to_string(slot) +
                  ": this server's table lacks a write its backups hold (it had no room for "
-                 "it); not handed over until that key is written again");
+                 "it) and reverting it did not reach every backup; tried again later");
       return;
     }
   }

@@ -110,16 +110,20 @@ class Replicator {
   // it has not reached, then applied here), without a new write: re-replication calls it
   // before it copies a slot (a kept write blocks the copy, and a slot that nobody writes again
   // would keep it for good). Admitted through the ownership table's write gate as a client's
-  // write is. True when the slot holds no kept write after it; false also when the slot's lock
-  // stays busy for 100 ms or the word is not OWNED (replicator_kept.cc). Cheap when nothing is
-  // kept (one atomic load).
+  // write is. A kept write every backup holds that this table still has no room for, and the
+  // keys LacksWrite remembers, are then reverted (Revert: the backups get this table's value of
+  // the key), so a full primary blocks neither a copy nor a hand-over. True when the slot holds
+  // no kept write and lacks none after it; false also when the slot's lock stays busy for
+  // 100 ms, the word is not OWNED, or a resend or revert did not reach every backup
+  // (replicator_kept.cc). Cheap when nothing is kept or lacked (two atomic loads).
   bool Settle(uint32_t slot);
   // Whether this table lacks a write every backup holds: a kept write, delivered, that this
   // table had no room for, dropped when a newer write of another key was kept (at most one is
-  // kept per slot), in this stint as primary, and not written again since. A HANDOVER refuses
-  // such a slot (the backup would make visible a value this server never served, and lose it
-  // again if this server were promoted back); copies do not care (the value was never
-  // visible). True also when the slot's lock is not had within 100 ms (replicator_kept.cc).
+  // kept per slot), in this stint as primary, and not written again or reverted since. A
+  // HANDOVER refuses such a slot (the backup would make visible a value this server never
+  // served, and lose it again if this server were promoted back) unless Settle reverted it
+  // first; copies do not care (the value was never visible). True also when the slot's lock
+  // is not had within 100 ms (replicator_kept.cc).
   bool LacksWrite(uint32_t slot);
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).

@@ -45,8 +45,9 @@ Status Replicator::Revert(uint32_t slot, const std::string& key, SteadyClock::ti
   Status g = table_->Get(key, &value);
   if (!g.ok() && !g.IsNotFound()) return g;
   const bool put = g.ok();
-  Status s = WriteLocked(slot, put, key, put ? std::string_view(value) : std::string_view(),
-                         [] { return Status::Ok(); }, deadline);
+  Status s = WriteLocked(
+      slot, put, key, put ? std::string_view(value) : std::string_view(),
+      [] { return Status::Ok(); }, deadline);
   if (s.ok()) {
     reverts_.fetch_add(1, std::memory_order_relaxed);
     LOG(INFO) << "slot " << slot << ": a write this table had no room for is replaced on the "

@@ -55,7 +55,8 @@ void SlotReclaimer::Loop() {
     } else {
       cv_.wait_until(l, retry_at_, [this] { return stop_ || !pending_.empty(); });
       if (!stop_ && std::chrono::steady_clock::now() >= retry_at_) {
-        for (const auto& [slot, word] : retry_) pending_.emplace(slot, word);  // a newer report wins
+        for (const auto& [slot, word] : retry_)
+          pending_.emplace(slot, word);  // a newer report wins
         retry_.clear();
       }
     }

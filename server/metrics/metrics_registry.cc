@@ -150,6 +150,9 @@ const Mapping kMappings[] = {
     {"cluster_suspect_drops", "rkv_cluster_suspect_drops_total", kC,
      "Cluster: backups the coordinator dropped from slots because their primary reported them "
      "unreachable, while this server led."},
+    {"repl_reverts", "rkv_replication_reverts_total", kC,
+     "Replication: writes its backups held and this primary's table had no room for, replaced "
+     "on the backups by this table's value of the key before a copy or hand-over of the slot."},
     {"cluster_disk_step_downs", "rkv_cluster_disk_step_downs_total", kC,
      "Cluster: times this server gave up its replicas because its write-ahead log failed "
      "(NAME/draining/ put by itself)."},

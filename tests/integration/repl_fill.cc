@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // repl_fill: fills a replicated cluster whose servers have different --memory until writes
 // fail, and checks how they fail (tests/integration/replicas.sh, "a full replica"):
-//   repl_fill --cluster=etcd://H:P/NAME [--value_size=N] [--keys=N]
+//   repl_fill --cluster=etcd://H:P/NAME [--value_size=N] [--keys=N] [--pause_file=F]
 // PUTs keys fill-0, fill-1, ... (values of value_size bytes, each naming its key) until `keys`
-// or until 40 PUTs in a row failed; then DELETEs every key whose PUT's outcome was unknown
-// (TIMEOUT) and every fifth acknowledged key, PUTs a small value to a new key of each slot, and
-// reads every key back.
+// or until 40 PUTs in a row failed; with --pause_file, creates F then and waits (up to 15
+// minutes) until F is gone (the caller rebalances the full cluster meanwhile); then DELETEs
+// every key whose PUT's outcome was unknown (TIMEOUT) and every fifth acknowledged key, PUTs a
+// small value to a new key of each slot, and reads every key back.
 // The rules (server/cluster/replicator.h): a write no replica could take fails TABLE_FULL (as a
 // single server's would), never UNAVAILABLE (a slot blocked by an earlier write) or
 // CONNECTION_LOST; a write the backups applied but the primary's table could not take is
@@ -14,10 +15,13 @@
 // Prints a summary line `repl_fill: ...`; exit 0 when every rule held, 1 otherwise, 2 on a
 // setup failure.
 #include <gflags/gflags.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rkv/client.h"
@@ -25,6 +29,7 @@
 DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_int32(value_size, 30000, "bytes per value");
 DEFINE_int32(keys, 4000, "PUTs at most");
+DEFINE_string(pause_file, "", "after the PUTs, create this file and wait until it is gone");
 
 namespace {
 std::string ValueOf(const std::string& key, size_t n) {
@@ -69,6 +74,24 @@ int main(int argc, char** argv) {
       unknown.push_back(key);
     } else if (s.code() != Code::kTableFull) {
       wrong("PUT " + key, s);
+    }
+  }
+  if (!FLAGS_pause_file.empty()) {
+    FILE* f = std::fopen(FLAGS_pause_file.c_str(), "w");
+    if (f == nullptr) {
+      std::fprintf(stderr, "repl_fill: cannot create %s\n", FLAGS_pause_file.c_str());
+      return 2;
+    }
+    std::fprintf(f, "filled\n");
+    std::fclose(f);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(15);
+    while (access(FLAGS_pause_file.c_str(), F_OK) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        std::fprintf(stderr, "repl_fill: %s still there after 15 minutes\n",
+                     FLAGS_pause_file.c_str());
+        return 2;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
   int deleted = 0;

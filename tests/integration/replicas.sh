@@ -337,7 +337,11 @@ if want full; then
 # writes fail. A write no replica could take fails TABLE_FULL at once (a full backup's refusal),
 # one the backups took but the small primary could not is TIMEOUT (kept), and neither blocks
 # its slot: DELETEs of those keys and of some others succeed, then small PUTs, and every
-# acknowledged value reads back (repl_fill).
+# acknowledged value reads back (repl_fill). While the cluster is full (the small primary
+# keeping writes its backups hold and its table has no room for), a third server joins and a
+# rebalance copies slots to it and hands primaries over: each such kept write is first
+# replaced on the backups by the primary's value of its key (Replicator::Settle's revert), so
+# the rebalance completes where it used to fail on those slots.
 clf=etcd://127.0.0.1:2379/repfull
 ctl --server="$clf" cluster init --slots=64 --replicas=2 > "$logs/initf.out" 2>&1 ||
   fail "cluster init (full replica)" "$(cat "$logs/initf.out")"
@@ -345,9 +349,22 @@ start_server 6 "$clf" 8M || fail "server 6 (8M) started"
 start_server 7 "$clf" 24M || fail "server 7 (24M) started"
 ctl --server="$clf" cluster rebalance > "$logs/rebalancef.out" 2>&1
 full "$clf" 2 30 || fail "full-replica cluster placement" "$(cat "$logs/status.now")"
-"$build/repl_fill" --cluster="$clf" > "$logs/fill.out" 2>&1 &&
-  pass "a full replica: $(grep "^repl_fill: [0-9]" "$logs/fill.out"); kept now $(stat_of 6 repl_kept)/$(stat_of 7 repl_kept)" ||
+"$build/repl_fill" --cluster="$clf" --pause_file="$logs/fill.pause" > "$logs/fill.out" 2>&1 &
+fpid=$!
+for _ in $(seq 3000); do [ -e "$logs/fill.pause" ] || ! kill -0 $fpid 2>/dev/null && break; sleep 0.2; done
+kept0="$(stat_of 6 repl_kept)/$(stat_of 7 repl_kept)"
+start_server 24 "$clf" 24M || fail "full replica: server 24 started"
+ctl --server="$clf" cluster rebalance > "$logs/rebalancef2.out" 2>&1; frc=$?
+if [ $frc = 0 ] && full "$clf" 2 30; then
+  pass "a rebalance of the full cluster onto a third server (kept writes before $kept0, after $(stat_of 6 repl_kept)/$(stat_of 7 repl_kept); reverts $(stat_of 6 repl_reverts)/$(stat_of 7 repl_reverts)): $(cat "$logs/rebalancef2.out")"
+else
+  fail "a rebalance of the full cluster" "rc $frc, kept before $kept0, reverts $(stat_of 6 repl_reverts)/$(stat_of 7 repl_reverts): $(cat "$logs/rebalancef2.out")"
+fi
+rm -f "$logs/fill.pause"
+wait $fpid &&
+  pass "a full replica: $(grep "^repl_fill: [0-9]" "$logs/fill.out"); kept now $(stat_of 6 repl_kept)/$(stat_of 7 repl_kept)/$(stat_of 24 repl_kept)" ||
   fail "a full replica" "$(tail -6 "$logs/fill.out")"
+for i in 6 7 24; do kill "${spid[$i]}" 2>/dev/null; done
 
 fi
 
