@@ -194,7 +194,8 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
       if (!o_.settle_kept(slot)) {  // before any copy: the batch would fail after it anyway
         *why = "slot " + std::to_string(slot) +
                " holds a write of unknown outcome that could not be settled yet (its resend "
-               "did not reach every backup, or this server's table has no room for it)";
+               "or revert did not reach every backup, a revert to several backups of a value "
+               "this table has no room to replace, or the slot was busy)";
         return false;
       }
     }

@@ -148,7 +148,8 @@ void Migrator::Handover(const MigrationRecord& rec, int64_t rec_revision) {
       Resume(rec, rec_revision,
              "slot " + std::to_string(slot) +
                  ": this server's table lacks a write its backups hold (it had no room for "
-                 "it) and reverting it did not reach every backup; tried again later");
+                 "it), not reverted (more than 16 such keys, a revert that did not reach "
+                 "every backup, or one kept after the settling); tried again later");
       return;
     }
   }

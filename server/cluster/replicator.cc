@@ -311,7 +311,10 @@ Status Replicator::WriteLocked(uint32_t slot, bool put, std::string_view key,
   if (snap.backups.empty()) {
     owners_->SetSequence(slot, seq);
     Status a = apply();
-    if (superseded && (a.ok() || a.IsNotFound())) DropKept(slot);
+    if (a.ok() || a.IsNotFound()) {
+      if (superseded) DropKept(slot);
+      ClearLacking(slot, key);  // no backup holds another value of it
+    }
     return a;
   }
   wire::ReplicateHeader h{};

@@ -111,19 +111,22 @@ class Replicator {
   // before it copies a slot (a kept write blocks the copy, and a slot that nobody writes again
   // would keep it for good). Admitted through the ownership table's write gate as a client's
   // write is. A kept write every backup holds that this table still has no room for, and the
-  // keys LacksWrite remembers, are then reverted (Revert: the backups get this table's value of
-  // the key), so a full primary blocks neither a copy nor a hand-over. True when the slot holds
-  // no kept write and lacks none after it; false also when the slot's lock stays busy for
-  // 100 ms, the word is not OWNED, or a resend or revert did not reach every backup
-  // (replicator_kept.cc). Cheap when nothing is kept or lacked (two atomic loads).
+  // keys LacksWrite remembers, are then reverted where that cannot leave a revert half done
+  // (Revert, Revertible: the backups get this table's value of the key), so a full primary
+  // blocks neither a copy nor a hand-over. True when the slot holds no kept write after it
+  // (lacking keys left, if any, block only a hand-over: LacksWrite); false also when the slot's
+  // lock stays busy for 100 ms, the word is not OWNED, or a resend or revert of the kept write
+  // did not reach every backup (replicator_kept.cc). Cheap when no slot holds a kept write or
+  // lacking keys (two atomic loads; lacking keys of an older stint count until a Settle of
+  // their slot drops them).
   bool Settle(uint32_t slot);
   // Whether this table lacks a write every backup holds: a kept write, delivered, that this
   // table had no room for, dropped when a newer write of another key was kept (at most one is
   // kept per slot), in this stint as primary, and not written again or reverted since. A
   // HANDOVER refuses such a slot (the backup would make visible a value this server never
   // served, and lose it again if this server were promoted back) unless Settle reverted it
-  // first; copies do not care (the value was never visible). True also when the slot's lock
-  // is not had within 100 ms (replicator_kept.cc).
+  // first; copies do not care (the value was never visible, and a copy carries this table's
+  // value). True also when the slot's lock is not had within 100 ms (replicator_kept.cc).
   bool LacksWrite(uint32_t slot);
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).
@@ -195,6 +198,13 @@ class Replicator {
   // the primary, and this table never held it (a failover in between ended the stint, and
   // with it the kept write).
   Status Revert(uint32_t slot, const std::string& key, SteadyClock::time_point deadline);
+  // Whether reverting `key` cannot leave a revert kept (on some backups only, holding the
+  // slot's writes up): the slot has one backup (a refusal leaves nothing anywhere), or the
+  // revert is a DELETE (this table lacks the key: no backup refuses it for room). A PUT revert
+  // to several backups is not tried: the slot stays as before (not copied, not handed over).
+  bool Revertible(uint32_t slot, const Snapshot& snap, const std::string& key) const;
+  // Under the slot's lock: forgets lacking keys of an older stint as primary.
+  void DropStaleLacking(uint32_t slot, uint64_t tenure);
   // Whether the applied map still wants `backup`'s ack for `slot` (this server its primary,
   // `backup` one of its backups).
   bool StillWanted(uint32_t slot, uint32_t backup) const;

@@ -59,8 +59,8 @@ Status Replicator::Revert(uint32_t slot, const std::string& key, SteadyClock::ti
 bool Replicator::LacksWrite(uint32_t slot) {
   std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
   if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return true;
-  const auto& lack = lacking_[slot];
-  return lack && lack->tenure == WordEpoch(owners_->Word(slot));
+  DropStaleLacking(slot, WordEpoch(owners_->Word(slot)));
+  return lacking_[slot] != nullptr;
 }
 
 bool Replicator::HasKept(uint32_t slot) {
@@ -133,25 +133,46 @@ bool Replicator::Settle(uint32_t slot) {
   std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
   if (!l.try_lock_until(SteadyClock::now() + std::chrono::milliseconds(100))) return false;
   const uint64_t tenure = WordEpoch(owners_->Word(slot));
-  auto lacks = [&] { return lacking_[slot] && lacking_[slot]->tenure == tenure; };
+  DropStaleLacking(slot, tenure);
+  auto lacks = [&] { return lacking_[slot] != nullptr; };
   if (!pending_[slot] && !lacks()) return true;
   const Snapshot snap = SnapshotOf(slot);
   if (!Primary(slot, snap)) return false;
+  if (snap.backups.empty() && lacks()) {  // no backup holds anything this table lacks
+    lacking_[slot].reset();
+    lacking_slots_.fetch_sub(1, std::memory_order_relaxed);
+  }
   bool superseded = false;
   if (!ResolveKept(slot, snap, std::string_view(), deadline, &superseded).ok()) return false;
   // Left: a delivered kept write this table has no room for, and delivered ones of other keys
   // it lacks. The backups are given this table's values of those keys instead (Revert), so a
   // copy made from this table, or a hand-over, leaves every replica with what this table holds.
-  if (pending_[slot] && pending_[slot]->delivered) {
+  if (pending_[slot] && pending_[slot]->delivered && Revertible(slot, snap, pending_[slot]->key)) {
     const std::string key = pending_[slot]->key;
     if (!Revert(slot, key, deadline).ok()) return false;
   }
+  // The lacking keys matter to a hand-over only (a copy carries this table's values, and the
+  // hand-over checks LacksWrite after its pause): reverted where possible, never failing this.
   if (lacks() && !lacking_[slot]->overflow) {
     const std::vector<std::string> keys = lacking_[slot]->keys;  // Revert changes the list
     for (const std::string& key : keys)
-      if (!Revert(slot, key, deadline).ok()) return false;
+      if (Revertible(slot, snap, key)) (void)Revert(slot, key, deadline);
   }
-  return pending_[slot] == nullptr && !lacks();
+  return pending_[slot] == nullptr;
+}
+
+bool Replicator::Revertible(uint32_t slot, const Snapshot& snap, const std::string& key) const {
+  (void)slot;
+  if (snap.backups.size() <= 1) return true;  // a refusal by the one backup leaves nothing
+  std::string value;
+  return table_->Get(key, &value).IsNotFound();  // a DELETE: no backup refuses it for room
+}
+
+void Replicator::DropStaleLacking(uint32_t slot, uint64_t tenure) {
+  auto& l = lacking_[slot];
+  if (!l || l->tenure == tenure) return;
+  l.reset();
+  lacking_slots_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace rkv::cluster
