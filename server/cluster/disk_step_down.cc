@@ -43,12 +43,17 @@ void DiskStepDown::Loop() {
 }
 
 Status DiskStepDown::PutRecord(bool* put) {
-  DrainRecord d;
-  d.server = o_.my_id;
-  d.map_epoch = o_.map_epoch();
-  std::string value;
-  Status s = d.Encode(&value);
-  if (!s.ok()) return s;
+  // After a put whose answer was lost, the same bytes again (the map's epoch may have moved
+  // since, by the failover that record caused), so that reading them back recognises it.
+  Status s;
+  if (!ambiguous_) {
+    DrainRecord d;
+    d.server = o_.my_id;
+    d.map_epoch = o_.map_epoch();
+    s = d.Encode(&tried_);
+    if (!s.ok()) return s;
+  }
+  const std::string& value = tried_;
   const int64_t lease = o_.lease();
   EtcdClient::Compare absent;
   absent.key = Key();

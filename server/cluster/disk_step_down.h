@@ -90,6 +90,7 @@ class DiskStepDown {
   uint64_t last_failures_ = 0;
   bool ours_ = false;       // kDown: the record is the one this class put
   bool ambiguous_ = false;  // a put failed with no answer: it may have been applied
+  std::string tried_;       // the bytes of the last put tried
   SteadyClock::time_point streak_start_{}, last_failure_{};  // kHealthy's failure streak
   int64_t put_lease_ = 0;  // kDown: the lease it was put under (ours_ or not)
   int64_t put_rev_ = 0;    // kDown, ours_: its mod revision
