@@ -2,11 +2,11 @@
 // DrainRecord: `kvctl cluster remove` of a live server in a replicated cluster (docs/cluster.md,
 // "Removing a server with replicas"), and a server stepping down for a failing log ("A failing
 // disk": server/cluster/disk_step_down.h, which puts it itself). The coordinator puts it at
-// NAME/draining/SERVER (decimal id) under that server's own membership lease, so it goes when the server's registration goes
-// (a server that restarts registers anew and may hold replicas again). While it exists the
-// coordinator counts the server as down for placement: its primaries fail over to their
-// backups, it leaves every slot's backups, and re-replication never picks it.
-// Encoding: 32 bytes, little-endian, fixed width:
+// NAME/draining/SERVER (decimal id) under that server's own membership lease, so it goes when the
+// server's registration goes (a server that restarts registers anew and may hold replicas again).
+// While it exists the coordinator counts the server as down for placement: its primaries fail over
+// to their backups, it leaves every slot's backups, and re-replication never picks it. Encoding: 32
+// bytes, little-endian, fixed width:
 //   magic u32 "RKDR" | version u16 | reserved u16 (0) | checksum u64 | server u32 |
 //   reserved u32 (0) | map_epoch u64 (the map when the removal was asked for; information)
 // The checksum is XXH3-64 of the 32 bytes with the checksum field read as zero. Decode checks
