@@ -47,17 +47,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-etcd_dir=$(mktemp -d /dev/shm/rkv-linkcut-etcd.XXXXXX)
-etcd --data-dir "$etcd_dir" --listen-client-urls "http://$addr:2379,http://127.0.0.1:2379" \
-  --advertise-client-urls "http://$addr:2379" --listen-peer-urls http://127.0.0.1:2380 \
-  > "$logs/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 120); do
-  etcdctl --endpoints=127.0.0.1:2379 endpoint health > /dev/null 2>&1 && break
-  sleep 0.5
-done
+. "$src/tests/integration/multi_host.sh"  # start_etcd, ctl, up, stat_of
+start_etcd linkcut || fail "etcd started" "$(tail -3 "$logs/etcd.log")"
 cl="etcd://$addr:2379/lc"
-ctl() { "$build/kvctl" --timeout_ms=10000 "$@"; }
 
 # Servers 0 and 1 in A (two addresses of its rxe interface), server 2 in B.
 dev=$(ip -o -4 addr show | awk -v a="$addr" '$4 ~ "^"a"/" {print $2; exit}')
@@ -65,17 +57,6 @@ a2="${addr%.*}.$(( ${addr##*.} + 100 ))"
 [ -n "$dev" ] && ip addr add "$a2/24" dev "$dev" 2>> "$logs/ip.log" || a2=$addr
 saddr=("$addr" "$a2" "$peer")
 sport=(7761 7762 7763)
-up() {  # up I: the server answers
-  for _ in $(seq 150); do
-    "$build/kvctl" --server="${saddr[$1]}:${sport[$1]}" stats > /dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  return 1
-}
-stat_of() {  # stat_of I NAME
-  "$build/kvctl" --server="${saddr[$1]}:${sport[$1]}" stats 2>/dev/null |
-    awk -v n="$2" '$1 == n {print $2}'
-}
 . "$src/tests/integration/cluster_status.sh"  # wait_status, full
 
 ctl --server="$cl" cluster init --slots=128 --replicas=2 > "$logs/init.out" 2>&1 ||

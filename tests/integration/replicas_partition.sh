@@ -48,28 +48,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-etcd_dir=$(mktemp -d /dev/shm/rkv-partition-etcd.XXXXXX)
-etcd --data-dir "$etcd_dir" --listen-client-urls "http://$addr:2379,http://127.0.0.1:2379" \
-  --advertise-client-urls "http://$addr:2379" --listen-peer-urls http://127.0.0.1:2380 \
-  > "$logs/etcd.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 120); do
-  etcdctl --endpoints=127.0.0.1:2379 endpoint health > /dev/null 2>&1 && break
-  sleep 0.5
-done
+. "$src/tests/integration/multi_host.sh"  # start_etcd, ctl, up, stat_of
+start_etcd partition || fail "etcd started" "$(tail -3 "$logs/etcd.log")"
 cl="etcd://$addr:2379/pt"
-ctl() { "$build/kvctl" --timeout_ms=10000 "$@"; }
-up() {  # up I: the server answers
-  for _ in $(seq 150); do
-    "$build/kvctl" --server="${saddr[$1]}:${sport[$1]}" stats > /dev/null 2>&1 && return 0
-    sleep 0.2
-  done
-  return 1
-}
-stat_of() {  # stat_of I NAME
-  "$build/kvctl" --server="${saddr[$1]}:${sport[$1]}" stats 2>/dev/null |
-    awk -v n="$2" '$1 == n {print $2}'
-}
 . "$src/tests/integration/cluster_status.sh"  # wait_status, full
 cable() {  # cable I off|on: pull or plug the cable of server I's VM
   tools/sandbox-peer --host="${host[$1]}" link "$2" >> "$logs/link.out" 2>&1
