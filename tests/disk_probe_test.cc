@@ -5,7 +5,6 @@
 #include "server/durability/disk_probe.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -14,18 +13,10 @@
 #include <vector>
 
 #include "tests/fault_env.h"
+#include "tests/temp_dir.h"
 
 namespace rkv::wal {
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/rkv-probe-test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { (void)!system(("rm -rf " + path).c_str()); }
-  std::string path;
-};
 
 bool HasProbe(Env* env, const std::string& dir) {
   std::vector<std::string> names;

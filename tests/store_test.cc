@@ -19,18 +19,10 @@
 #include "server/durability/snapshotter.h"
 #include "server/store/table.h"
 #include "tests/fault_env.h"
+#include "tests/temp_dir.h"
 
 namespace rkv::wal {
 namespace {
-
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/rkv-store-test.XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { (void)!system(("rm -rf " + path).c_str()); }
-  std::string path;
-};
 
 // A server's table and store over `dir`, recovered at construction.
 struct Store {
