@@ -62,4 +62,14 @@ check "the committed tools/ci-allowed-skips allows durability-tsan's disabled ne
   "1 passed, 0 failed, 1 skipped" -- --must-run "$tmp/none" "$tmp/tsan.xml"
 check "the committed lists parse (tools/ci-must-run, tools/ci-allowed-skips)" 1 "must run on this machine" -- \
   "=$tmp/pass.xml"
+check "the committed extended tier's list parses (tools/ci-must-run-extended)" 1 "must run on this machine" -- \
+  --must-run "$src/tools/ci-must-run-extended" "=$tmp/pass.xml"
+# Every test the extended list names is one CMakeLists.txt puts in the tier (the gate never runs
+# them, so a misspelt name would show only in an extended run).
+why=""
+while read -r name; do
+  grep -q "rkv_extended_test($name)" "$src/CMakeLists.txt" || why="${why:+$why, }$name"
+done < <(sed -n 's/^: //p' "$src/tools/ci-must-run-extended")
+[ -z "$why" ] && echo "[case PASS] ci-summary: each test of tools/ci-must-run-extended is labelled extended in CMakeLists.txt" ||
+  { echo "[case FAIL] ci-summary: tests of tools/ci-must-run-extended not labelled extended: $why"; failed=1; }
 exit $failed

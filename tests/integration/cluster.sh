@@ -28,6 +28,12 @@
 #    answer, no hang), other keys work; restarted with its --data_dir: its keys read back.
 # Finally no server log holds a sanitizer report, a crash or a failed CHECK.
 # RKV_CLUSTER_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
+# RKV_CLUSTER_SLOTS: the main cluster's slot count (default 4096).
+# RKV_CLUSTER_OPS_DIV: N, the verifying runs beside the rebalance and the remove do 1/N of their
+# operations (default 1; a TSan server is slower, and the moves are short with few slots).
+# RKV_CLUSTER_LEASE_TTL: the servers' --cluster_lease_ttl (default 5): four TSan servers beside
+# lin_load on a slow TCG host have let 3 s leases lapse, and a server whose lease lapsed is not
+# live for a rebalance or a remove. No case here needs a death noticed fast.
 # One "[case PASS|FAIL] cluster: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: cluster.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -39,6 +45,14 @@ fi
 addr=${2:?usage: cluster.sh BUILD_DIR ADDR LOG_DIR}
 logs=${3:?usage: cluster.sh BUILD_DIR ADDR LOG_DIR}
 server=${RKV_CLUSTER_SERVER:-$build/kvserver}  # e.g. a ThreadSanitizer build
+nslots=${RKV_CLUSTER_SLOTS:-4096}  # the main cluster's slots (fewer under TSan: shorter moves)
+ttl=${RKV_CLUSTER_LEASE_TTL:-5}  # the servers' membership lease
+ops_div=${RKV_CLUSTER_OPS_DIV:-1}  # the verifying runs beside a rebalance and a remove do 1/N
+[ "${ttl//[0-9]/}" = "" ] && [ "${ttl:-0}" -ge 2 ] && [ "$ttl" -le 60 ] ||
+  { echo "cluster.sh: RKV_CLUSTER_LEASE_TTL is kvserver's --cluster_lease_ttl, 2..60 ('$ttl')"; exit 2; }
+for v in "$nslots" "$ops_div"; do
+  case $v in ''|*[!0-9]*|0) echo "cluster.sh: RKV_CLUSTER_SLOTS and RKV_CLUSTER_OPS_DIV take a positive integer ('$v')"; exit 2 ;; esac
+done
 src=$(cd "$(dirname "$0")/../.." && pwd)
 source "$src/tests/integration/common.sh"
 rc=0
@@ -90,7 +104,7 @@ start_server() {  # start_server I [extra flags]: server I on addrs[I]:port(I)
   local i=$1
   shift
   "$server" --listen="${addrs[$i]}:$(port "$i")" --memory=64M --allow_unauthenticated \
-    --cluster="$cl" --cluster_lease_ttl=3 --data_dir="$data/s$i" --fsync=no "$@" \
+    --cluster="$cl" --cluster_lease_ttl=$ttl --data_dir="$data/s$i" --fsync=no "$@" \
     >> "$logs/server$i.log" 2>&1 &
   spid[$i]=$!
   pids+=("${spid[$i]}")
@@ -106,7 +120,7 @@ stat_of() {  # stat_of I NAME
   "$build/kvctl" --server="${addrs[$1]}:$(port "$1")" stats 2>/dev/null | awk -v n="$2" '$1 == n {print $2}'
 }
 
-ctl --server="$cl" cluster init --slots=4096 > "$logs/init.out" 2>&1 &&
+ctl --server="$cl" cluster init --slots="$nslots" > "$logs/init.out" 2>&1 &&
   pass "cluster init" || fail "cluster init" "$(cat "$logs/init.out")"
 ok=1
 for i in 0 1 2; do start_server "$i" || { ok=0; fail "server $i started" "$(tail -5 "$logs/server$i.log")"; }; done
@@ -119,16 +133,16 @@ grep -q "does not exist" "$logs/nosuch.log" && pass "a server with an unknown cl
   fail "unknown cluster name" "$(tail -3 "$logs/nosuch.log")"
 
 ctl --server="$cl" cluster rebalance > "$logs/rebalance.out" 2>&1 &&
-  grep -q "4096 unassigned slot" "$logs/rebalance.out" &&
-  pass "cluster rebalance gives the 4096 slots to the live servers" ||
+  grep -q "$nslots unassigned slot" "$logs/rebalance.out" &&
+  pass "cluster rebalance gives the $nslots slots to the live servers" ||
   fail "cluster rebalance" "$(cat "$logs/rebalance.out")"
 sleep 1
 owned=()
 for i in 0 1 2; do owned+=("$(stat_of "$i" cluster_slots_owned)"); done
-[ "$(( ${owned[0]:-0} + ${owned[1]:-0} + ${owned[2]:-0} ))" = 4096 ] &&
+[ "$(( ${owned[0]:-0} + ${owned[1]:-0} + ${owned[2]:-0} ))" = "$nslots" ] &&
   pass "every slot owned by one server (${owned[*]})" || fail "slots owned" "${owned[*]}"
 ctl --server="$cl" cluster status > "$logs/status.out" 2>&1
-grep -c " live slots " "$logs/status.out" | grep -q 3 && pass "cluster status lists three live servers" ||
+[ "$(grep -c " live slots " "$logs/status.out")" = 3 ] && pass "cluster status lists three live servers" ||
   fail "cluster status" "$(cat "$logs/status.out")"
 
 # --- load through the cluster address ------------------------------------------------------------
@@ -262,6 +276,18 @@ ctl --server="$cl" get during-etcd-outage > /dev/null && pass "etcd back: a new 
 
 # --- a fourth server joins; rebalance under a verifying load ------------------------------------
 start_server 3 || fail "server 3 started" "$(tail -5 "$logs/server3.log")"
+# Four live in etcd before the rebalance: server 3 registers after it answers, and the others
+# registered again after the etcd outage above (on a slow host, seconds later: a rebalance
+# that saw two live servers once moved nothing).
+wait_live() {  # wait_live N WHAT: up to 60 s for `cluster status` to list N live servers
+  for _ in $(seq 120); do
+    ctl --server="$cl" cluster status > "$logs/status.out" 2>&1
+    [ "$(grep -c " live slots " "$logs/status.out")" = "$1" ] && return 0
+    sleep 0.5
+  done
+  fail "$1 live servers before $2" "$(cat "$logs/status.out")"
+}
+wait_live 4 "the rebalance"
 # lin_load beside it: per-key linearizability through the moves, 3 of its 6 clients with a
 # deliberately stale map (no watch: they learn of a move only from the ownership word or MOVED).
 lin() {  # lin NAME SEED: a lin_load run until $logs/NAME.stop exists
@@ -271,10 +297,12 @@ lin() {  # lin NAME SEED: a lin_load run until $logs/NAME.stop exists
 }
 lin lin-rebalance 11 &
 lpid=$!
-bench run --workload=a --operations=30000 --threads=2 --verify > "$logs/rebal-run.out" 2>&1 &
+bench run --workload=a --operations=$((30000 / ops_div)) --threads=2 --verify > "$logs/rebal-run.out" 2>&1 &
 bpid=$!
 sleep 2
 ctl --server="$cl" cluster rebalance > "$logs/rebalance2.out" 2>&1; rbrc=$?
+kill -0 $bpid 2>/dev/null && overlap="the verifying run outlasted the moves" ||
+  overlap="the verifying run ended before the moves did (lin_load covered the rest)"
 wait $bpid; brc=$?
 sleep 1; touch "$logs/lin-rebalance.stop"
 wait $lpid; lrc=$?
@@ -285,20 +313,23 @@ e3=$(stat_of 3 entries)
   pass "cluster rebalance with a fourth server: $(cat "$logs/rebalance2.out")" ||
   fail "rebalance to a fourth server" "$(cat "$logs/rebalance2.out")"
 [ $brc = 0 ] && [ "${e3:-0}" -gt 0 ] &&
-  pass "a verifying workload a through the rebalance: 0 failed operations, 0 verify failures; server 3 holds ${e3} entries" ||
+  pass "a verifying workload a through the rebalance: 0 failed operations, 0 verify failures; server 3 holds ${e3} entries; $overlap" ||
   fail "workload through the rebalance" "rc $brc, server 3 entries ${e3:-?}; $(grep -E "Failures|errors|FAILED" "$logs/rebal-run.out" | head -3)"
 o=()
 for i in 0 1 2 3; do o+=("$(stat_of "$i" cluster_slots_owned)"); done
-[ "$(( ${o[0]:-0} + ${o[1]:-0} + ${o[2]:-0} + ${o[3]:-0} ))" = 4096 ] && [ "${o[3]:-0}" -ge 1000 ] &&
+[ "$(( ${o[0]:-0} + ${o[1]:-0} + ${o[2]:-0} + ${o[3]:-0} ))" = "$nslots" ] && [ "${o[3]:-0}" -ge $((nslots * 1000 / 4096)) ] &&
   pass "slots after the rebalance: ${o[*]}" || fail "slots after the rebalance" "${o[*]}"
 
 # --- cluster remove drains a server under load; then it is killed and every key reads back -----------
+wait_live 4 "the remove"  # a lease lapsed on a loaded host: the remove would refuse
 lin lin-remove 12 &
 lpid=$!
-bench run --workload=a --operations=20000 --threads=2 --verify > "$logs/remove-run.out" 2>&1 &
+bench run --workload=a --operations=$((20000 / ops_div)) --threads=2 --verify > "$logs/remove-run.out" 2>&1 &
 bpid=$!
 sleep 2
 ctl --server="$cl" cluster remove "${addrs[1]}:$(port 1)" > "$logs/remove.out" 2>&1; rmrc=$?
+kill -0 $bpid 2>/dev/null && overlap="the verifying run outlasted the moves" ||
+  overlap="the verifying run ended before the moves did (lin_load covered the rest)"
 wait $bpid; brc=$?
 sleep 1; touch "$logs/lin-remove.stop"
 wait $lpid; lrc=$?
@@ -308,7 +339,7 @@ e1=$(stat_of 1 entries); o1=$(stat_of 1 cluster_slots_owned)
 [ $rmrc = 0 ] && [ "${o1:-1}" = 0 ] && [ "${e1:-1}" = 0 ] &&
   pass "cluster remove drained server 1 to 0 slots and 0 entries: $(cat "$logs/remove.out")" ||
   fail "cluster remove" "rc $rmrc slots ${o1:-?} entries ${e1:-?}: $(cat "$logs/remove.out")"
-[ $brc = 0 ] && pass "a verifying workload a through the remove: 0 failures" ||
+[ $brc = 0 ] && pass "a verifying workload a through the remove: 0 failures; $overlap" ||
   fail "workload through the remove" "$(grep -E "Failures|errors" "$logs/remove-run.out" | head -3)"
 kill -9 "${spid[1]}"; wait "${spid[1]}" 2>/dev/null
 bench run --workload=c --operations=3000 --threads=1 --verify > "$logs/after-remove.out" 2>&1; brc=$?
@@ -327,7 +358,7 @@ read -r unavail others wrong <<< "$(awk '/^kv_keys: get/ {print $10, $4, $6 + $8
 [ "${unavail:-0}" -gt 0 ] && [ "${others:-0}" -gt 0 ] && [ "${wrong:-1}" = 0 ] &&
   pass "server killed: its keys UNAVAILABLE ($unavail), the others read ($others), no hang, no other error" ||
   fail "killed server" "$(cat "$logs/probe.out")"
-sleep 4  # its lease expires (3 s)
+sleep $((ttl + 1))  # its lease expires
 start_server 2 || fail "server 2 restarted" "$(tail -5 "$logs/server2.log")"
 bench run --workload=c --operations=3000 --threads=1 --verify > "$logs/back.out" 2>&1; brc=$?
 keys --server="$cl" get probe 60 > "$logs/probe-back.out" 2>&1 && back=60 || back="$(cat "$logs/probe-back.out")"
@@ -343,7 +374,7 @@ mktoken() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$1"; chmod 60
 mktoken "$logs/token"; mktoken "$logs/rogue-token"
 ctl --server="$sec" cluster init --slots=256 > /dev/null 2>&1
 sec_srv() {  # sec_srv NAME ADDR PORT TOKEN
-  "$server" --listen="$2:$3" --memory=32M --cluster="$sec" --cluster_lease_ttl=3 \
+  "$server" --listen="$2:$3" --memory=32M --cluster="$sec" --cluster_lease_ttl=$ttl \
     --auth_token_file="$4" >> "$logs/$1.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 150); do

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the replica tests (replicas.sh, replicas_linkcut.sh); needs their `ctl` function
+# Sourced by the replica tests (replicas.sh, replicas_linkcut.sh, replicas_partition.sh); needs their `ctl` function
 # and $logs.
 #   wait_status CLUSTER REGEX SECONDS: polls `kvctl cluster status` every 0.5 s until its output
 #     (kept in $logs/status.now) matches REGEX; 1 if it never did within SECONDS.

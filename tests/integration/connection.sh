@@ -230,9 +230,19 @@ fi
 out=$(ctl --server="$addr:7484" $sflags --etcd_password_file="$sec/badpw" get tls-key 2>&1)
 [ $? -ne 0 ] && grep -q "etcd authenticate as 'root'" <<< "$out" && grep -q "invalid user ID or password" <<< "$out" &&
   pass "etcd wrong password refused with a clear error" || { fail "etcd wrong password"; echo "$out" | tail -2; }
-out=$(ctl --server="$addr:7484" --exchange=etcd --etcd=https://127.0.0.1:2379 --etcd_prefix=/rkv/tls \
-  --etcd_user=root --etcd_password_file="$sec/pw" get tls-key 2>&1)
-[ $? -ne 0 ] && grep -qi "certificate\|ssl\|tls" <<< "$out" &&
+noca() {
+  ctl --server="$addr:7484" --exchange=etcd --etcd=https://127.0.0.1:2379 --etcd_prefix=/rkv/tls \
+    --etcd_user=root --etcd_password_file="$sec/pw" get tls-key 2>&1
+}
+out=$(noca); orc=$?
+# Once, on a slow TCG host, kvctl's handshake (the system's CA bundle loaded first) outlasted
+# its 5 s etcd timeout, so it ended "Timeout was reached" before the certificate check (etcd
+# logged "tls: bad record MAC" for the aborted handshake): then it is asked once more.
+if grep -q "Timeout was reached" <<< "$out"; then
+  echo "# etcd TLS without the CA: timed out once, asked again"
+  out=$(noca); orc=$?
+fi
+[ $orc -ne 0 ] && grep -qi "certificate\|ssl\|tls" <<< "$out" &&
   pass "etcd TLS without the CA refused with a clear error" || { fail "etcd TLS without the CA"; echo "$out" | tail -2; }
 kill -0 "$tls_pid" 2>/dev/null && pass "kvserver on secure etcd survives refused clients" || fail "kvserver on secure etcd died"
 kill $tls_pid 2>/dev/null; wait $tls_pid 2>/dev/null

@@ -20,7 +20,7 @@ logs=$(mktemp -d /tmp/rkv-deadpeer.XXXXXX)
 peer_timeout=${DEADPEER_TIMEOUT:-3}
 margin=${DEADPEER_MARGIN:-12}      # generous: the emulated stack under TCG is slow
 max_conn=${DEADPEER_MAX_CONN:-2}
-rounds=$((max_conn + 10))
+rounds=$((max_conn + 4))  # more cut clients than the cap: each must be released
 port=7490
 "$build/kvserver" --listen="$addr:$port" --memory=16M --max_connections=$max_conn \
   --peer_timeout=$peer_timeout > "$logs/kvserver.log" 2>&1 &

@@ -747,7 +747,9 @@ TEST_F(Integration, ConnectDisconnectChurnLeaksNothing) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     before = StatsOf(c.get());
   }
-  int n = std::atoi(Env("RKV_CHURN").empty() ? "2000" : Env("RKV_CHURN").c_str());
+  // 1000 connects by default (RKV_CHURN): a QP that did not drain shows in qps_leaked or in
+  // connections_active at once; more connects cost CI minutes on the emulated stack.
+  int n = std::atoi(Env("RKV_CHURN").empty() ? "1000" : Env("RKV_CHURN").c_str());
   for (int i = 0; i < n; ++i) {
     auto x = MustConnect(addr_);
     ASSERT_TRUE(x);

@@ -7,6 +7,8 @@
 #   ctl ARGS...: kvctl with a 10 s timeout.
 #   up I / stat_of I NAME: server I (at ${saddr[I]}:${sport[I]}) answers within 30 s / one
 #     figure of its `kvctl stats`.
+#   stats_line I NAME...: "NAME VALUE " for each NAME server I reports, from one `kvctl stats`
+#     (a kvctl costs a second or two on a loaded TCG VM).
 start_etcd() {
   etcd_dir=$(mktemp -d "/dev/shm/rkv-$1-etcd.XXXXXX")
   etcd --data-dir "$etcd_dir" --listen-client-urls "http://$addr:2379,http://127.0.0.1:2379" \
@@ -30,4 +32,11 @@ up() {
 stat_of() {
   "$build/kvctl" --server="${saddr[$1]}:${sport[$1]}" stats 2>/dev/null |
     awk -v n="$2" '$1 == n {print $2}'
+}
+stats_line() {
+  local i=$1; shift
+  local names
+  names=$(IFS='|'; echo "$*")
+  "$build/kvctl" --server="${saddr[$i]}:${sport[$i]}" stats 2>/dev/null |
+    awk -v re="^($names)\$" '$1 ~ re {printf "%s %s ", $1, $2}'
 }

@@ -45,7 +45,7 @@ addr=${2:?usage: replicas.sh BUILD_DIR ADDR LOG_DIR}
 logs=${3:?usage: replicas.sh BUILD_DIR ADDR LOG_DIR}
 server=${RKV_REPL_SERVER:-$build/kvserver}
 rc=0
-pass() { echo "[case PASS] replicas: $1"; }
+pass() { echo "[case PASS] replicas: $1"; echo "  (at ${SECONDS} s)"; }
 fail() { echo "[case FAIL] replicas: $1${2:+ ($2)}"; rc=1; }
 pids=()
 cleanup() {
@@ -372,16 +372,19 @@ if want balance; then
 # 8. `cluster rebalance` of a replicated cluster under lin_load: a fourth server joins a
 # balanced R=2 cluster of three; the rebalance gives it an even share of the replicas (backup
 # places replaced: copied to it first) and of the primaries (handed over by their primaries to
-# it once it is their backup: no copy). Every server ends with 16 primaries and 16 backups of
-# the 64 slots, each slot keeps two live replicas, nothing acknowledged is lost and the history
-# is linearizable (stale-map clients included). A second rebalance has nothing to do.
+# it once it is their backup: no copy). Every server ends with 4 primaries and 4 backups of
+# the 16 slots (few slots, here and in the restart and disk sections: every batch of a
+# rebalance or re-replication is one migration, one after the other, seconds each under TCG),
+# each slot keeps two live replicas, nothing acknowledged is lost and the history is
+# linearizable (stale-map clients included). A second rebalance has nothing to do.
 for i in 3 4 5 6 7; do [ -n "${spid[$i]:-}" ] && kill "${spid[$i]}" 2>/dev/null; done  # memory
-# balance_onto_fourth CLUSTER R NAME SEED I: cluster init --replicas=R (64 slots), servers I..I+2
+# balance_onto_fourth CLUSTER R NAME SEED I: cluster init --replicas=R ($bs slots), servers I..I+2
 # placed by a rebalance, lin_load NAME (its pid in lpid) running, then server I+3 joins and a
-# rebalance must end with 16 primaries and 16 x (R-1) backups on each of the four.
+# rebalance must end with q = bs / 4 primaries and q x (R-1) backups on each of the four.
+bs=16 q=$((bs / 4))
 balance_onto_fourth() {
   local c=$1 r=$2 n=$3 i
-  ctl --server="$c" cluster init --slots=64 --replicas="$r" > "$logs/init-$n.out" 2>&1 ||
+  ctl --server="$c" cluster init --slots=$bs --replicas="$r" > "$logs/init-$n.out" 2>&1 ||
     fail "cluster init ($n)" "$(cat "$logs/init-$n.out")"
   for i in $5 $(($5 + 1)) $(($5 + 2)); do start_server "$i" "$c" 16M || fail "$n: server $i started"; done
   ctl --server="$c" cluster rebalance > "$logs/rebalance0-$n.out" 2>&1
@@ -395,9 +398,9 @@ balance_onto_fourth() {
   ctl --server="$c" cluster rebalance > "$logs/rebalance-$n.out" 2>&1; local brc=$?
   ctl --server="$c" cluster status > "$logs/status.now" 2>&1
   local even
-  even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups $((16 * (r - 1)))" "$logs/status.now")
+  even=$(grep -cE "^server [0-9]+ [^ ]+ live slots $q backups $((q * (r - 1)))" "$logs/status.now")
   [ $brc = 0 ] && [ "$even" = 4 ] && full "$c" "$r" 10 &&
-    pass "rebalance (R=$r) onto a fourth server under load: 16 primaries and $((16 * (r - 1))) backups each: $(cat "$logs/rebalance-$n.out")" ||
+    pass "rebalance (R=$r) onto a fourth server under load: $q primaries and $((q * (r - 1))) backups each: $(cat "$logs/rebalance-$n.out")" ||
     fail "rebalance of replicated slots (R=$r)" "rc $brc: $(cat "$logs/rebalance-$n.out"); $(cat "$logs/status.now")"
 }
 clb=etcd://127.0.0.1:2379/repbal
@@ -451,17 +454,18 @@ wait $lpid; judge balancekill $? "a server killed -9 during a rebalance onto it"
 # servers even shares.
 rebalance_copying balancecoord 29 17
 kc=$(coordinator 8 9 10 11)
-echo "# coordinator server ${kc:-?} killed after $(stat_of 17 migrations_in) MIGRATE_BEGIN(s) on server 17"
+echo "# at ${SECONDS} s: coordinator server ${kc:-?} killed after $(stat_of 17 migrations_in) MIGRATE_BEGIN(s) on server 17"
 [ -n "$kc" ] && kill -9 "${spid[$kc]}"
 wait $bpid; crc=$?
+echo "# the rebalance returned at ${SECONDS} s (rc $crc)"
 full "$clb" 2 180 &&
   pass "the coordinator (server ${kc:-?}) killed during a rebalance (rc $crc: $(head -c 300 "$logs/rebalance-balancecoord.out")): another carried the request; two live replicas per slot again" ||
   fail "the coordinator killed during a rebalance" "rc $crc: $(cat "$logs/rebalance-balancecoord.out"); $(cat "$logs/status.now")"
 ctl --server="$clb" cluster rebalance > "$logs/rebalancec2.out" 2>&1; crc=$?
 ctl --server="$clb" cluster status > "$logs/status.now" 2>&1
-even=$(grep -cE "^server [0-9]+ [^ ]+ live slots 16 backups 16" "$logs/status.now")
+even=$(grep -cE "^server [0-9]+ [^ ]+ live slots $q backups $q" "$logs/status.now")
 [ $crc = 0 ] && [ "$even" = 4 ] &&
-  pass "then a rebalance gives the four live servers 16 primaries and 16 backups each: $(cat "$logs/rebalancec2.out")" ||
+  pass "then a rebalance gives the four live servers $q primaries and $q backups each: $(cat "$logs/rebalancec2.out")" ||
   fail "rebalance after the coordinator's death" "rc $crc: $(cat "$logs/rebalancec2.out"); $(cat "$logs/status.now")"
 live=(); for i in 8 9 10 11 17; do [ "$i" != "$kc" ] && live+=("$i"); done
 for _ in $(seq 100); do
@@ -475,7 +479,7 @@ sleep 2
 touch "$logs/balancecoord.stop"
 wait $lpid; judge balancecoord $? "the coordinator killed -9 during a rebalance"
 for i in 8 9 10 11 17; do kill "${spid[$i]}" 2>/dev/null; done
-# R=3: the same onto a fourth server (48 replicas and 16 primaries each). A backup that stays a
+# R=3: the same onto a fourth server (12 replicas and 4 primaries each). A backup that stays a
 # backup under a handed-over primary takes the new primary's numbering (slots no one wrote
 # since the new server joined included).
 balance_onto_fourth etcd://127.0.0.1:2379/repbal3 3 balance3 28 13
@@ -497,7 +501,7 @@ if want restart; then
 # backups' copies, kept across the restart, take over.
 for i in 8 9 10 11 12 13 14 15 16 17; do [ -n "${spid[$i]:-}" ] && kill "${spid[$i]}" 2>/dev/null; done
 clr=etcd://127.0.0.1:2379/represtart
-ctl --server="$clr" cluster init --slots=64 --replicas=2 > "$logs/init-restart.out" 2>&1 ||
+ctl --server="$clr" cluster init --slots=16 --replicas=2 > "$logs/init-restart.out" 2>&1 ||
   fail "cluster init (restart)" "$(cat "$logs/init-restart.out")"
 rdata=$(mktemp -d /dev/shm/rkv-repl-data.XXXXXX)
 durable() { start_server "$1" "$clr" 16M --data_dir="$rdata/s$1" --fsync=no; }
@@ -539,7 +543,7 @@ if want disk; then
 # rebalance gives it replicas again. Nothing acknowledged is lost and the history is
 # linearizable.
 cld=etcd://127.0.0.1:2379/repdisk
-ctl --server="$cld" cluster init --slots=64 --replicas=2 > "$logs/init-disk.out" 2>&1 ||
+ctl --server="$cld" cluster init --slots=16 --replicas=2 > "$logs/init-disk.out" 2>&1 ||
   fail "cluster init (disk)" "$(cat "$logs/init-disk.out")"
 ddata=$(mktemp -d /dev/shm/rkv-repl-disk.XXXXXX)
 small=$(mktemp -d "$logs/small.XXXXXX")
@@ -554,7 +558,7 @@ if mount -t tmpfs -o size=16M,mode=0700 tmpfs "$small" 2>> "$logs/mount.err"; th
   running disk
   dd if=/dev/zero of="$small/filler" bs=64k > /dev/null 2>&1  # until ENOSPC
   echo "# server 23's file system full: $(df -k "$small" | tail -1)"
-  sleep 15
+  for _ in $(seq 30); do grep -q "No space left" "$logs/server23.log" && break; sleep 0.5; done
   grep -q "No space left" "$logs/server23.log" && kill -0 "${spid[23]}" 2>/dev/null &&
     [ -n "$(stat_of 23 entries)" ] &&
     pass "server 23's disk full: its log appends fail (No space left), it stays up and answers" ||
@@ -588,9 +592,9 @@ rm -rf "$ddata"
 
 fi
 
-for i in 0 1 2; do
-  f=$(stat_of "$i" repl_failures)
-  echo "# server $i: repl_writes $(stat_of "$i" repl_writes) repl_retries $(stat_of "$i" repl_retries) repl_failures ${f:-?} promotions $(stat_of "$i" cluster_promotions)"
+for i in 0 1 2; do  # one stats call per server (a kvctl costs a second or two on TCG)
+  echo "# server $i: $("$build/kvctl" --server="${addrs[$((i % 3))]}:$(port "$i")" stats 2>/dev/null |
+    awk '$1 ~ /^(repl_writes|repl_retries|repl_failures|cluster_promotions)$/ {printf "%s %s ", $1, $2}')"
 done
 # Sanitizer reports and failed CHECKs (glog's "Check failed") in any server's log.
 cleanup

@@ -10,6 +10,9 @@
 #  - B's cable is pulled (a primary, a backup of every other slot and the coordinator, cut
 #    from etcd, the clients and the other servers at once): another server is elected, fails
 #    B's primaries over and drops B as a backup; every slot keeps 2 live replicas;
+#    a GET waiting at B when its cable is pulled (abandon_probe --mode=get) ends when the map
+#    names the new primary (or when rxe fails the cut connection first), before its 60 s
+#    timeouts, and reads the right value there;
 #  - then C's cable is pulled: D is every slot's primary, alone;
 #  - both cables plugged back: B and C (zombies with their old maps and data) register again
 #    and are re-replicated until every slot has 3 live replicas;
@@ -31,7 +34,7 @@ read -r -a ad <<<"${RKV_SANDBOX_ADDRS:-}"
 logs=$(mktemp -d /tmp/rkv-replicas-partition.XXXXXX)
 chmod 777 "$logs"
 rc=0
-pass() { echo "[case PASS] replicas-partition: $1"; }
+pass() { echo "[case PASS] replicas-partition: $1"; echo "  (at ${SECONDS} s)"; }
 fail() { echo "[case FAIL] replicas-partition: $1${2:+ ($2)}"; rc=1; }
 host=(b c d)          # server I runs in VM ${host[I]}
 saddr=("${ad[1]}" "${ad[2]}" "${ad[3]}")
@@ -76,6 +79,14 @@ p0=$(stat_of 0 cluster_slots_owned)
   pass "the server in VM B is the coordinator and the primary of $p0 slots" ||
   fail "roles of the server in VM B" "coordinator ${coord:-?} primary ${p0:-?}"
 
+# abandon_probe --mode=get: from just before B's cable is pulled, GETs of a key whose primary
+# is B (60 s rpc and connect timeouts) until one wait at B was abandoned or the map names the
+# new primary: each must return its value, the one at the cut from the new primary.
+timeout 600 "$build/abandon_probe" --mode=get --cluster="$cl" --stopped="${saddr[0]}:${sport[0]}" \
+  --go_file="$logs/abandon.go" > "$logs/abandon.out" 2>&1 &
+apid=$!
+pids+=($apid)
+for _ in $(seq 300); do grep -q "ready" "$logs/abandon.out" && break; sleep 0.1; done
 "$build/lin_load" --server="$cl" --failover --clients=4 --stale_map_clients=2 --hot_keys=4 \
   --keys=60 --owned_keys=12 --prefill=0 --max_value=2000 --timeout_ms=8000 --seed=41 \
   --stop_file="$logs/pt.stop" --history="$logs/pt.hist" > "$logs/pt.out" 2>&1 &
@@ -85,12 +96,16 @@ for _ in $(seq 600); do grep -q "run phase started" "$logs/pt.out" 2>/dev/null &
 sleep 2
 
 # 1. B cut off.
+touch "$logs/abandon.go"
 cable 0 off || fail "B's cable pulled" "$(tail -3 "$logs/link.out")"
 if wait_status "$cl" "server [0-9]+ [^ ]+:${sport[0]} down slots 0 backups 0" 40 && full "$cl" 2 120; then
   pass "B's cable pulled: another coordinator failed B's primaries over; every slot has 2 live replicas"
 else
   fail "failover after B's cut" "$(cat "$logs/status.now")"
 fi
+wait $apid &&
+  pass "GETs across the cut read the right value, at the new primary once the map named it: $(grep -m1 "returned in" "$logs/abandon.out")" ||
+  fail "a GET at the cut primary" "$(tail -5 "$logs/abandon.out")"
 sleep 2
 
 # 2. C cut off too: D is left alone with every slot.
@@ -108,7 +123,8 @@ sleep 3
 # re-replicated until every slot has 3 live replicas again.
 cable 0 on || fail "B's cable plugged back" "$(tail -3 "$logs/link.out")"
 cable 1 on || fail "C's cable plugged back" "$(tail -3 "$logs/link.out")"
-if full "$cl" 3 240; then
+if full "$cl" 3 240 && [ "$(stat_of 0 cluster_reregistrations)" -ge 1 ] &&
+   [ "$(stat_of 1 cluster_reregistrations)" -ge 1 ]; then
   pass "both cables back: B and C registered again (re-registrations $(stat_of 0 cluster_reregistrations), $(stat_of 1 cluster_reregistrations)) and were re-replicated: 3 live replicas per slot"
 else
   fail "re-replication after the cables came back" "$(cat "$logs/status.now")"
@@ -130,8 +146,8 @@ done
 [ $ok = 1 ] && pass "after the cuts, a client in each of B, C and D writes and one in A reads it" ||
   fail "writes from the peer VMs after the cuts"
 for i in 0 1 2; do  # one stats call per server
-  echo "# server $i (VM ${host[$i]}): $("$build/kvctl" --server="${saddr[$i]}:${sport[$i]}" stats 2>/dev/null |
-    awk '$1 ~ /^(repl_writes|repl_retries|repl_failures|cluster_promotions|cluster_reregistrations|cluster_slots_owned|cluster_backup_slots)$/ {printf "%s %s ", $1, $2}')"
+  echo "# server $i (VM ${host[$i]}): $(stats_line "$i" repl_writes repl_retries repl_failures \
+    cluster_promotions cluster_reregistrations cluster_slots_owned cluster_backup_slots)"
 done
 if grep -l "ThreadSanitizer\|AddressSanitizer\|Check failed" "$logs"/server*.log > /dev/null 2>&1; then
   fail "server logs clean" "$(grep -l "ThreadSanitizer\|AddressSanitizer\|Check failed" "$logs"/server*.log)"
