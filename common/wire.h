@@ -157,6 +157,18 @@ static_assert(sizeof(ReplicateHeader) == 32);
 uint64_t ReplicateDigest(uint8_t kind, std::string_view key, std::string_view value);
 inline constexpr uint8_t kReplicatePut = 1;
 inline constexpr uint8_t kReplicateDelete = 2;
+// A promoted primary's question to a backup it kept (docs/cluster.md, "Failover"): the key
+// after the header is the slot, a little-endian u32; no value; sequence 0; the digest is
+// ReplicateDigest(kReplicateQuery, those 4 bytes, ""). The answer's payload is a
+// ReplicaLastWrite followed by its key_size bytes of key: the last write this backup applied
+// to the slot (has = 0: none since it became the slot's backup).
+inline constexpr uint8_t kReplicateQuery = 3;
+struct __attribute__((packed)) ReplicaLastWrite {
+  uint64_t digest;    // the write's ReplicateDigest
+  uint32_t has;       // 1: a write is named; 0: none (digest and key_size 0)
+  uint32_t key_size;  // <= kMaxKeySize
+};
+static_assert(sizeof(ReplicaLastWrite) == 16);
 
 struct __attribute__((packed)) RequestHeader {
   uint32_t magic;

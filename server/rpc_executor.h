@@ -77,6 +77,10 @@ class RpcExecutor {
   std::unique_ptr<std::mutex[]> repl_mu_{new std::mutex[kReplStripes]};
   // REPLICATE (rpc_executor_replication.cc): a backup applying its primary's write.
   Status ExecuteReplicate(const wire::Request& req, std::string* payload);
+  // REPLICATE's query (wire::kReplicateQuery): a promoted primary asks for the last write this
+  // backup applied to a slot (Replicator::Resync).
+  Status ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::string_view key,
+                             std::string_view value, std::string* payload);
   // MIGRATE_BEGIN/PUT/DELETE (rpc_executor_migration.cc): a migration's receiving side.
   Status ExecuteMigration(const wire::Request& req, uint32_t qp_num, std::string* payload);
   // Fills the MOVED/TRY_AGAIN answer for a write the gate refused.

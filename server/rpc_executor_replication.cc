@@ -35,6 +35,7 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   }
   std::memcpy(&h, req.key.data(), sizeof h);
   const std::string_view key = req.key.substr(sizeof h);
+  if (h.kind == wire::kReplicateQuery) return ExecuteReplicaQuery(h, key, req.value, payload);
   const bool put = h.kind == wire::kReplicatePut;
   if (key.size() > wire::kMaxKeySize || (!put && h.kind != wire::kReplicateDelete) ||
       h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 ||
@@ -63,6 +64,9 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
                                               " is older than this backup's (" +
                                               std::to_string(cluster::WordEpoch(word)) + ")");
   }
+  // Under the slot's stripe: a promoted primary's query (ExecuteReplicaQuery) answers only once
+  // the routing names it, and no write of the former primary admitted before is applied after.
+  std::lock_guard<std::mutex> l(repl_mu_[slot % kReplStripes]);
   uint64_t map_epoch = 0;
   uint32_t primary = wire::kNoOwner;
   owners_->Route(slot, &map_epoch, &primary);
@@ -75,7 +79,6 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
                   "REPLICATE: server " + std::to_string(h.sender_id) + " is not slot " +
                       std::to_string(slot) + "'s primary (server " + std::to_string(primary) + ")");
   }
-  std::lock_guard<std::mutex> l(repl_mu_[slot % kReplStripes]);
   const uint64_t applied = owners_->Sequence(slot);
   if (applied != cluster::OwnershipTable::kSequenceUnset) {
     if (h.sequence == applied && h.digest == owners_->Digest(slot)) {
@@ -96,7 +99,61 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   if (!s.ok()) return s;
   owners_->SetSequence(slot, h.sequence);
   owners_->SetDigest(slot, h.digest);
+  owners_->SetLastWrite(slot, h.digest, key);
   counters_->repl_applied.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status RpcExecutor::ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::string_view key,
+                                        std::string_view value, std::string* payload) {
+  uint32_t slot = 0;
+  if (key.size() != sizeof slot || !value.empty() || h.sequence != 0 || h.reserved[0] != 0 ||
+      h.reserved[1] != 0 || h.reserved[2] != 0 ||
+      h.digest != wire::ReplicateDigest(h.kind, key, value)) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kBadRequest, "REPLICATE query: malformed header or slot");
+  }
+  std::memcpy(&slot, key.data(), sizeof slot);  // little-endian (x86 and ARM)
+  if (slot >= owners_->num_slots()) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kBadRequest, "REPLICATE query: no slot " + std::to_string(slot));
+  }
+  uint64_t word = 0;
+  if (!owners_->BeginReplicaWrite(slot, &word)) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kUnavailable, "REPLICATE query: slot " + std::to_string(slot) + " is " +
+                                          cluster::SlotStateName(cluster::WordState(word)) +
+                                          " here, not BACKUP");
+  }
+  struct End {
+    cluster::OwnershipTable* o;
+    uint32_t slot;
+    ~End() { o->EndWrite(slot); }
+  } end{owners_, slot};
+  std::lock_guard<std::mutex> l(repl_mu_[slot % kReplStripes]);
+  uint64_t map_epoch = 0;
+  uint32_t primary = wire::kNoOwner;
+  owners_->Route(slot, &map_epoch, &primary);
+  // Only the primary of a map this backup applied: from then on the former primary's writes
+  // are refused here (its sender no longer matches), so the answer stays the last write.
+  if (h.epoch > map_epoch)
+    return Status(Code::kUnavailable, "REPLICATE query: this backup has not applied map epoch " +
+                                          std::to_string(h.epoch) + " yet");
+  if (h.epoch < cluster::WordEpoch(word) || h.sender_id != primary) {
+    counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kInvalidArgument, "REPLICATE query: server " + std::to_string(h.sender_id) +
+                                              " is not slot " + std::to_string(slot) +
+                                              "'s primary at epoch " + std::to_string(h.epoch));
+  }
+  wire::ReplicaLastWrite last{};
+  std::string last_key;
+  uint64_t digest = 0;
+  last.has = owners_->LastWrite(slot, &digest, &last_key) ? 1 : 0;
+  last.digest = digest;
+  last.key_size = uint32_t(last_key.size());
+  payload->assign(reinterpret_cast<const char*>(&last), sizeof last);
+  payload->append(last_key);
+  counters_->repl_queries.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
 

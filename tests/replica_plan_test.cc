@@ -55,18 +55,20 @@ std::vector<LiveServer> Live(const std::vector<uint32_t>& ids, const std::string
 
 using V = std::vector<uint32_t>;
 
-TEST(ReplicaPlan, FailoverPromotesFirstLiveBackupAndClearsTheRest) {
+TEST(ReplicaPlan, FailoverPromotesFirstLiveBackupAndKeepsTheLiveOthers) {
   const SlotMap map = MakeMap(
       8, 3, 4, {{0, {1, 2, 3}}, {1, {1, 2, 3}}, {2, {1, 0, 3}}, {3, {2, 1, 3}}, {4, {4, 1, 2}}});
   FailoverPlan plan;
   ASSERT_TRUE(PlanFailover(map, {3, 4, 2}, &plan).ok());  // 1 is down
-  EXPECT_EQ(Ids(plan.map, 0), (V{2, 0, 0}));              // 3 was live: cleared all the same
-  EXPECT_EQ(Ids(plan.map, 1), (V{2, 0, 0}));
+  // 3 is live: kept as the promoted server's backup (resynced by it: Replicator::Resync), so
+  // R = 3 keeps two copies after one failure.
+  EXPECT_EQ(Ids(plan.map, 0), (V{2, 3, 0}));
+  EXPECT_EQ(Ids(plan.map, 1), (V{2, 3, 0}));
   EXPECT_EQ(Ids(plan.map, 2), (V{3, 0, 0}));  // a hole before the first live backup
   EXPECT_EQ(Ids(plan.map, 3), (V{2, 3, 0}));  // live primary: dead backup out, 3 moves up
   EXPECT_EQ(Ids(plan.map, 4), (V{4, 2, 0}));
   EXPECT_EQ(plan.promoted, (V{0, 1, 2}));
-  EXPECT_EQ(plan.backups_dropped, 1u + 1u + 0u + 1u + 1u);
+  EXPECT_EQ(plan.backups_dropped, 0u + 0u + 0u + 1u + 1u);  // only the dead server's roles
   EXPECT_EQ(plan.stranded, 0u);
   EXPECT_EQ(plan.map.epoch(), 7u);
   // With 2 down too, the promoted backup is the first live one, past a dead one.
@@ -75,6 +77,11 @@ TEST(ReplicaPlan, FailoverPromotesFirstLiveBackupAndClearsTheRest) {
   EXPECT_EQ(Ids(plan.map, 3), (V{3, 0, 0}));
   EXPECT_EQ(Ids(plan.map, 4), (V{4, 0, 0}));
   EXPECT_EQ(plan.promoted, (V{0, 1, 2, 3}));
+  // Applied again to its own output with the same live servers: nothing changes.
+  const SlotMap once = plan.map;
+  ASSERT_TRUE(PlanFailover(once, {3, 4}, &plan).ok());
+  EXPECT_TRUE(plan.promoted.empty());
+  EXPECT_EQ(plan.backups_dropped, 0u);
 }
 
 TEST(ReplicaPlan, FailoverDropsDeadBackupsAndCompacts) {

@@ -72,7 +72,14 @@ Status PlanFailover(const SlotMap& map, const std::vector<uint32_t>& live_ids, F
         continue;
       }
       owners.push_back(*first_live);
-      out->backups_dropped += uint32_t(backups.size() - 1);
+      for (auto it = backups.begin(); it != backups.end(); ++it) {
+        if (it == first_live) continue;
+        if (live[*it]) {
+          owners.push_back(*it);  // kept: resynced by the promoted server
+        } else {
+          ++out->backups_dropped;
+        }
+      }
       out->promoted.push_back(s);
     }
     if (Status st = Reassign(&m, s, owners); !st.ok()) return st;

@@ -4,9 +4,11 @@
 // r = 1..R-1 its backups (kUnassigned: none).
 // - PlanFailover: given the live server ids, the map after failover: dead backups leave their
 //   slots (the live ones move forward, keeping their order, so r = 1.. are filled first); a slot
-//   whose primary is down gets its first live backup as primary, and every other replica is cleared
-//   (it may have diverged from the new primary, so it must be copied again); a slot with no live
-//   replica stays as it is (stranded: its data is only on servers that are down).
+//   whose primary is down gets its first live backup as primary and keeps its other live
+//   backups, in order (they may differ from the new primary by the former primary's last write;
+//   the promoted server resyncs them before it takes reads and writes: Replicator::Resync);
+//   a slot with no live replica stays as it is (stranded: its data is only on servers that are
+//   down).
 // - DropSuspectBackups: a primary that cannot reach a backup (a partial partition; its
 //   SuspectRecord in etcd) loses that backup on its slots (the others move forward).
 // - PlanReplicaAdds: which live servers should receive a copy of which slot, for slots whose
@@ -39,8 +41,7 @@ struct LiveServer {
 struct FailoverPlan {
   SlotMap map;                     // the map after failover, at the input's epoch
   std::vector<uint32_t> promoted;  // slots whose primary changed, in slot order
-  // Backups removed from the map: dead backups of slots whose primary is live, and every
-  // replica other than the promoted one (live or not) of a promoted slot.
+  // Backups removed from the map: the dead backups of every slot (a promoted one's included).
   uint32_t backups_dropped = 0;
   uint32_t stranded = 0;  // slots whose primary and all backups are down: left unchanged
 };

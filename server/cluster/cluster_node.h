@@ -129,6 +129,7 @@ class ClusterNode {
     uint32_t slot;
     uint64_t epoch;
     std::chrono::steady_clock::time_point after;
+    std::chrono::steady_clock::time_point retry{};  // after a failed resync: not before
   };
   std::vector<Promotion> promoting_;         // guarded by words_mu_
   std::shared_ptr<const SlotMap> last_map_;  // guarded by words_mu_
@@ -141,7 +142,9 @@ class ClusterNode {
   // From Join: releases the slots of imports that will never complete; destroyed first.
   std::unique_ptr<ImportSweeper> sweeper_;
   // The promoter: a promoted slot's word becomes OWNED (readable, writable) once its fence
-  // passed and no replicated write it admitted as a backup is still running.
+  // passed, no replicated write it admitted as a backup is still running, and the backups the
+  // map kept were resynced (Replicator::Resync; tried again every kResyncRetryMs until then).
+  static constexpr int kResyncRetryMs = 200;
   void Promote();
   std::atomic<uint64_t> applied_epoch_{0};
   SenderAddresses senders_;  // updated by Apply before the words change

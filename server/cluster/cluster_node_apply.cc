@@ -4,10 +4,11 @@
 // and failover"). Per slot, by this server's role in the map:
 //  - primary: OWNED at the map's epoch; but a promotion (the slot was a backup here, or another
 //    server was its primary in the last map, with replicas) goes through PROMOTING: neither
-//    readable nor writable until the promotion fence passed (map_lease.h) and the replicated
-//    writes admitted as a backup finished; the promoter thread then stores OWNED;
+//    readable nor writable until the promotion fence passed (map_lease.h), the replicated
+//    writes admitted as a backup finished and the backups the map kept were resynced
+//    (Replicator::Resync); the promoter thread then stores OWNED;
 //  - backup: BACKUP (sequence unset: it takes the primary's next number; also when it stays a
-//    backup under a new primary, which only a HANDOVER does);
+//    backup under a new primary: a HANDOVER, or a failover that kept it);
 //  - none: NOT_OWNED (its entries freed by the slot reclaimer, server/cluster/slot_reclaimer.h).
 // Slots a migration is handing over keep their words (the migration sets them), unless the map
 // no longer names this server as their primary: a HANDOVER's commit (paused words, this server
@@ -42,11 +43,12 @@ void ClusterNode::Apply(const SlotMap& map) {
     const uint16_t o = map.OwnerIndex(slot);
     if (o != kUnassigned) owner_ids[slot] = map.servers()[o].id;
   }
-  // Still a backup under a new primary: only a HANDOVER does that (a failover clears the
-  // other replicas), after which every replica's entries of the slot are equal. The new primary
-  // numbers on from its own last number, which this backup may not share (it may have joined
-  // with no write since), so it takes the next number, whichever it is. Before the routing
-  // names the new primary: its first REPLICATE is admitted only after that.
+  // Still a backup under a new primary: a HANDOVER (every replica's entries of the slot are
+  // equal), or a failover that kept this backup (the promoted primary resyncs it before it
+  // takes writes: Replicator::Resync). The new primary numbers on from its own last number,
+  // which this backup may not share (it may have joined with no write since), so it takes the
+  // next number, whichever it is. Before the routing names the new primary: its first
+  // REPLICATE (and its resync's query) is admitted only after that.
   for (uint32_t slot = 0; last_map_ && me != kUnassigned && slot < map.num_slots(); ++slot) {
     const uint16_t was = last_map_->OwnerIndex(slot), is = map.OwnerIndex(slot);
     // A map skipped (the watcher applies the newest) may have changed the primary and back.
@@ -77,6 +79,7 @@ void ClusterNode::Apply(const SlotMap& map) {
         // backup of its own slot. Its writes are paused and idle and its table equals the new
         // primary's: a backup that takes the new primary's next number.
         owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
+        owners_->ClearLastWrite(slot);  // its table equals the new primary's
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
         owners_->SetHandingOver({slot}, false);  // later maps treat it as any backup
         ++backups;
@@ -106,6 +109,7 @@ void ClusterNode::Apply(const SlotMap& map) {
       // A new backup: whatever the copy (or an empty new slot) left; it accepts the primary's
       // next sequence number, whichever it is.
       owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
+      owners_->ClearLastWrite(slot);  // none applied since the copy
       owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
       if (slot < stale_role_.size()) stale_role_[slot] = 0;
       ++backups;
@@ -130,24 +134,60 @@ void ClusterNode::Promote() {
   while (!stop_) {
     auto next = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     const auto now = std::chrono::steady_clock::now();
-    uint32_t done = 0;
+    std::vector<Promotion> due;  // fenced and idle: resynced (outside the lock), then OWNED
     for (size_t i = 0; i < promoting_.size();) {
       const Promotion& p = promoting_[i];
       if (owners_->Word(p.slot) != OwnerWord(p.epoch, SlotState::kPromoting)) {
         promoting_.erase(promoting_.begin() + long(i));  // changed since: nothing to do
         continue;
       }
-      if (now >= p.after && owners_->WaitIdle(p.slot, now)) {
-        owners_->Set(p.slot, OwnerWord(p.epoch, SlotState::kOwned));
-        promoting_.erase(promoting_.begin() + long(i));
-        ++done;
-        continue;
+      if (now >= p.after && now >= p.retry && owners_->WaitIdle(p.slot, now)) {
+        due.push_back(p);
+      } else {
+        next = std::min(next, std::max({p.after, p.retry, now + std::chrono::milliseconds(10)}));
       }
-      next = std::min(next, std::max(p.after, now + std::chrono::milliseconds(10)));
       ++i;
     }
+    if (due.empty()) {
+      promote_cv_.wait_until(l, next);
+      continue;
+    }
+    // Resync asks the backups and writes to them: not under words_mu_ (Apply must go on, and
+    // a map that drops an unreachable backup is what ends a resync that cannot pass).
+    std::vector<uint8_t> synced(due.size(), 0);
+    std::vector<uint32_t> unreachable;  // backups that failed in transport this round
+    l.unlock();
+    for (size_t k = 0; k < due.size(); ++k) {
+      Status s = replicator_ ? replicator_->Resync(due[k].slot, &unreachable) : Status::Ok();
+      synced[k] = s.ok();
+      if (!s.ok()) {
+        LOG_EVERY_N(WARNING, 20) << "cluster: promoted slot " << due[k].slot
+                                 << " not yet resynced (tried again): " << s.ToString();
+      }
+      std::lock_guard<std::mutex> stop_check(words_mu_);
+      if (stop_) break;
+    }
+    l.lock();
+    const auto after = std::chrono::steady_clock::now();
+    uint32_t done = 0;
+    for (size_t k = 0; k < due.size(); ++k) {
+      const Promotion& d = due[k];
+      auto it = std::find_if(promoting_.begin(), promoting_.end(), [&](const Promotion& p) {
+        return p.slot == d.slot && p.epoch == d.epoch;
+      });
+      if (it == promoting_.end()) continue;
+      if (!synced[k]) {
+        it->retry = after + std::chrono::milliseconds(kResyncRetryMs);
+        continue;
+      }
+      // Unless a map changed the word meanwhile (then the next pass drops it).
+      if (owners_->CompareAndSet(d.slot, OwnerWord(d.epoch, SlotState::kPromoting),
+                                 OwnerWord(d.epoch, SlotState::kOwned))) {
+        promoting_.erase(it);
+        ++done;
+      }
+    }
     if (done > 0) LOG(INFO) << "cluster: " << done << " promoted slot(s) now take reads and writes";
-    promote_cv_.wait_until(l, next);
   }
 }
 

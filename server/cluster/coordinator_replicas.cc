@@ -4,7 +4,8 @@
 // kFailoverCheckMs while it leads, the coordinator compares the map with the live members
 // (their records live under their leases: a dead server's goes when its lease expires):
 //  1. failover (common/cluster/replica_plan.h, PlanFailover): a slot whose primary is down gets
-//     its first live backup as primary and no other replica; dead backups leave their slots.
+//     its first live backup as primary and keeps its other live backups (the promoted server
+//     resyncs them: Replicator::Resync); dead backups leave their slots.
 //     One transaction puts the map at epoch + 1, comparing the map's mod revision and this
 //     coordinator's election key (a deposed coordinator commits nothing);
 //  2. otherwise, if a live primary reported a backup it cannot reach (a SuspectRecord at

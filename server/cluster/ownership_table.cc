@@ -21,7 +21,9 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       ticket_(new std::atomic<uint64_t>[num_slots]),
       fence_ns_(new std::atomic<int64_t>[num_slots]),
       seq_(new std::atomic<uint64_t>[num_slots]),
-      digest_(new std::atomic<uint64_t>[num_slots]) {
+      digest_(new std::atomic<uint64_t>[num_slots]),
+      last_(new LastWriteRecord[num_slots]),
+      last_mu_(new std::mutex[kLastStripes]) {
   for (uint32_t i = 0; i < num_slots; ++i) {
     inflight_[i].store(0);
     tracked_[i].store(0);
@@ -33,6 +35,25 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
     seq_[i].store(0);
     digest_[i].store(0);
   }
+}
+
+void OwnershipTable::SetLastWrite(uint32_t slot, uint64_t digest, std::string_view key) {
+  std::lock_guard<std::mutex> l(last_mu_[slot % kLastStripes]);
+  last_[slot].has = true;
+  last_[slot].digest = digest;
+  last_[slot].key.assign(key);
+}
+
+void OwnershipTable::ClearLastWrite(uint32_t slot) {
+  std::lock_guard<std::mutex> l(last_mu_[slot % kLastStripes]);
+  last_[slot] = LastWriteRecord{};
+}
+
+bool OwnershipTable::LastWrite(uint32_t slot, uint64_t* digest, std::string* key) const {
+  std::lock_guard<std::mutex> l(last_mu_[slot % kLastStripes]);
+  *digest = last_[slot].digest;
+  *key = last_[slot].key;
+  return last_[slot].has;
 }
 
 bool OwnershipTable::BeginImports(const std::vector<uint32_t>& slots,

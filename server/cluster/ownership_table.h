@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -70,6 +71,14 @@ class OwnershipTable {
   // A backup's digest of the last write it applied (wire::ReplicateDigest).
   uint64_t Digest(uint32_t slot) const { return digest_[slot].load(); }
   void SetDigest(uint32_t slot, uint64_t d) { digest_[slot].store(d); }
+  // A backup's last applied write to the slot (its digest and key), which a promoted primary
+  // compares with its own to resync the backups it kept (Replicator::Resync; docs/design.md,
+  // "Replicas and failover"): set by each REPLICATE applied here, cleared when the slot becomes
+  // a new backup here (a copy). One key per slot (at most wire::kMaxKeySize bytes).
+  void SetLastWrite(uint32_t slot, uint64_t digest, std::string_view key);
+  void ClearLastWrite(uint32_t slot);
+  // False (nothing named) when no write was applied since the slot became a backup here.
+  bool LastWrite(uint32_t slot, uint64_t* digest, std::string* key) const;
   uint32_t CountBackups() const { return CountState(SlotState::kBackup); }
   uint32_t CountState(SlotState st) const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
@@ -155,6 +164,14 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<int64_t>[]> fence_ns_;     // steady_clock ns; 0: none
   std::unique_ptr<std::atomic<uint64_t>[]> seq_;
   std::unique_ptr<std::atomic<uint64_t>[]> digest_;
+  struct LastWriteRecord {
+    bool has = false;
+    uint64_t digest = 0;
+    std::string key;
+  };
+  static constexpr size_t kLastStripes = 64;
+  std::unique_ptr<LastWriteRecord[]> last_;  // guarded by last_mu_[slot % kLastStripes]
+  mutable std::unique_ptr<std::mutex[]> last_mu_;
   Mutex dirty_mu_;
   std::unordered_set<std::string> dirty_ GUARDED_BY(dirty_mu_);
   bool dirty_overflow_ GUARDED_BY(dirty_mu_) = false;

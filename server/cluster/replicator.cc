@@ -25,7 +25,10 @@ Replicator::Replicator(OwnershipTable* owners, Table* table, ReplicatorOptions o
       o_(std::move(o)),
       slot_mu_(new SlotLock[owners->num_slots()]),
       pending_(new std::unique_ptr<Pending>[owners->num_slots()]),
-      lacking_(new std::unique_ptr<Lacking>[owners->num_slots()]) {}
+      lacking_(new std::unique_ptr<Lacking>[owners->num_slots()]),
+      resyncing_(new std::atomic<uint8_t>[owners->num_slots()]) {
+  for (uint32_t i = 0; i < owners->num_slots(); ++i) resyncing_[i].store(0);
+}
 
 Replicator::~Replicator() = default;
 
@@ -143,7 +146,7 @@ Status Replicator::Begin(uint32_t slot, uint64_t epoch, const Backup& b, const s
   return Status::Ok();
 }
 
-Status Replicator::End(const Backup& b, Attempt* a) {
+Status Replicator::End(const Backup& b, Attempt* a, std::string* reply_out) {
   if (a->link == nullptr) return Status(Code::kInvalidArgument, "End without a begun attempt");
   ClientImpl* const c = a->link->client.get();
   std::string reply;
@@ -154,21 +157,26 @@ Status Replicator::End(const Backup& b, Attempt* a) {
   c->SetAbandon(nullptr);
   Release(b.id, a->link, c->broken() || s.code() == Code::kProtocolError);
   a->link = nullptr;
+  if (reply_out != nullptr) *reply_out = std::move(reply);
   return s;
 }
 
 Status Replicator::SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
                             std::string_view value, SteadyClock::time_point deadline,
-                            bool* maybe_sent) {
+                            bool* maybe_sent, std::string* reply) {
   Attempt a;
   Status s = Begin(slot, epoch, b, key, value, deadline, &a);
-  if (s.ok()) s = End(b, &a);
+  if (s.ok()) s = End(b, &a, reply);
   *maybe_sent = a.maybe_sent;
   return s;
 }
 
 bool Replicator::Primary(uint32_t slot, const Snapshot& snap) const {
-  const SlotState st = WordState(owners_->Word(slot));
+  const uint64_t word = owners_->Word(slot);
+  const SlotState st = WordState(word);
+  if (st == SlotState::kPromoting)  // a resync's writes: at the map's epoch only
+    return snap.primary == my_id_.load() && resyncing_[slot].load() != 0 &&
+           WordEpoch(word) <= snap.epoch;
   return snap.primary == my_id_.load() && (st == SlotState::kOwned || st == SlotState::kMoving);
 }
 
@@ -181,6 +189,21 @@ static bool Permanent(Code c) {
 // message did not decode): the backup's sequence did not move.
 static bool NotApplied(Code c) {
   return c == Code::kBadRequest || c == Code::kTooLarge || c == Code::kTableFull;
+}
+
+void Replicator::TellSuspects(uint32_t slot, const Backup& b, const Status& s,
+                              SteadyClock::time_point started) {
+  SuspectReporter* sr = suspects_.load();
+  if (sr == nullptr) return;
+  // The transport's failures only, at a backup the map still wants (a wait given up because
+  // the map dropped it says nothing); a backup that answers (even to refuse) is reachable. No
+  // free link (kBusy) is this server's matter.
+  if (s.code() == Code::kTimeout || s.code() == Code::kConnectionLost ||
+      s.code() == Code::kIoError) {
+    if (StillWanted(slot, b.id)) sr->Failed(b.id, b.host, b.port, started);
+  } else if (s.code() != Code::kBusy) {
+    sr->Reached(b.id);
+  }
 }
 
 Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg,
@@ -230,17 +253,7 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
       // that says "not applied" holds nothing, but only if no earlier attempt is in doubt (one
       // that timed out may still be applied after it).
       if (!NotApplied(s.code())) *sent_any = *sent_any || maybe_sent;
-      if (SuspectReporter* sr = suspects_.load(); sr != nullptr) {
-        // The transport's failures only, at a backup the map still wants (a wait given up
-        // because the map dropped it says nothing); a backup that answers (even to refuse)
-        // is reachable. No free link (kBusy) is this server's matter.
-        if (s.code() == Code::kTimeout || s.code() == Code::kConnectionLost ||
-            s.code() == Code::kIoError) {
-          if (StillWanted(slot, b.id)) sr->Failed(b.id, b.host, b.port, started);
-        } else if (s.code() != Code::kBusy) {
-          sr->Reached(b.id);
-        }
-      }
+      TellSuspects(slot, b, s, started);
       if (s.ok()) break;
       retries_.fetch_add(1, std::memory_order_relaxed);
       LOG_EVERY_N(WARNING, 100) << "replicating slot " << slot << " to server " << b.id << ": "

@@ -133,6 +133,26 @@ class Replicator {
   uint64_t kept() const { return kept_.load(); }
   // Writes Settle replaced on the backups by this table's value (Revert).
   uint64_t reverts() const { return reverts_.load(); }
+  // A promoted primary's resync of the backups a failover kept (replicator_resync.cc; the
+  // argument in docs/design.md, "Replicas and failover"). Such backups may differ from this
+  // table, and from each other, by the former primary's last write to the slot only (it sent
+  // a write's successor only after every backup applied it): one reached some replicas and not
+  // others. Under the slot's lock, while the word is PROMOTING at the applied map's epoch and
+  // this server is the slot's primary there: asks each backup of that map for the last write
+  // it applied to the slot (wire::kReplicateQuery; answered only once the backup applied a map
+  // naming this server, after which it refuses the former primary), and unless every answer
+  // names this server's own last write (OwnershipTable::LastWrite), writes this table's value
+  // of each key named (its own last one and theirs) to every backup as writes of this stint.
+  // Then every replica of the slot holds what this table holds. OK also when the slot has no
+  // backup; an error (UNAVAILABLE, TIMEOUT, a refusal) leaves the slot PROMOTING for the caller
+  // to try again (a backup that stays unreachable is reported by the SuspectReporter and
+  // dropped by the coordinator, after which the resync has nothing to do). `unreachable` (may
+  // be null): backups that failed in transport in this round; a slot with one of them is not
+  // tried (fails at once), and one that fails so is added (a round over many slots then costs
+  // one timeout per unreachable backup).
+  [[nodiscard]] Status Resync(uint32_t slot, std::vector<uint32_t>* unreachable = nullptr);
+  uint64_t resyncs() const { return resyncs_.load(); }              // slots resynced
+  uint64_t resync_writes() const { return resync_writes_.load(); }  // keys written by them
 
  private:
   struct Link {
@@ -160,8 +180,10 @@ class Replicator {
   // longer names `b` as a backup of `slot` or this server as its primary: a cut-off backup
   // sends neither a reply nor a disconnect, and SendAll goes on without a backup the map
   // dropped.
+  // *reply (may be null): the backup's answer's payload.
   Status SendOnce(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
-                  std::string_view value, SteadyClock::time_point deadline, bool* maybe_sent);
+                  std::string_view value, SteadyClock::time_point deadline, bool* maybe_sent,
+                  std::string* reply = nullptr);
   // SendOnce in two halves, so that one write is in flight to every backup at once: Begin
   // takes a link (connecting if needed) and posts the message; End waits for its reply and
   // gives the link back. (A thread then holds one link per backup at once; with more write
@@ -185,7 +207,15 @@ class Replicator {
   static constexpr size_t kMaxBackups = kMaxReplicas - 1;
   Status Begin(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
                std::string_view value, SteadyClock::time_point deadline, Attempt* a);
-  Status End(const Backup& b, Attempt* a);
+  Status End(const Backup& b, Attempt* a, std::string* reply = nullptr);
+  // Resync's question to one backup: its last write to the slot (*has false: none named).
+  Status AskLastWrite(uint32_t slot, const Snapshot& snap, const Backup& b,
+                      SteadyClock::time_point deadline, bool* has, uint64_t* digest,
+                      std::string* key);
+  // Tells the SuspectReporter how an attempt to `b` went (transport failures at a backup the
+  // map still wants; an answer, even a refusal, as reached).
+  void TellSuspects(uint32_t slot, const Backup& b, const Status& s,
+                    SteadyClock::time_point started);
   // Write's body, under the slot's lock (held by the caller), with the write's deadline.
   Status WriteLocked(uint32_t slot, bool put, std::string_view key, std::string_view value,
                      const std::function<Status()>& apply, SteadyClock::time_point deadline);
@@ -283,6 +313,10 @@ class Replicator {
   std::condition_variable links_cv_;
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_
   std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0}, kept_{0}, reverts_{0};
+  std::atomic<uint64_t> resyncs_{0}, resync_writes_{0};
+  // Set (under the slot's lock) while Resync writes a PROMOTING slot: Primary then admits the
+  // PROMOTING word. Only the lock holder's calls see it set.
+  std::unique_ptr<std::atomic<uint8_t>[]> resyncing_;
   std::atomic<uint64_t> lacking_slots_{0};  // slots with a Lacking entry (any tenure)
 };
 

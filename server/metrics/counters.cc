@@ -42,6 +42,7 @@ std::vector<StatValue> CollectStats(const ServerCounters& c, const Table& table,
   add("migration_purged", c.migration_purged);
   add("repl_applied", c.repl_applied);
   add("repl_duplicates", c.repl_duplicates);
+  add("repl_queries", c.repl_queries);
   add("repl_refused_epoch", c.repl_refused_epoch);
   add("repl_refused_sender", c.repl_refused_sender);
   add("repl_refused_sequence", c.repl_refused_sequence);

@@ -46,6 +46,7 @@ struct ServerCounters {
   // again), and messages refused: an older epoch than the slot's, a sender that is not the
   // slot's primary, a sequence gap, a slot that is not a backup here (or a bad message).
   C repl_applied{0}, repl_duplicates{0};
+  C repl_queries{0};  // a promoted primary's questions answered (wire::kReplicateQuery)
   C repl_refused_epoch{0}, repl_refused_sender{0}, repl_refused_sequence{0}, repl_refused_state{0};
   C clients_dropped{0};  // closed for malformed requests
   C credit_drops{0};     // closed for exceeding their request credits

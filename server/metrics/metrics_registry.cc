@@ -105,9 +105,10 @@ const Mapping kMappings[] = {
      "duplicate (a resend of the last number with the same digest, answered without applying), "
      "refused_epoch (an older epoch), refused_sender (not the slot's primary), "
      "refused_sequence (not the next number), refused_state (not a backup of the slot here, "
-     "or malformed).",
+     "or malformed), query (a promoted primary asked for the slot's last write).",
      "result=applied"},
     {"repl_duplicates", "rkv_replicate_received_total", kC, "", "result=duplicate"},
+    {"repl_queries", "rkv_replicate_received_total", kC, "", "result=query"},
     {"repl_refused_epoch", "rkv_replicate_received_total", kC, "", "result=refused_epoch"},
     {"repl_refused_sender", "rkv_replicate_received_total", kC, "", "result=refused_sender"},
     {"repl_refused_sequence", "rkv_replicate_received_total", kC, "", "result=refused_sequence"},
@@ -153,6 +154,12 @@ const Mapping kMappings[] = {
     {"repl_reverts", "rkv_replication_reverts_total", kC,
      "Replication: writes its backups held and this primary's table had no room for, replaced "
      "on the backups by this table's value of the key before a copy or hand-over of the slot."},
+    {"repl_resyncs", "rkv_replication_resyncs_total", kC,
+     "Replication: slots this server, promoted, brought the backups it kept to its own data "
+     "before taking reads and writes (a failover keeps the live backups)."},
+    {"repl_resync_writes", "rkv_replication_resync_writes_total", kC,
+     "Replication: keys a resync wrote to the kept backups (this table's value of a key whose "
+     "last write differed between the replicas)."},
     {"cluster_disk_step_downs", "rkv_cluster_disk_step_downs_total", kC,
      "Cluster: times this server gave up its replicas because its write-ahead log failed "
      "(NAME/draining/ put by itself)."},

@@ -16,6 +16,13 @@
 // Prints `repl_probe: CASE: reply CODE: message; value intact|CHANGED`; exit 0 when the reply
 // is the expected refusal and the value is intact, 1 otherwise, 2 on a setup failure, 3 when
 // the case cannot be made here (elsewhere: every server registered the same address).
+//   repl_probe --cluster=... --test_case=diverge --primary=HOST:PORT  (R = 3)
+// makes the replicas of two slots differ as a primary that failed mid-write leaves them: picks
+// keys A and B of slots whose primary is --primary and whose backups X (replica 1) and Y
+// (replica 2) are the same, writes "v1" to both through the cluster, then sends, as the
+// primary, a REPLICATE of "diverged" for A to Y only and for B to X only (each at the next
+// sequence number there, found by trying 1, 2, ...). Prints
+// `repl_probe: diverge: A=KEY B=KEY X=HOST:PORT Y=HOST:PORT`; exit 0, or 2 on a failure.
 #include <gflags/gflags.h>
 
 #include <cstdio>
@@ -30,6 +37,7 @@
 #include "tests/integration/read_slot_map.h"
 
 DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
+DEFINE_string(primary, "", "diverge: HOST:PORT of the primary whose slots to use");
 DEFINE_string(test_case, "",
               "old_epoch | forged | gap | old_sequence | not_backup | short | bad_digest | "
               "elsewhere");
@@ -38,6 +46,75 @@ namespace {
 int Setup(const std::string& what, const rkv::Status& s) {
   std::fprintf(stderr, "repl_probe: %s: %s\n", what.c_str(), s.ToString().c_str());
   return 2;
+}
+// One REPLICATE of `value` for `key` from `primary` to `to`, at the next sequence number there.
+rkv::Status ForgeNext(const rkv::cluster::SlotMap& map, const rkv::cluster::ServerEntry& primary,
+                      const rkv::cluster::ServerEntry& to, const std::string& key,
+                      const std::string& value) {
+  rkv::Options o;
+  o.location_cache_entries = 0;
+  o.local_address = primary.host;  // the sender's registered address
+  rkv::ClientImpl raw(to.host, to.port, o);
+  rkv::Status s = raw.Open();
+  if (!s.ok()) return s;
+  for (uint64_t seq = 1; seq <= 100000; ++seq) {
+    rkv::wire::ReplicateHeader h{};
+    h.epoch = map.epoch();
+    h.sequence = seq;
+    h.sender_id = primary.id;
+    h.kind = rkv::wire::kReplicatePut;
+    h.digest = rkv::wire::ReplicateDigest(h.kind, key, value);
+    std::string msg(sizeof h, '\0');
+    std::memcpy(msg.data(), &h, sizeof h);
+    msg += key;
+    std::string reply;
+    s = raw.Call(rkv::wire::Op::kReplicate, msg, value, &reply);
+    if (s.ok()) return s;
+    if (s.code() != rkv::Code::kInvalidArgument ||
+        s.message().find("is not the next one") == std::string::npos)
+      return s;
+  }
+  return rkv::Status(rkv::Code::kNotFound, "no sequence number accepted");
+}
+
+int Diverge(const rkv::cluster::SlotMap& map) {
+  using rkv::cluster::ServerEntry;
+  const ServerEntry* p = nullptr;
+  for (const ServerEntry& e : map.servers())
+    if (e.host + ":" + std::to_string(e.port) == FLAGS_primary) p = &e;
+  if (p == nullptr || map.replicas() != 3)
+    return Setup("diverge", rkv::Status(rkv::Code::kInvalidArgument,
+                                        "--primary is no server of an R=3 map: " + FLAGS_primary));
+  std::string a, b;
+  const ServerEntry *x = nullptr, *y = nullptr;
+  for (int i = 0; i < 100000 && b.empty(); ++i) {
+    const std::string k = "probe-diverge-" + std::to_string(i);
+    const uint32_t slot = map.SlotOf(k);
+    const ServerEntry* o0 = map.Owner(slot, 0);
+    const ServerEntry* o1 = map.Owner(slot, 1);
+    const ServerEntry* o2 = map.Owner(slot, 2);
+    if (o0 == nullptr || o0->id != p->id || o1 == nullptr || o2 == nullptr) continue;
+    if (a.empty()) {
+      a = k;
+      x = o1;
+      y = o2;
+    } else if (o1->id == x->id && o2->id == y->id && slot != map.SlotOf(a)) {
+      b = k;
+    }
+  }
+  if (b.empty()) return Setup("diverge", rkv::Status(rkv::Code::kNotFound, "no two such slots"));
+  std::unique_ptr<rkv::Client> cl;
+  rkv::Status s = rkv::Client::Connect(FLAGS_cluster, rkv::Options(), &cl);
+  if (s.ok()) s = cl->Put(a, "v1");
+  if (s.ok()) s = cl->Put(b, "v1");
+  if (!s.ok()) return Setup("writing through the cluster", s);
+  s = ForgeNext(map, *p, *y, a, "diverged");
+  if (!s.ok()) return Setup("forging A's write to Y", s);
+  s = ForgeNext(map, *p, *x, b, "diverged");
+  if (!s.ok()) return Setup("forging B's write to X", s);
+  std::printf("repl_probe: diverge: A=%s B=%s X=%s:%u Y=%s:%u\n", a.c_str(), b.c_str(),
+              x->host.c_str(), x->port, y->host.c_str(), y->port);
+  return 0;
 }
 }  // namespace
 
@@ -48,6 +125,7 @@ int main(int argc, char** argv) {
   rkv::cluster::SlotMap map;
   rkv::Status s = rkv::integration::ReadSlotMap(FLAGS_cluster, &map);
   if (!s.ok()) return Setup("setup", s);
+  if (c == "diverge") return Diverge(map);
   std::string key;
   uint32_t slot = 0;
   for (int i = 0; i < 100000 && key.empty(); ++i) {

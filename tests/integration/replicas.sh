@@ -19,8 +19,9 @@
 #    linearizable, and the longest stretches without a successful write and read are reported;
 #  - `cluster remove` of a live server under lin_load: it holds no replica when the command
 #    returns, the others hold two per slot, nothing acknowledged is lost;
-#  - R=3: two of three servers killed one after the other (re-replication between): nothing
-#    acknowledged is lost;
+#  - R=3: two of three servers killed one after the other, the second as soon as the first was
+#    failed over (its live backups kept, resynced by the promoted server: checked with two
+#    slots left differing by repl_probe): nothing acknowledged is lost;
 #  - a full replica (repl_fill);
 #  - `cluster rebalance` onto a fourth server under lin_load: even shares of replicas and
 #    primaries, nothing lost, linearizable; a new server killed during a rebalance onto it; the
@@ -307,28 +308,50 @@ start_server "$rm_i" "$cl" || fail "server $rm_i back after the remove"
 fi
 
 if want r3; then
-# 6. R=3: two of three servers killed one after the other.
+# 6. R=3: two of three servers killed one after the other, the second as soon as the first was
+# failed over (no re-replication between: a failover keeps the live backups). Before the load,
+# repl_probe --test_case=diverge leaves two slots of server 3 as a primary dying mid-write
+# does: key A's last write ("diverged") only on replica 2 (Y), key B's only on replica 1 (X,
+# the one promoted). X must resync Y before it serves: A reads "v1" and B "diverged" at X,
+# and still so at Y once X is killed too (without the resync Y would answer the other way).
 cl3=etcd://127.0.0.1:2379/rep3
 ctl --server="$cl3" cluster init --slots=64 --replicas=3 > "$logs/init3.out" 2>&1 ||
   fail "cluster init --replicas=3" "$(cat "$logs/init3.out")"
 for i in 3 4 5; do start_server "$i" "$cl3" || fail "R=3 server $i started" "$(tail -3 "$logs/server$i.log")"; done
 ctl --server="$cl3" cluster rebalance > "$logs/rebalance3.out" 2>&1
 full "$cl3" 3 30 || fail "R=3 placement" "$(cat "$logs/rebalance3.out" "$logs/status.now")"
+"$build/repl_probe" --cluster="$cl3" --test_case=diverge --primary="${addrs[0]}:$(port 3)" \
+  > "$logs/diverge.out" 2>&1 || fail "R=3: replicas made to differ (repl_probe diverge)" "$(cat "$logs/diverge.out")"
+dv=$(grep -m1 "^repl_probe: diverge:" "$logs/diverge.out")
+ka=$(sed -n 's/.* A=\([^ ]*\).*/\1/p' <<<"$dv"); kb=$(sed -n 's/.* B=\([^ ]*\).*/\1/p' <<<"$dv")
+xi=$(( $(sed -n 's/.* X=[^ ]*:\([0-9]*\).*/\1/p' <<<"$dv") - 7700 ))
 lin "$cl3" r3 24 &
 lpid=$!
 running r3
 kill -9 "${spid[3]}"
-# First the failover (until then the dead server's slots also show 2 live replicas), then the
-# re-replication that gives its promoted slots a second copy again.
-wait_status "$cl3" "server [0-9]+ [^ ]+:$(port 3) down slots 0 backups 0" 30 ||
+# The failover keeps every live backup: 2 live replicas per slot as soon as it is committed.
+if wait_status "$cl3" "server [0-9]+ [^ ]+:$(port 3) down slots 0 backups 0" 30 &&
+   full "$cl3" 2 30; then
+  pass "R=3: a primary killed: failed over, every slot keeps 2 live replicas (its backups kept)"
+else
   fail "R=3: first failover" "$(cat "$logs/status.now")"
-full "$cl3" 2 120 || fail "R=3: failed over and re-replicated on the two left" "$(cat "$logs/status.now")"
-sleep 2
-kill -9 "${spid[4]}"
+fi
+values() { echo "A=$(ctl --server="$cl3" get "$ka" 2>&1) B=$(ctl --server="$cl3" get "$kb" 2>&1)"; }
+v1=""
+for _ in $(seq 30); do v1=$(values); [ "$v1" = "A=v1 B=diverged" ] && break; sleep 1; done
+rs=$(stat_of "$xi" repl_resync_writes)
+kill -9 "${spid[$xi]}"
 wait_status "$cl3" "at least 1 live per slot" 40 || fail "R=3: second failover" "$(cat "$logs/status.now")"
+v2=""
+for _ in $(seq 30); do v2=$(values); [ "$v2" = "A=v1 B=diverged" ] && break; sleep 1; done
+if [ "$v1" = "A=v1 B=diverged" ] && [ "$v2" = "A=v1 B=diverged" ]; then
+  pass "R=3: the promoted server (server $xi) resynced the backup it kept before serving; killed too, that backup answers the same ($v2; keys it wrote to resync: $rs)"
+else
+  fail "R=3: resync of the kept backup" "after the first failover: $v1; after the second: $v2"
+fi
 sleep 3
 touch "$logs/r3.stop"
-wait $lpid; judge r3 $? "R=3, two of three servers killed one after the other"
+wait $lpid; judge r3 $? "R=3, two of three servers killed one after the other, the second at once"
 
 fi
 
