@@ -136,15 +136,24 @@ Status RpcExecutor::ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::str
   owners_->Route(slot, &map_epoch, &primary);
   // Only the primary of a map this backup applied: from then on the former primary's writes
   // are refused here (its sender no longer matches), so the answer stays the last write.
-  if (h.epoch > map_epoch)
+  if (h.epoch > map_epoch)  // not counted, as for REPLICATE: the asker asks again
     return Status(Code::kUnavailable, "REPLICATE query: this backup has not applied map epoch " +
                                           std::to_string(h.epoch) + " yet");
-  if (h.epoch < cluster::WordEpoch(word) || h.sender_id != primary) {
+  if (h.epoch < cluster::WordEpoch(word)) {
+    counters_->repl_refused_epoch.fetch_add(1, std::memory_order_relaxed);
+    return Status(Code::kInvalidArgument, "REPLICATE query: epoch " + std::to_string(h.epoch) +
+                                              " is older than this backup's");
+  }
+  if (h.sender_id != primary) {
     counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
     return Status(Code::kInvalidArgument, "REPLICATE query: server " + std::to_string(h.sender_id) +
                                               " is not slot " + std::to_string(slot) +
                                               "'s primary at epoch " + std::to_string(h.epoch));
   }
+  // From now on only the asker's writes are applied here (the routing names it), and it
+  // numbers on from its own last number: the next one is taken whichever it is (a write of
+  // the former primary admitted before the routing changed may have set a number it lacks).
+  owners_->SetSequence(slot, cluster::OwnershipTable::kSequenceUnset);
   wire::ReplicaLastWrite last{};
   std::string last_key;
   uint64_t digest = 0;

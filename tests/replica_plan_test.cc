@@ -82,6 +82,13 @@ TEST(ReplicaPlan, FailoverPromotesFirstLiveBackupAndKeepsTheLiveOthers) {
   ASSERT_TRUE(PlanFailover(once, {3, 4}, &plan).ok());
   EXPECT_TRUE(plan.promoted.empty());
   EXPECT_EQ(plan.backups_dropped, 0u);
+  // Nor does the first plan's output (kept backups included) with its live servers.
+  ASSERT_TRUE(PlanFailover(map, {3, 4, 2}, &plan).ok());
+  const SlotMap kept = plan.map;
+  ASSERT_TRUE(PlanFailover(kept, {3, 4, 2}, &plan).ok());
+  EXPECT_TRUE(plan.promoted.empty());
+  EXPECT_EQ(plan.backups_dropped, 0u);
+  for (uint32_t slot = 0; slot < 5; ++slot) EXPECT_EQ(Ids(plan.map, slot), Ids(kept, slot));
 }
 
 TEST(ReplicaPlan, FailoverDropsDeadBackupsAndCompacts) {

@@ -130,6 +130,9 @@ class ClusterNode {
     uint64_t epoch;
     std::chrono::steady_clock::time_point after;
     std::chrono::steady_clock::time_point retry{};  // after a failed resync: not before
+    // False for a HANDOVER's (the former primary a backup of the slot in the next map): every
+    // replica's entries are equal then, nothing to resync (docs/design.md).
+    bool resync = true;
   };
   std::vector<Promotion> promoting_;         // guarded by words_mu_
   std::shared_ptr<const SlotMap> last_map_;  // guarded by words_mu_

@@ -96,9 +96,16 @@ void ClusterNode::Apply(const SlotMap& map) {
         before = last_map_->servers()[last_map_->OwnerIndex(slot)].id;
       if (map.replicas() > 1 &&
           (st == SlotState::kBackup || (before != wire::kNoOwner && before != my_id))) {
+        // A HANDOVER: the next map (none skipped) names the former primary a backup here.
+        bool handover = false;
+        for (uint16_t r = 1; last_map_ && map.epoch() == last_map_->epoch() + 1 &&
+                             before != wire::kNoOwner && r < map.replicas();
+             ++r)
+          if (const ServerEntry* e = map.Owner(slot, r); e != nullptr && e->id == before)
+            handover = true;
         owners_->FenceWrites(slot, now + PromotionFence());
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kPromoting));
-        promoting_.push_back({slot, map.epoch(), now + PromotionFence()});
+        promoting_.push_back({slot, map.epoch(), now + PromotionFence(), {}, !handover});
         ++promoted;
       } else {
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
@@ -153,36 +160,31 @@ void ClusterNode::Promote() {
       continue;
     }
     // Resync asks the backups and writes to them: not under words_mu_ (Apply must go on, and
-    // a map that drops an unreachable backup is what ends a resync that cannot pass).
-    std::vector<uint8_t> synced(due.size(), 0);
+    // a map that drops an unreachable backup is what ends a resync that cannot pass). Each
+    // slot takes reads and writes as soon as its own resync passed.
     std::vector<uint32_t> unreachable;  // backups that failed in transport this round
-    l.unlock();
-    for (size_t k = 0; k < due.size(); ++k) {
-      Status s = replicator_ ? replicator_->Resync(due[k].slot, &unreachable) : Status::Ok();
-      synced[k] = s.ok();
-      if (!s.ok()) {
-        LOG_EVERY_N(WARNING, 20) << "cluster: promoted slot " << due[k].slot
-                                 << " not yet resynced (tried again): " << s.ToString();
-      }
-      std::lock_guard<std::mutex> stop_check(words_mu_);
-      if (stop_) break;
-    }
-    l.lock();
-    const auto after = std::chrono::steady_clock::now();
     uint32_t done = 0;
-    for (size_t k = 0; k < due.size(); ++k) {
-      const Promotion& d = due[k];
+    for (const Promotion& d : due) {
+      if (stop_) break;
+      const uint64_t word = OwnerWord(d.epoch, SlotState::kPromoting);
+      Status s;
+      if (d.resync && replicator_) {
+        l.unlock();
+        s = replicator_->Resync(d.slot, word, &unreachable);
+        l.lock();
+      }
       auto it = std::find_if(promoting_.begin(), promoting_.end(), [&](const Promotion& p) {
         return p.slot == d.slot && p.epoch == d.epoch;
       });
       if (it == promoting_.end()) continue;
-      if (!synced[k]) {
-        it->retry = after + std::chrono::milliseconds(kResyncRetryMs);
+      if (!s.ok()) {
+        LOG_EVERY_N(WARNING, 20) << "cluster: promoted slot " << d.slot
+                                 << " not yet resynced (tried again): " << s.ToString();
+        it->retry = std::chrono::steady_clock::now() + std::chrono::milliseconds(kResyncRetryMs);
         continue;
       }
       // Unless a map changed the word meanwhile (then the next pass drops it).
-      if (owners_->CompareAndSet(d.slot, OwnerWord(d.epoch, SlotState::kPromoting),
-                                 OwnerWord(d.epoch, SlotState::kOwned))) {
+      if (owners_->CompareAndSet(d.slot, word, OwnerWord(d.epoch, SlotState::kOwned))) {
         promoting_.erase(it);
         ++done;
       }

@@ -325,6 +325,17 @@ bool Migrator::Copy(const MigrationRecord& rec, const std::string& host, uint16_
       return fail("slot " + std::to_string(slot) +
                   " holds a write of unknown outcome that this server's table has not taken yet");
     }
+  // Nor a slot whose table lacks a write its backups hold (Replicator::LacksWrite, left when
+  // settling could not revert it): the copy would carry the older value, and a later failover
+  // that keeps both backups would leave them differing by a key no last-write record names
+  // (the resync's premise, docs/design.md).
+  for (uint32_t slot : rec.slots)
+    if (rec.CopiesToBackup() && o_.lacks_write && o_.lacks_write(slot)) {
+      for (uint32_t t : rec.slots) ResumeSlot(t);
+      return fail("slot " + std::to_string(slot) +
+                  " lacks a write its backups hold (not reverted: more than one backup, or "
+                  "too many such keys); it is copied once that key is written again");
+    }
   progress.Note(MigrationProgress::kCommit, keys, bytes);
   if (rec.CopiesToBackup()) return true;  // still this server's: MOVING
   for (uint32_t slot : rec.slots)

@@ -70,7 +70,8 @@ struct MigratorOptions {
   // ADD_REPLICA batch calls it for each slot before it copies.
   std::function<bool(uint32_t)> settle_kept;
   // A replicated server: whether this table lacks a write its backups hold
-  // (Replicator::LacksWrite); a HANDOVER batch with such a slot fails.
+  // (Replicator::LacksWrite); a HANDOVER batch with such a slot fails, and so does a copy to a
+  // backup (ADD_REPLICA, REPLACE_BACKUP; checked after the pause).
   std::function<bool(uint32_t)> lacks_write;
   // The membership's lease: progress reports (NAME/progress) are put under it (null or 0: none).
   std::function<int64_t()> lease;

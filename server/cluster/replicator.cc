@@ -26,6 +26,7 @@ Replicator::Replicator(OwnershipTable* owners, Table* table, ReplicatorOptions o
       slot_mu_(new SlotLock[owners->num_slots()]),
       pending_(new std::unique_ptr<Pending>[owners->num_slots()]),
       lacking_(new std::unique_ptr<Lacking>[owners->num_slots()]),
+      resync_(new std::unique_ptr<ResyncState>[owners->num_slots()]),
       resyncing_(new std::atomic<uint8_t>[owners->num_slots()]) {
   for (uint32_t i = 0; i < owners->num_slots(); ++i) resyncing_[i].store(0);
 }
@@ -181,7 +182,7 @@ bool Replicator::Primary(uint32_t slot, const Snapshot& snap) const {
 }
 
 // A refusal that asking again cannot change (the backup's answer is final for this message).
-static bool Permanent(Code c) {
+bool Replicator::Permanent(Code c) {
   return c == Code::kBadRequest || c == Code::kTooLarge || c == Code::kInvalidArgument ||
          c == Code::kTableFull;
 }
@@ -225,8 +226,11 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
   // taking the last links of two backups in opposite orders would wait on each other).
   size_t order[kMaxBackups];
   for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::sort(order, order + n,
-            [&](size_t a, size_t b) { return snap.backups[a].id < snap.backups[b].id; });
+  // An insertion sort of at most kMaxBackups entries (std::sort's threshold trips GCC's
+  // -Warray-bounds on so small an array).
+  for (size_t i = 1; i < n; ++i)
+    for (size_t j = i; j > 0 && snap.backups[order[j]].id < snap.backups[order[j - 1]].id; --j)
+      std::swap(order[j], order[j - 1]);
   for (size_t k = 0; k < n; ++k) {
     const size_t i = order[k];
     first_status[i] = Begin(slot, h.epoch, snap.backups[i], *msg, value, deadline, &first[i]);

@@ -150,7 +150,13 @@ class Replicator {
   // be null): backups that failed in transport in this round; a slot with one of them is not
   // tried (fails at once), and one that fails so is added (a round over many slots then costs
   // one timeout per unreachable backup).
-  [[nodiscard]] Status Resync(uint32_t slot, std::vector<uint32_t>* unreachable = nullptr);
+  // `expected`: the slot's word the caller promotes (PROMOTING at its epoch); any other word
+  // fails at once. A slot's resync that has failed for kResyncGiveUpMs with a refusal from its
+  // one backup reports that backup (SuspectReporter::Diverged), for the coordinator to drop.
+  // The keys an attempt named are written again by the next until one succeeds whole.
+  [[nodiscard]] Status Resync(uint32_t slot, uint64_t expected,
+                              std::vector<uint32_t>* unreachable = nullptr);
+  static constexpr int kResyncGiveUpMs = 3000;
   uint64_t resyncs() const { return resyncs_.load(); }              // slots resynced
   uint64_t resync_writes() const { return resync_writes_.load(); }  // keys written by them
 
@@ -208,6 +214,9 @@ class Replicator {
   Status Begin(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
                std::string_view value, SteadyClock::time_point deadline, Attempt* a);
   Status End(const Backup& b, Attempt* a, std::string* reply = nullptr);
+  // A backup's refusal that asking again cannot change (BAD_REQUEST, TOO_LARGE,
+  // INVALID_ARGUMENT, TABLE_FULL).
+  static bool Permanent(Code c);
   // Resync's question to one backup: its last write to the slot (*has false: none named).
   Status AskLastWrite(uint32_t slot, const Snapshot& snap, const Backup& b,
                       SteadyClock::time_point deadline, bool* has, uint64_t* digest,
@@ -314,6 +323,14 @@ class Replicator {
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_
   std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0}, kept_{0}, reverts_{0};
   std::atomic<uint64_t> resyncs_{0}, resync_writes_{0};
+  // A slot's resync under way (guarded by the slot's lock): the promotion's epoch, the keys
+  // named so far, when its first attempt began.
+  struct ResyncState {
+    uint64_t tenure = 0;
+    std::vector<std::string> keys;
+    SteadyClock::time_point since;
+  };
+  std::unique_ptr<std::unique_ptr<ResyncState>[]> resync_;
   // Set (under the slot's lock) while Resync writes a PROMOTING slot: Primary then admits the
   // PROMOTING word. Only the lock holder's calls see it set.
   std::unique_ptr<std::atomic<uint8_t>[]> resyncing_;

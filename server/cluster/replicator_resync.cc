@@ -54,26 +54,32 @@ Status Replicator::AskLastWrite(uint32_t slot, const Snapshot& snap, const Backu
   return Status::Ok();
 }
 
-Status Replicator::Resync(uint32_t slot, std::vector<uint32_t>* unreachable) {
+Status Replicator::Resync(uint32_t slot, uint64_t expected, std::vector<uint32_t>* unreachable) {
   if (slot >= owners_->num_slots()) return Status(Code::kInvalidArgument, "no such slot");
-  const auto deadline = SteadyClock::now() + std::chrono::milliseconds(o_.max_wait_ms);
+  const auto now = SteadyClock::now();
+  const auto deadline = now + std::chrono::milliseconds(o_.max_wait_ms);
   std::unique_lock<SlotLock> l(slot_mu_[slot], std::defer_lock);
   if (!l.try_lock_until(deadline))
     return Status(Code::kUnavailable, "slot " + std::to_string(slot) + "'s lock stayed busy");
   const Snapshot snap = SnapshotOf(slot);
-  const uint64_t word = owners_->Word(slot);
-  // (A map applied since the promotion that still names this server keeps the word PROMOTING
-  // at its first epoch: the map's epoch may be newer.)
-  if (snap.primary != my_id_.load() || WordState(word) != SlotState::kPromoting ||
-      WordEpoch(word) > snap.epoch)
+  // The promotion the caller means (PROMOTING at its epoch; a map applied since that still
+  // names this server leaves the word as it was, so the map's epoch may be newer).
+  if (owners_->Word(slot) != expected || WordState(expected) != SlotState::kPromoting ||
+      snap.primary != my_id_.load() || WordEpoch(expected) > snap.epoch)
     return Status(Code::kUnavailable,
                   "slot " + std::to_string(slot) + " is not being promoted in the applied map");
-  if (snap.backups.empty()) return Status::Ok();
+  std::unique_ptr<ResyncState>& st = resync_[slot];
+  if (st && st->tenure != WordEpoch(expected)) st.reset();  // an earlier promotion's
+  if (snap.backups.empty()) {
+    st.reset();
+    return Status::Ok();
+  }
   for (const Backup& b : snap.backups)
     if (unreachable != nullptr &&
         std::find(unreachable->begin(), unreachable->end(), b.id) != unreachable->end())
       return Status(Code::kUnavailable, "backup " + std::to_string(b.id) +
                                             " did not answer another slot's resync just now");
+  if (!st) st = std::make_unique<ResyncState>(ResyncState{WordEpoch(expected), {}, now});
   // Primary() admits the PROMOTING word for this resync's own calls (under the slot's lock),
   // and so StillWanted: a backup that does not answer is told to the SuspectReporter.
   struct Flag {
@@ -81,10 +87,26 @@ Status Replicator::Resync(uint32_t slot, std::vector<uint32_t>* unreachable) {
     ~Flag() { f->store(0); }
   } flag{&resyncing_[slot]};
   resyncing_[slot].store(1);
+  // A refusal that asking again cannot change, for long, from the slot's one backup: that
+  // backup cannot hold this table's data (e.g. no room for a value); it is reported so that
+  // the coordinator drops it (with several backups the refusing one is not known: tried on).
+  auto refused = [&](const Status& s) {
+    if (!Permanent(s.code()) || snap.backups.size() != 1 ||
+        now - st->since < std::chrono::milliseconds(kResyncGiveUpMs))
+      return;
+    if (SuspectReporter* sr = suspects_.load(); sr != nullptr) {
+      const Backup& b = snap.backups[0];
+      LOG(WARNING) << "slot " << slot << ": backup " << b.id << " keeps refusing the resync ("
+                   << s.ToString() << "): reported, for the coordinator to drop it";
+      sr->Diverged(b.id, b.host, b.port);
+    }
+  };
   uint64_t my_digest = 0;
   std::string my_key;
   const bool mine = owners_->LastWrite(slot, &my_digest, &my_key);
-  std::vector<std::string> keys;
+  // The keys to write: kept across attempts until one succeeds whole (an attempt that wrote
+  // some may leave a backup whose record now matches this one's while another key differs).
+  std::vector<std::string>& keys = st->keys;
   auto add = [&](const std::string& k) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   };
@@ -96,9 +118,11 @@ Status Replicator::Resync(uint32_t slot, std::vector<uint32_t>* unreachable) {
     if (unreachable != nullptr && (s.code() == Code::kTimeout ||
                                    s.code() == Code::kConnectionLost || s.code() == Code::kIoError))
       unreachable->push_back(b.id);
-    if (!s.ok())
+    if (!s.ok()) {
+      refused(s);
       return Status(s.code(), "asking server " + std::to_string(b.id) + " for slot " +
                                   std::to_string(slot) + "'s last write: " + s.message());
+    }
     // The same last write on both sides: equal (they differ by that write at most). Else the
     // keys named are written with this table's values (a key named by neither side differs
     // nowhere: see the header).
@@ -114,15 +138,18 @@ Status Replicator::Resync(uint32_t slot, std::vector<uint32_t>* unreachable) {
     Status s = WriteLocked(
         slot, put, key, put ? std::string_view(value) : std::string_view(),
         [] { return Status::Ok(); }, deadline);
-    if (!s.ok())
+    if (!s.ok()) {
+      refused(s);
       return Status(s.code(), "resyncing slot " + std::to_string(slot) + ": " + s.message());
+    }
     resync_writes_.fetch_add(1, std::memory_order_relaxed);
   }
   resyncs_.fetch_add(1, std::memory_order_relaxed);
   if (!keys.empty())
     LOG(INFO) << "slot " << slot << ": promoted; " << keys.size()
-              << " key(s) whose last write differed between the replicas written to the "
-              << snap.backups.size() << " backup(s) kept with this table's values";
+              << " key(s) whose last write may differ between the replicas written to the "
+              << snap.backups.size() << " backup(s) kept, with this table's values";
+  st.reset();
   return Status::Ok();
 }
 

@@ -74,11 +74,31 @@ void SuspectReporter::Failed(uint32_t id, const std::string& host, uint16_t port
   if (report) cv_.notify_all();
 }
 
+void SuspectReporter::Diverged(uint32_t id, const std::string& host, uint16_t port) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = entries_.find(id);
+    if (it == entries_.end()) {
+      if (entries_.size() >= kMaxTracked) return;
+      it = entries_.emplace(id, Entry{}).first;
+      tracked_.store(entries_.size());
+    }
+    Entry& e = it->second;
+    e.host = host;
+    e.port = port;
+    e.hold_until = SteadyClock::now() + std::chrono::milliseconds(kHoldMs);
+    if (e.state == State::kFailing || e.state == State::kHealed) e.state = State::kReport;
+    wake_ = true;
+  }
+  cv_.notify_all();
+}
+
 void SuspectReporter::Reached(uint32_t id) {
   if (tracked_.load(std::memory_order_relaxed) == 0) return;  // nothing to end (the usual case)
   std::lock_guard<std::mutex> l(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
+  if (SteadyClock::now() < it->second.hold_until) return;  // Diverged: answers prove nothing
   if (it->second.state == State::kFailing) {
     entries_.erase(it);
     tracked_.store(entries_.size());

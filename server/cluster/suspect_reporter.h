@@ -73,6 +73,11 @@ class SuspectReporter {
               std::chrono::steady_clock::time_point started);
   // Backup `id` answered.
   void Reached(uint32_t id);
+  // Backup `id` answers but cannot be brought to this primary's data (a promoted primary's
+  // resync it refuses for good: Replicator::Resync): reported at once, and answers do not
+  // heal the report for kHoldMs (the coordinator drops the backup meanwhile); then as any
+  // report (a connect heals it; the backup may be chosen again, a copy first).
+  void Diverged(uint32_t id, const std::string& host, uint16_t port);
 
   uint64_t reported() const { return reported_.load(); }  // records put (each streak once)
   uint64_t healed() const { return healed_.load(); }      // records deleted after a heal
@@ -90,6 +95,7 @@ class SuspectReporter {
     std::string host;
     uint16_t port = 0;
     int64_t lease = 0;  // kReported: the lease the record was put under
+    std::chrono::steady_clock::time_point hold_until{};  // Diverged: Reached heals not before
   };
   void Loop();
   // One pass over the entries (the thread's; takes mu_ only between etcd calls).

@@ -16,6 +16,8 @@
 // Prints `repl_probe: CASE: reply CODE: message; value intact|CHANGED`; exit 0 when the reply
 // is the expected refusal and the value is intact, 1 otherwise, 2 on a setup failure, 3 when
 // the case cannot be made here (elsewhere: every server registered the same address).
+// query, query_forged, query_short, query_slot: REPLICATE kind QUERY to the backup (Query
+// below); query must be answered with the key's last write, the others refused.
 //   repl_probe --cluster=... --test_case=diverge --primary=HOST:PORT  (R = 3)
 // makes the replicas of two slots differ as a primary that failed mid-write leaves them: picks
 // keys A and B of slots whose primary is --primary and whose backups X (replica 1) and Y
@@ -40,7 +42,7 @@ DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_string(primary, "", "diverge: HOST:PORT of the primary whose slots to use");
 DEFINE_string(test_case, "",
               "old_epoch | forged | gap | old_sequence | not_backup | short | bad_digest | "
-              "elsewhere");
+              "elsewhere | query | query_forged | query_short | query_slot | diverge");
 
 namespace {
 int Setup(const std::string& what, const rkv::Status& s) {
@@ -116,6 +118,43 @@ int Diverge(const rkv::cluster::SlotMap& map) {
               x->host.c_str(), x->port, y->host.c_str(), y->port);
   return 0;
 }
+// The QUERY cases (a promoted primary's question, wire::kReplicateQuery), to the backup: query
+// (from the primary, at the map's epoch: answered OK, naming the last write of the slot,
+// which is `key`'s "v1"), query_forged (sender: the backup itself: refused INVALID_ARGUMENT),
+// query_short (a 2-byte slot: BAD_REQUEST), query_slot (a slot past the table: BAD_REQUEST).
+int Query(const std::string& c, const rkv::cluster::SlotMap& map,
+          const rkv::cluster::ServerEntry& primary, const rkv::cluster::ServerEntry& backup,
+          uint32_t slot, const std::string& key, rkv::ClientImpl* raw) {
+  rkv::wire::ReplicateHeader h{};
+  h.epoch = map.epoch();
+  h.sender_id = c == "query_forged" ? backup.id : primary.id;
+  h.kind = rkv::wire::kReplicateQuery;
+  uint32_t s32 = c == "query_slot" ? map.num_slots() + 7 : slot;
+  std::string body(reinterpret_cast<const char*>(&s32), sizeof s32);  // little-endian
+  if (c == "query_short") body.resize(2);
+  h.digest = rkv::wire::ReplicateDigest(h.kind, body, "");
+  std::string msg(sizeof h, '\0');
+  std::memcpy(msg.data(), &h, sizeof h);
+  msg += body;
+  std::string reply;
+  rkv::Status s = raw->Call(rkv::wire::Op::kReplicate, msg, "", &reply);
+  bool ok = false;
+  std::string named;
+  if (c == "query") {
+    rkv::wire::ReplicaLastWrite last{};
+    if (s.ok() && reply.size() >= sizeof last) {
+      std::memcpy(&last, reply.data(), sizeof last);
+      named = reply.substr(sizeof last);
+      ok = last.has == 1 && last.key_size == named.size() && named == key &&
+           last.digest == rkv::wire::ReplicateDigest(rkv::wire::kReplicatePut, key, "v1");
+    }
+  } else {
+    ok = s.code() == (c == "query_forged" ? rkv::Code::kInvalidArgument : rkv::Code::kBadRequest);
+  }
+  std::printf("repl_probe: %s: slot %u to server %u: reply %s%s\n", c.c_str(), slot, backup.id,
+              s.ToString().c_str(), named.empty() ? "" : ("; names " + named).c_str());
+  return ok ? 0 : 1;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,6 +199,7 @@ int main(int argc, char** argv) {
   rkv::ClientImpl raw(to.host, to.port, o);
   s = raw.Open();
   if (!s.ok()) return Setup("connecting to " + to.host, s);
+  if (c.rfind("query", 0) == 0) return Query(c, map, primary, backup, slot, key, &raw);
   rkv::wire::ReplicateHeader h{};
   h.epoch = c == "old_epoch" ? 1 : map.epoch();
   h.sequence = c == "gap" || c == "forged" || c == "elsewhere" ? uint64_t{1} << 40 : 1;
