@@ -165,3 +165,27 @@ TEST_F(SuspectReporterTest, NothingIsReportedWhenTurnedOffOrBeforeJoining) {
 
 }  // namespace
 }  // namespace rkv::cluster
+
+namespace rkv::cluster {
+namespace {
+
+// Replicator::Resync's report of a backup that keeps refusing it: put at once (no streak), and
+// answers from the backup do not delete it during the hold (SuspectReporter::kHoldMs), so the
+// coordinator can drop the backup; after the hold an answer heals it as any report.
+TEST_F(SuspectReporterTest, ADivergedBackupIsReportedAtOnceAndAnswersHealItOnlyAfterTheHold) {
+  SuspectReporter r(o_);
+  r.Diverged(21, "10.255.255.1", 7480);
+  ASSERT_TRUE(Eventually([&] { return Record(21); }));
+  ASSERT_TRUE(Eventually([&] { return r.suspected() == 1; }));
+  r.Reached(21);  // synchronous: within the hold it changes nothing
+  EXPECT_EQ(r.suspected(), 1u);
+  EXPECT_EQ(r.healed(), 0u);
+  EXPECT_TRUE(Eventually([&] {
+    r.Reached(21);
+    return !Record(21);
+  }));
+  EXPECT_TRUE(Eventually([&] { return r.healed() == 1; }));
+}
+
+}  // namespace
+}  // namespace rkv::cluster

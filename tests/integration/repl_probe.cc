@@ -120,7 +120,8 @@ int Diverge(const rkv::cluster::SlotMap& map) {
 }
 // The QUERY cases (a promoted primary's question, wire::kReplicateQuery), to the backup: query
 // (from the primary, at the map's epoch: answered OK, naming the last write of the slot,
-// which is `key`'s "v1"), query_forged (sender: the backup itself: refused INVALID_ARGUMENT),
+// which is `key`'s "v1"), query_forged (sender: the backup itself, from its own address, so
+// that the primary check refuses it: INVALID_ARGUMENT),
 // query_short (a 2-byte slot: BAD_REQUEST), query_slot (a slot past the table: BAD_REQUEST).
 int Query(const std::string& c, const rkv::cluster::SlotMap& map,
           const rkv::cluster::ServerEntry& primary, const rkv::cluster::ServerEntry& backup,
@@ -149,7 +150,9 @@ int Query(const std::string& c, const rkv::cluster::SlotMap& map,
            last.digest == rkv::wire::ReplicateDigest(rkv::wire::kReplicatePut, key, "v1");
     }
   } else {
-    ok = s.code() == (c == "query_forged" ? rkv::Code::kInvalidArgument : rkv::Code::kBadRequest);
+    ok = c == "query_forged" ? s.code() == rkv::Code::kInvalidArgument &&
+                                   s.message().find("is not slot") != std::string::npos
+                             : s.code() == rkv::Code::kBadRequest;
   }
   std::printf("repl_probe: %s: slot %u to server %u: reply %s%s\n", c.c_str(), slot, backup.id,
               s.ToString().c_str(), named.empty() ? "" : ("; names " + named).c_str());
@@ -185,7 +188,7 @@ int main(int argc, char** argv) {
   o.location_cache_entries = 0;
   // forged: from the address of the server it names (the backup itself), so that the
   // backup's primary check is what refuses it.
-  o.local_address = c == "forged" ? backup.host : primary.host;
+  o.local_address = c == "forged" || c == "query_forged" ? backup.host : primary.host;
   if (c == "elsewhere") {
     o.local_address.clear();
     for (const rkv::cluster::ServerEntry& e : map.servers())
