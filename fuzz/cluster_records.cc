@@ -122,7 +122,8 @@ void CheckMigration(std::string_view in) {
   FUZZ_CHECK(m.state >= MigrationRecord::kCopy && m.state <= MigrationRecord::kFailed);
   FUZZ_CHECK(m.from_id != m.to_id);
   FUZZ_CHECK(!m.slots.empty() && m.slots.size() <= cluster::kMaxMigrationSlots);
-  FUZZ_CHECK(in.size() == 40 + 4 * m.slots.size());
+  // Version 1 (MOVE, ADD_REPLICA): a 40-byte header; version 2 (REPLACE_BACKUP, HANDOVER): 48.
+  FUZZ_CHECK(in.size() == (m.kind > MigrationRecord::kAddReplica ? 48 : 40) + 4 * m.slots.size());
   for (size_t i = 1; i < m.slots.size(); ++i) FUZZ_CHECK(m.slots[i - 1] < m.slots[i]);
   FUZZ_CHECK(m.Encode() == in);
 }

@@ -99,7 +99,7 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   if (!s.ok()) return s;
   owners_->SetSequence(slot, h.sequence);
   owners_->SetDigest(slot, h.digest);
-  owners_->SetLastWrite(slot, h.digest, key);
+  owners_->SetLastWrite(slot, h.digest, key, h.sender_id);
   counters_->repl_applied.fetch_add(1, std::memory_order_relaxed);
   return Status::Ok();
 }
@@ -150,15 +150,19 @@ Status RpcExecutor::ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::str
                                               " is not slot " + std::to_string(slot) +
                                               "'s primary at epoch " + std::to_string(h.epoch));
   }
-  // From now on only the asker's writes are applied here (the routing names it), and it
-  // numbers on from its own last number: the next one is taken whichever it is (a write of
-  // the former primary admitted before the routing changed may have set a number it lacks).
-  owners_->SetSequence(slot, cluster::OwnershipTable::kSequenceUnset);
   wire::ReplicaLastWrite last{};
   std::string last_key;
   uint64_t digest = 0;
-  last.has = owners_->LastWrite(slot, &digest, &last_key) ? 1 : 0;
+  uint32_t sender = 0;
+  last.has = owners_->LastWrite(slot, &digest, &last_key, &sender) ? 1 : 0;
   last.digest = digest;
+  // From now on only the asker's writes are applied here (the routing names it), and it
+  // numbers on from its own last number: the next one is taken whichever it is (a write of
+  // the former primary admitted before the routing changed may have set a number it lacks).
+  // Not once a write of the asker was applied here: its numbering holds already (a late
+  // repeat of the query must not turn the order check off).
+  if (!last.has || sender != h.sender_id)
+    owners_->SetSequence(slot, cluster::OwnershipTable::kSequenceUnset);
   last.key_size = uint32_t(last_key.size());
   payload->assign(reinterpret_cast<const char*>(&last), sizeof last);
   payload->append(last_key);

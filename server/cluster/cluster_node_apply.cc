@@ -86,6 +86,17 @@ void ClusterNode::Apply(const SlotMap& map) {
       } else if (role != 0 && held) {  // failed over while a migration ran
         owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
         ++lost;
+      } else if (role == 0 && st == SlotState::kMoving && map.replicas() > 1 &&
+                 (!last_map_ || map.epoch() > last_map_->epoch() + 1)) {
+        // Primary still, but maps were skipped: the HANDOVER may have been committed, the new
+        // primary taken writes this server never got (its word was not BACKUP) and failed, and
+        // this server been promoted back with a backup that holds them. Promoted as any backup
+        // is, resync included; the migration's resume then finds the word changed and leaves
+        // it (Resume takes MOVING only).
+        owners_->FenceWrites(slot, now + PromotionFence());
+        owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kPromoting));
+        promoting_.push_back({slot, map.epoch(), now + PromotionFence(), {}, true});
+        ++promoted;
       }
       continue;
     }

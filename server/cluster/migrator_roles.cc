@@ -161,7 +161,9 @@ void Migrator::Handover(const MigrationRecord& rec, int64_t rec_revision) {
   }
   // ClusterNode::Apply turns the paused words into BACKUP when it applies the committed map.
   while (o_.applied_epoch && o_.applied_epoch() < committed_epoch_ && !Stopping()) Pause(20);
-  // A word still paused now: this server skipped that map and applied a newer one that names
+  // A word still paused now (Apply promotes, resync included, a paused primary that skipped
+  // maps and is named primary again: PROMOTING, left alone here; this is the fallback): this
+  // server skipped that map and applied a newer one that names
   // it primary again (the new primary died at once and it was promoted back). No write was
   // acknowledged meanwhile (they all needed this server, which refused them while paused), so
   // its table holds every acknowledged write: it takes the slot's writes again (ResumeSlot

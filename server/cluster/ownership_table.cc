@@ -37,9 +37,11 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
   }
 }
 
-void OwnershipTable::SetLastWrite(uint32_t slot, uint64_t digest, std::string_view key) {
+void OwnershipTable::SetLastWrite(uint32_t slot, uint64_t digest, std::string_view key,
+                                  uint32_t sender) {
   std::lock_guard<std::mutex> l(last_mu_[slot % kLastStripes]);
   last_[slot].has = true;
+  last_[slot].sender = sender;
   last_[slot].digest = digest;
   last_[slot].key.assign(key);
 }
@@ -49,8 +51,10 @@ void OwnershipTable::ClearLastWrite(uint32_t slot) {
   last_[slot] = LastWriteRecord{};
 }
 
-bool OwnershipTable::LastWrite(uint32_t slot, uint64_t* digest, std::string* key) const {
+bool OwnershipTable::LastWrite(uint32_t slot, uint64_t* digest, std::string* key,
+                               uint32_t* sender) const {
   std::lock_guard<std::mutex> l(last_mu_[slot % kLastStripes]);
+  if (sender != nullptr) *sender = last_[slot].sender;
   *digest = last_[slot].digest;
   *key = last_[slot].key;
   return last_[slot].has;

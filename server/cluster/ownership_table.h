@@ -75,10 +75,13 @@ class OwnershipTable {
   // compares with its own to resync the backups it kept (Replicator::Resync; docs/design.md,
   // "Replicas and failover"): set by each REPLICATE applied here, cleared when the slot becomes
   // a new backup here (a copy). One key per slot (at most wire::kMaxKeySize bytes).
-  void SetLastWrite(uint32_t slot, uint64_t digest, std::string_view key);
+  // `sender`: the primary that sent it.
+  void SetLastWrite(uint32_t slot, uint64_t digest, std::string_view key, uint32_t sender);
   void ClearLastWrite(uint32_t slot);
   // False (nothing named) when no write was applied since the slot became a backup here.
-  bool LastWrite(uint32_t slot, uint64_t* digest, std::string* key) const;
+  // *sender (may be null): the primary that sent it.
+  bool LastWrite(uint32_t slot, uint64_t* digest, std::string* key,
+                 uint32_t* sender = nullptr) const;
   uint32_t CountBackups() const { return CountState(SlotState::kBackup); }
   uint32_t CountState(SlotState st) const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
@@ -168,6 +171,7 @@ class OwnershipTable {
     bool has = false;
     uint64_t digest = 0;
     std::string key;
+    uint32_t sender = 0;
   };
   static constexpr size_t kLastStripes = 64;
   std::unique_ptr<LastWriteRecord[]> last_;  // guarded by last_mu_[slot % kLastStripes]

@@ -27,6 +27,7 @@ Replicator::Replicator(OwnershipTable* owners, Table* table, ReplicatorOptions o
       pending_(new std::unique_ptr<Pending>[owners->num_slots()]),
       lacking_(new std::unique_ptr<Lacking>[owners->num_slots()]),
       resync_(new std::unique_ptr<ResyncState>[owners->num_slots()]),
+      refused_by_(new uint32_t[owners->num_slots()]()),
       resyncing_(new std::atomic<uint8_t>[owners->num_slots()]) {
   for (uint32_t i = 0; i < owners->num_slots(); ++i) resyncing_[i].store(0);
 }
@@ -263,6 +264,7 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
       LOG_EVERY_N(WARNING, 100) << "replicating slot " << slot << " to server " << b.id << ": "
                                 << s.ToString();
       if (Permanent(s.code())) {
+        refused_by_[slot] = b.id;
         *why = "server " + std::to_string(b.id) + " refused the replicated write";
         return s;
       }

@@ -125,8 +125,9 @@ class Replicator {
   // kept per slot), in this stint as primary, and not written again or reverted since. A
   // HANDOVER refuses such a slot (the backup would make visible a value this server never
   // served, and lose it again if this server were promoted back) unless Settle reverted it
-  // first; copies do not care (the value was never visible, and a copy carries this table's
-  // value). True also when the slot's lock is not had within 100 ms (replicator_kept.cc).
+  // first; so does a copy to a new backup (a failover keeps backups, and one copied with this
+  // table's older value would differ from the others by a key no last-write record names:
+  // Resync). True also when the slot's lock is not had within 100 ms (replicator_kept.cc).
   bool LacksWrite(uint32_t slot);
   // Slots holding a kept write now (at most one each: bounded by the slots this server is the
   // primary of, each by the largest entry).
@@ -151,8 +152,9 @@ class Replicator {
   // tried (fails at once), and one that fails so is added (a round over many slots then costs
   // one timeout per unreachable backup).
   // `expected`: the slot's word the caller promotes (PROMOTING at its epoch); any other word
-  // fails at once. A slot's resync that has failed for kResyncGiveUpMs with a refusal from its
-  // one backup reports that backup (SuspectReporter::Diverged), for the coordinator to drop.
+  // fails at once. A slot's resync whose attempts have all ended for kResyncGiveUpMs in a
+  // lasting refusal (BAD_REQUEST, TOO_LARGE, INVALID_ARGUMENT, TABLE_FULL) reports the backup
+  // that refused (SuspectReporter::Diverged), for the coordinator to drop.
   // The keys an attempt named are written again by the next until one succeeds whole.
   [[nodiscard]] Status Resync(uint32_t slot, uint64_t expected,
                               std::vector<uint32_t>* unreachable = nullptr);
@@ -328,9 +330,13 @@ class Replicator {
   struct ResyncState {
     uint64_t tenure = 0;
     std::vector<std::string> keys;
-    SteadyClock::time_point since;
+    // Since when its attempts have all ended in a lasting refusal (epoch: none now).
+    SteadyClock::time_point refused_since{};
   };
   std::unique_ptr<std::unique_ptr<ResyncState>[]> resync_;
+  // The backup whose lasting refusal ended the slot's last SendAll (0: none), guarded by the
+  // slot's lock (Resync reports it).
+  std::unique_ptr<uint32_t[]> refused_by_;
   // Set (under the slot's lock) while Resync writes a PROMOTING slot: Primary then admits the
   // PROMOTING word. Only the lock holder's calls see it set.
   std::unique_ptr<std::atomic<uint8_t>[]> resyncing_;

@@ -79,7 +79,7 @@ Status Replicator::Resync(uint32_t slot, uint64_t expected, std::vector<uint32_t
         std::find(unreachable->begin(), unreachable->end(), b.id) != unreachable->end())
       return Status(Code::kUnavailable, "backup " + std::to_string(b.id) +
                                             " did not answer another slot's resync just now");
-  if (!st) st = std::make_unique<ResyncState>(ResyncState{WordEpoch(expected), {}, now});
+  if (!st) st = std::make_unique<ResyncState>(ResyncState{WordEpoch(expected), {}, {}});
   // Primary() admits the PROMOTING word for this resync's own calls (under the slot's lock),
   // and so StillWanted: a backup that does not answer is told to the SuspectReporter.
   struct Flag {
@@ -87,19 +87,24 @@ Status Replicator::Resync(uint32_t slot, uint64_t expected, std::vector<uint32_t
     ~Flag() { f->store(0); }
   } flag{&resyncing_[slot]};
   resyncing_[slot].store(1);
-  // A refusal that asking again cannot change, for long, from the slot's one backup: that
-  // backup cannot hold this table's data (e.g. no room for a value); it is reported so that
-  // the coordinator drops it (with several backups the refusing one is not known: tried on).
-  auto refused = [&](const Status& s) {
-    if (!Permanent(s.code()) || snap.backups.size() != 1 ||
-        now - st->since < std::chrono::milliseconds(kResyncGiveUpMs))
+  // Lasting refusals only, for kResyncGiveUpMs (any other outcome starts the wait again): the
+  // backup that refused cannot hold this table's data (e.g. no room for a value); it is
+  // reported so that the coordinator drops it from this server's slots.
+  auto refused = [&](const Status& s, uint32_t by) {
+    if (!Permanent(s.code()) || by == 0) {
+      st->refused_since = SteadyClock::time_point{};
       return;
-    if (SuspectReporter* sr = suspects_.load(); sr != nullptr) {
-      const Backup& b = snap.backups[0];
-      LOG(WARNING) << "slot " << slot << ": backup " << b.id << " keeps refusing the resync ("
-                   << s.ToString() << "): reported, for the coordinator to drop it";
-      sr->Diverged(b.id, b.host, b.port);
     }
+    const auto t = SteadyClock::now();
+    if (st->refused_since == SteadyClock::time_point{}) st->refused_since = t;
+    if (t - st->refused_since < std::chrono::milliseconds(kResyncGiveUpMs)) return;
+    SuspectReporter* sr = suspects_.load();
+    for (const Backup& b : snap.backups)
+      if (b.id == by && sr != nullptr) {
+        LOG(WARNING) << "slot " << slot << ": backup " << b.id << " keeps refusing the resync ("
+                     << s.ToString() << "): reported, for the coordinator to drop it";
+        sr->Diverged(b.id, b.host, b.port);
+      }
   };
   uint64_t my_digest = 0;
   std::string my_key;
@@ -119,7 +124,7 @@ Status Replicator::Resync(uint32_t slot, uint64_t expected, std::vector<uint32_t
                                    s.code() == Code::kConnectionLost || s.code() == Code::kIoError))
       unreachable->push_back(b.id);
     if (!s.ok()) {
-      refused(s);
+      refused(s, b.id);
       return Status(s.code(), "asking server " + std::to_string(b.id) + " for slot " +
                                   std::to_string(slot) + "'s last write: " + s.message());
     }
@@ -135,11 +140,12 @@ Status Replicator::Resync(uint32_t slot, uint64_t expected, std::vector<uint32_t
     Status g = table_->Get(key, &value);
     if (!g.ok() && !g.IsNotFound()) return g;
     const bool put = g.ok();
+    refused_by_[slot] = 0;
     Status s = WriteLocked(
         slot, put, key, put ? std::string_view(value) : std::string_view(),
         [] { return Status::Ok(); }, deadline);
     if (!s.ok()) {
-      refused(s);
+      refused(s, refused_by_[slot]);
       return Status(s.code(), "resyncing slot " + std::to_string(slot) + ": " + s.message());
     }
     resync_writes_.fetch_add(1, std::memory_order_relaxed);

@@ -87,6 +87,7 @@ void SuspectReporter::Diverged(uint32_t id, const std::string& host, uint16_t po
     e.host = host;
     e.port = port;
     e.hold_until = SteadyClock::now() + std::chrono::milliseconds(kHoldMs);
+    e.next_check = std::max(e.next_check, e.hold_until);  // no healing connect before either
     if (e.state == State::kFailing || e.state == State::kHealed) e.state = State::kReport;
     wake_ = true;
   }
@@ -150,7 +151,7 @@ void SuspectReporter::Pass() {
       }
       if (e.state == State::kReport || (e.state == State::kReported && e.lease != lease))
         work.push_back({it->first, Do::kPut, e.host, e.port});
-      else if (e.state == State::kReported && now >= e.next_check)
+      else if (e.state == State::kReported && now >= e.next_check && now >= e.hold_until)
         work.push_back({it->first, Do::kCheck, e.host, e.port});
       else if (e.state == State::kHealed)
         work.push_back({it->first, Do::kDelete, e.host, e.port});
