@@ -23,6 +23,39 @@ namespace rkv {
 
 using cluster::SlotState;
 
+namespace {
+
+// One REPLICATE (a write or a query) admitted through the ownership table's in-flight count
+// for a slot that is a BACKUP here; the admission ends with this object (a promotion waits
+// for it). Not copyable; lives on the executing thread's stack.
+class ReplicaAdmission {
+ public:
+  ReplicaAdmission(cluster::OwnershipTable* owners, uint32_t slot)
+      : owners_(owners), slot_(slot), admitted_(owners->BeginReplicaWrite(slot, &word_)) {}
+  ~ReplicaAdmission() {
+    if (admitted_) owners_->EndWrite(slot_);
+  }
+  ReplicaAdmission(const ReplicaAdmission&) = delete;
+  ReplicaAdmission& operator=(const ReplicaAdmission&) = delete;
+
+  bool admitted() const { return admitted_; }
+  uint64_t word() const { return word_; }  // the slot's word when admitted (or refused)
+  // The refusal of a message `what` for a slot that is not a BACKUP here.
+  Status Refusal(const char* what) const {
+    return Status(Code::kUnavailable,
+                  std::string(what) + ": slot " + std::to_string(slot_) + " is " +
+                      cluster::SlotStateName(cluster::WordState(word_)) + " here, not BACKUP");
+  }
+
+ private:
+  cluster::OwnershipTable* const owners_;
+  const uint32_t slot_;
+  uint64_t word_ = 0;
+  const bool admitted_;
+};
+
+}  // namespace
+
 Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payload) {
   if (owners_ == nullptr) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
@@ -46,18 +79,12 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
     return Status(Code::kBadRequest, "REPLICATE: malformed header or key");
   }
   const uint32_t slot = owners_->SlotOf(key);
-  uint64_t word = 0;
-  if (!owners_->BeginReplicaWrite(slot, &word)) {
+  const ReplicaAdmission admit(owners_, slot);
+  if (!admit.admitted()) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
-    return Status(Code::kUnavailable, "REPLICATE: slot " + std::to_string(slot) + " is " +
-                                          cluster::SlotStateName(cluster::WordState(word)) +
-                                          " here, not BACKUP");
+    return admit.Refusal("REPLICATE");
   }
-  struct End {
-    cluster::OwnershipTable* o;
-    uint32_t slot;
-    ~End() { o->EndWrite(slot); }
-  } end{owners_, slot};
+  const uint64_t word = admit.word();
   if (h.epoch < cluster::WordEpoch(word)) {
     counters_->repl_refused_epoch.fetch_add(1, std::memory_order_relaxed);
     return Status(Code::kInvalidArgument, "REPLICATE: epoch " + std::to_string(h.epoch) +
@@ -118,18 +145,12 @@ Status RpcExecutor::ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::str
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
     return Status(Code::kBadRequest, "REPLICATE query: no slot " + std::to_string(slot));
   }
-  uint64_t word = 0;
-  if (!owners_->BeginReplicaWrite(slot, &word)) {
+  const ReplicaAdmission admit(owners_, slot);
+  if (!admit.admitted()) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
-    return Status(Code::kUnavailable, "REPLICATE query: slot " + std::to_string(slot) + " is " +
-                                          cluster::SlotStateName(cluster::WordState(word)) +
-                                          " here, not BACKUP");
+    return admit.Refusal("REPLICATE query");
   }
-  struct End {
-    cluster::OwnershipTable* o;
-    uint32_t slot;
-    ~End() { o->EndWrite(slot); }
-  } end{owners_, slot};
+  const uint64_t word = admit.word();
   std::lock_guard<std::mutex> l(repl_mu_[slot % kReplStripes]);
   uint64_t map_epoch = 0;
   uint32_t primary = wire::kNoOwner;
