@@ -41,7 +41,7 @@ Status ClusterRouter::Open(const cluster::ClusterAddress& address, const Options
   s = EtcdClient::Open(e, &r->etcd_);
   if (!s.ok()) return s;
   s = cluster::MapWatcher::Start(r->etcd_.get(), address, nullptr, &r->watcher_,
-                                 options.watch_cluster_map);
+                                 options.watch_cluster_map, /*keep_confirmed=*/true);
   if (!s.ok()) return s;
   *out = std::move(r);
   return Status::Ok();

@@ -12,16 +12,21 @@ namespace rkv::cluster {
 
 namespace {
 constexpr int kWatchMs = 1000;  // one watch call; the destructor waits at most this long
-constexpr int kRetryMs = 200;   // pause after an etcd error
+// A client's watch call (keep_confirmed): its destructor waits at most this long.
+constexpr int kClientWatchMs = kMapLeaseMs / 2;
+constexpr int kRetryMs = 200;                    // pause after an etcd error
+constexpr int64_t kWantedStepNs = 50 * 1000000;  // Confirmed() stores its time at most this often
 }  // namespace
 
 Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap on_map,
-                         std::unique_ptr<MapWatcher>* out, bool watch) {
+                         std::unique_ptr<MapWatcher>* out, bool watch, bool keep_confirmed) {
   std::unique_ptr<MapWatcher> w(new MapWatcher(etcd, cluster.Prefix() + "map", std::move(on_map)));
+  w->keep_confirmed_ = watch && keep_confirmed;
   bool found = false;
   EtcdKv kv;
   int64_t revision = 0;
   const int64_t asked = NowNs();
+  w->reads_.fetch_add(1, std::memory_order_relaxed);
   Status s = etcd->Get(w->key_, &found, &kv, &revision);
   if (!s.ok()) return Status(s.code(), "reading cluster '" + cluster.name + "': " + s.message());
   if (!found)
@@ -36,6 +41,7 @@ Status MapWatcher::Start(EtcdClient* etcd, const ClusterAddress& cluster, OnMap 
     return Status(Code::kProtocolError, "cluster '" + cluster.name + "': its slot map was refused");
   w->confirmed_ns_.store(asked);
   if (watch) w->thread_ = std::thread([p = w.get()] { p->Loop(); });
+  if (w->keep_confirmed_) w->confirmer_ = std::thread([p = w.get()] { p->ConfirmLoop(); });
   *out = std::move(w);
   return Status::Ok();
 }
@@ -47,6 +53,7 @@ MapWatcher::~MapWatcher() {
   }
   stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (confirmer_.joinable()) confirmer_.join();
 }
 
 std::shared_ptr<const SlotMap> MapWatcher::current() const {
@@ -100,7 +107,20 @@ int64_t MapWatcher::NowNs() {
 }
 
 bool MapWatcher::Confirmed() const {
-  return NowNs() - confirmed_ns_.load(std::memory_order_acquire) < int64_t(kMapLeaseMs) * 1000000;
+  const int64_t now = NowNs();
+  if (keep_confirmed_) {
+    const int64_t was = wanted_ns_.load(std::memory_order_relaxed);
+    if (now - was >= kWantedStepNs) {
+      wanted_ns_.store(now, std::memory_order_relaxed);
+      // The confirming thread may be idle: wake it (no lost wake-up: it looks at wanted_ns_
+      // under this lock before it sleeps).
+      if (now - was >= int64_t(kKeepConfirmedMs) * 1000000) {
+        std::lock_guard<std::mutex> l(stop_mu_);
+        stop_cv_.notify_all();
+      }
+    }
+  }
+  return now - confirmed_ns_.load(std::memory_order_acquire) < int64_t(kMapLeaseMs) * 1000000;
 }
 
 Status MapWatcher::Refresh() {
@@ -108,6 +128,7 @@ Status MapWatcher::Refresh() {
   EtcdKv kv;
   int64_t revision = 0;
   const int64_t asked = NowNs();  // etcd's read is linearizable: it happened after this
+  reads_.fetch_add(1, std::memory_order_relaxed);
   Status s = etcd_->Get(key_, &found, &kv, &revision);
   if (!s.ok()) return s;
   if (!found) {
@@ -123,48 +144,63 @@ Status MapWatcher::Refresh() {
   return Status::Ok();
 }
 
+bool MapWatcher::Stopping() {
+  std::lock_guard<std::mutex> l(stop_mu_);
+  return stop_;
+}
+
+void MapWatcher::Pause(int ms, bool until_wanted) {
+  std::unique_lock<std::mutex> l(stop_mu_);
+  stop_cv_.wait_for(l, std::chrono::milliseconds(ms),
+                    [&] { return stop_ || (until_wanted && Wanted(NowNs())); });
+}
+
+void MapWatcher::ConfirmLoop() {
+  const int64_t every = int64_t(kMapLeaseMs) * 1000000 / 3;
+  while (!Stopping()) {
+    const int64_t now = NowNs();
+    std::shared_ptr<const SlotMap> m = current();
+    if (!Wanted(now) || !m || m->replicas() <= 1) {
+      Pause(kWatchMs, true);  // idle: no etcd read until a GET asks (or the map gains replicas)
+      continue;
+    }
+    const int64_t due = confirmed_ns_.load() + every;
+    if (now < due) {
+      Pause(int((due - now) / 1000000) + 1);
+      continue;
+    }
+    if (!Refresh().ok()) Pause(kRetryMs / 4);
+  }
+}
+
 void MapWatcher::Loop() {
-  auto stopping = [this] {
-    std::lock_guard<std::mutex> l(stop_mu_);
-    return stop_;
-  };
-  auto pause = [this](int ms) {
-    std::unique_lock<std::mutex> l(stop_mu_);
-    stop_cv_.wait_for(l, std::chrono::milliseconds(ms), [this] { return stop_; });
-  };
-  while (!stopping()) {
+  const int watch_ms = keep_confirmed_ ? kClientWatchMs : kWatchMs;
+  while (!Stopping()) {
     int64_t from;
     {
       MutexLock l(&mu_);
       from = revision_ + 1;
     }
-    // A replicated cluster's map is confirmed well within its lease (map_lease.h).
-    std::shared_ptr<const SlotMap> now_map = current();
-    const bool leased = now_map && now_map->replicas() > 1;
-    if (leased && NowNs() - confirmed_ns_.load() > int64_t(kMapLeaseMs) * 1000000 / 3) {
-      if (!Refresh().ok()) pause(kRetryMs / 4);
-      continue;
-    }
-    Status s = etcd_->Watch(key_, false, from, leased ? kMapLeaseMs / 4 : kWatchMs,
-                            [&](const std::vector<EtcdEvent>& events, int64_t) {
-                              for (const EtcdEvent& e : events) {
-                                if (e.deleted) {
-                                  bad_maps_.fetch_add(1);
-                                  LOG(ERROR)
-                                      << "cluster map " << key_ << " deleted; keeping the last map";
-                                  MutexLock l(&mu_);
-                                  revision_ = std::max(revision_, e.kv.mod_revision);
-                                } else {
-                                  Offer(e.kv.value, e.kv.mod_revision);
-                                }
-                              }
-                              return stopping();
-                            });
+    watches_.fetch_add(1, std::memory_order_relaxed);
+    Status s = etcd_->Watch(
+        key_, false, from, watch_ms, [&](const std::vector<EtcdEvent>& events, int64_t) {
+          for (const EtcdEvent& e : events) {
+            if (e.deleted) {
+              bad_maps_.fetch_add(1);
+              LOG(ERROR) << "cluster map " << key_ << " deleted; keeping the last map";
+              MutexLock l(&mu_);
+              revision_ = std::max(revision_, e.kv.mod_revision);
+            } else {
+              Offer(e.kv.value, e.kv.mod_revision);
+            }
+          }
+          return Stopping();
+        });
     if (s.ok() || s.code() == Code::kTimeout) continue;
     // Compacted past `from`, or etcd unreachable: read the map again, then watch from there.
     LOG_EVERY_N(WARNING, 20) << "watching " << key_ << ": " << s.ToString();
-    pause(kRetryMs);
-    if (!stopping()) (void)Refresh();
+    Pause(kRetryMs);
+    if (!Stopping()) (void)Refresh();
   }
 }
 

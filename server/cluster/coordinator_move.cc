@@ -22,7 +22,8 @@
 namespace rkv::cluster {
 
 namespace {
-constexpr int kRetryMs = 200;  // after an etcd error or lost compare
+constexpr int kRetryMs = 200;        // after an etcd error or lost compare
+constexpr uint64_t kJudgeEvery = 5;  // a running batch's progress and sides: every 5th look
 constexpr size_t kBatchSlots = 512;
 constexpr int kBatchTries = 3;          // a move batch that failed while both sides live
 constexpr int kBothLiveWaitMs = 10000;  // for both sides of a failed batch to be registered
@@ -110,7 +111,10 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
   // (the source died, hangs or cannot reach etcd): cancel it.
   ProgressWatch watch(rec.nonce, std::chrono::steady_clock::now());
   MigrationRecord now;
-  for (;;) {
+  // The record is read every kRetryMs (a finished batch is seen soon); the progress report and
+  // the two sides' liveness only every kJudgeEvery passes (they change on a scale of seconds:
+  // etcd's load from a long migration stays small).
+  for (uint64_t pass = 0;; ++pass) {
     if (Stopping()) return Status(Code::kUnavailable, "coordinator stopping");
     bool found = false;
     EtcdKv kv;
@@ -124,6 +128,10 @@ Status Coordinator::MoveBatch(Election* e, uint32_t from, uint32_t to,
       bool replicated = false, changed = false;
       Status u = Upkeep(e, false, &replicated, &changed);
       if (u.code() == Code::kUnauthenticated) return u;
+    }
+    if (pass % kJudgeEvery != 0) {
+      Pause(kRetryMs);
+      continue;
     }
     EtcdKv p;
     MigrationProgress reported;
