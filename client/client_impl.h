@@ -112,6 +112,13 @@ class ClientImpl {
   Status PostCall(wire::Op op, std::string_view key, std::string_view value, uint64_t* rid,
                   bool* posted);
   Status TakeCall(uint64_t* rid, std::string* payload);
+  // Non-blocking companions for a server worker's replication links (Connection::PollReply,
+  // completion_fd, RearmEvents): TakeCall does not wait once CallReady() said true.
+  bool CallReady() { return conn_ && conn_->PollReply(); }
+  int completion_fd() const { return conn_ ? conn_->completion_fd() : -1; }
+  Status RearmCompletions() {
+    return conn_ ? conn_->RearmEvents() : Status(Code::kConnectionLost, "not connected");
+  }
 
  private:
   enum class Step { kDone, kRetry };

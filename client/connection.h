@@ -93,6 +93,17 @@ class Connection {
   // connection: the requests still outstanding then have an unknown outcome.
   Status NextReply(uint64_t* rid, Code* server_status, std::string* payload);
 
+  // For a waiter that owns many connections and sleeps in its own poll() (a server worker's
+  // replication links, server/conn/replica_fast_path.h); never blocks. PollReply polls the CQ
+  // once and says whether a pipelined reply is ready for NextReply (which then does not wait);
+  // a failed completion breaks the connection (false; state()). completion_fd is the
+  // completion channel's descriptor (-1 without one: Options::reply_spin_us < 0); RearmEvents
+  // acknowledges every event waiting in it and asks for the next completion's, so the fd turns
+  // readable when one arrives (poll after it: one that came before the request is polled).
+  bool PollReply();
+  int completion_fd() const { return comp_ ? comp_->fd : -1; }
+  Status RearmEvents();
+
   // Test hook: sends `len` raw bytes as a request and waits for a reply (for malformed-input
   // tests). The bytes are not validated.
   Status SendRaw(const void* data, size_t len, Code* server_status, std::string* payload);

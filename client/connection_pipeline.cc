@@ -3,6 +3,7 @@
 // one QP, up to the server's request credits. The bookkeeping (send ring, receive slots) is
 // RpcWindow's; this file posts and decodes. No allocation beyond the caller's payload string.
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "client/connection.h"
@@ -63,6 +64,51 @@ Status Connection::NextReply(uint64_t* rid, Code* server_status, std::string* pa
   *rid = reply.request_id;
   *server_status = reply.status;
   if (payload) payload->assign(reply.payload);
+  return Status::Ok();
+}
+
+bool Connection::PollReply() {
+  if (state_ != State::kConnected) return false;
+  if (pipe_arrived_ > uint64_t(window_.replies_taken())) return true;
+  ibv_wc wc[16];
+  const int n = ibv_poll_cq(cq_.get(), 16, wc);
+  if (n < 0) {
+    (void)Broken(Status(Code::kIoError, "ibv_poll_cq failed"));
+    return false;
+  }
+  for (int k = 0; k < n; ++k) {
+    if (wc[k].status != IBV_WC_SUCCESS) {
+      (void)Broken(Status(Code::kConnectionLost, std::string("completion with error: ") +
+                                                     ibv_wc_status_str(wc[k].status)));
+      return false;
+    }
+    const uint64_t kind = wc[k].wr_id & 0xff;
+    if (kind == kPipeSend) {
+      window_.SendDone();
+    } else if (kind == kPipeRecv) {  // receives complete in posting order
+      pipe_len_[pipe_arrived_++ % kMaxPipeline] = wc[k].byte_len;
+    } else {  // only pipelined requests run on such a connection
+      (void)Broken(Status(Code::kProtocolError, "unexpected completion kind"));
+      return false;
+    }
+  }
+  return pipe_arrived_ > uint64_t(window_.replies_taken());
+}
+
+Status Connection::RearmEvents() {
+  if (!comp_) return Status(Code::kInvalidArgument, "no completion channel");
+  for (;;) {
+    ibv_cq* cq = nullptr;
+    void* ctx = nullptr;
+    if (ibv_get_cq_event(comp_.get(), &cq, &ctx) != 0) {
+      if (errno == EAGAIN) break;  // non-blocking (connection_open.cc)
+      return ErrnoStatus("ibv_get_cq_event", errno);
+    }
+    ibv_ack_cq_events(cq, 1);
+  }
+  if (int rc = ibv_req_notify_cq(cq_.get(), 0); rc != 0)
+    return ErrnoStatus("ibv_req_notify_cq", rc);
+  cq_armed_ = true;
   return Status::Ok();
 }
 

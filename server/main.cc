@@ -103,6 +103,11 @@ DEFINE_string(zone, "", "--cluster: this server's failure domain (0..32 printabl
 DEFINE_int32(cluster_lease_ttl, 2,
              "--cluster: seconds this server's etcd lease lives without a keepalive (2..60); a "
              "dead server's record goes after this, and with replicas its slots fail over");
+DEFINE_bool(replicate_on_worker, true,
+            "--cluster with replicas: a client's write is sent to the backups and answered by "
+            "the worker that received it, with no hand-off to a write thread (docs/cluster.md, "
+            "\"The replicated write's fast path\"); false: every replicated write goes through "
+            "the write pool");
 DEFINE_int32(
     cluster_suspect_after_ms, -1,
     "--cluster with replicas: a backup this server (its primary) cannot reach for this "
@@ -154,7 +159,7 @@ rkv::cli::Usage KvserverUsage() {
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
        {"Cluster",
         {"cluster", "zone", "cluster_lease_ttl", "cluster_suspect_after_ms", "cluster_disk_hold_ms",
-         "migration_rate"}},
+         "migration_rate", "replicate_on_worker"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
       "Exit status: 0 after SIGTERM or SIGINT (a clean stop), or for --check_config, --help,\n"
       "--version; 2 for a bad flag or a failed start (the message names the flag or the call).\n"
@@ -272,6 +277,7 @@ int main(int argc, char** argv) {
     if (FLAGS_zone.size() > 32) return Fail("--zone is longer than 32 bytes");
     o.zone = FLAGS_zone;
     o.cluster_lease_ttl_s = FLAGS_cluster_lease_ttl;
+    o.replicate_on_worker = FLAGS_replicate_on_worker;
     if (FLAGS_cluster_suspect_after_ms < -1 || FLAGS_cluster_suspect_after_ms > 600000)
       return Fail("--cluster_suspect_after_ms must be -1, 0 or up to 600000");
     o.cluster_suspect_after_ms = FLAGS_cluster_suspect_after_ms < 0

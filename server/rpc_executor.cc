@@ -48,17 +48,7 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
       code = Refuse(slot, word, &payload);
     } else {
       admitted = owners_ != nullptr;
-      auto apply = [&]() -> Status {
-        if (!put) return table_->Delete(req.key);
-        layout::EntryLocation where;
-        Status p = table_->Put(req.key, req.value, &where);
-        if (p.ok() && where.kind != layout::EntryLocation::kNone) {
-          uint8_t rec[layout::kEntryLocationWireSize];  // the client's location cache's hint
-          layout::EncodeEntryLocation(where, rec);
-          payload.assign(reinterpret_cast<const char*>(rec), sizeof rec);
-        }
-        return p;
-      };
+      auto apply = [&]() -> Status { return ApplyWrite(put, req.key, req.value, &payload); };
       s = replicator_ != nullptr ? replicator_->Write(slot, put, req.key, req.value, apply)
                                  : apply();
     }
@@ -94,12 +84,30 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     counters_->rpc_stats.fetch_add(1, std::memory_order_relaxed);
     payload = stats_text_();
   }
+  return EncodeOutcome(op, req.request_id, code, s, &payload, out, cap);
+}
+
+size_t RpcExecutor::EncodeOutcome(wire::Op op, uint64_t request_id, Code code, const Status& s,
+                                  std::string* payload, uint8_t* out, size_t cap) {
   if (code == Code::kOk && !s.ok()) {
     code = s.code();
-    payload = s.message();
+    *payload = s.message();
     if (code != Code::kNotFound) counters_->rpc_errors.fetch_add(1, std::memory_order_relaxed);
   }
-  return wire::EncodeReply(op, req.request_id, code, payload, out, cap);
+  return wire::EncodeReply(op, request_id, code, *payload, out, cap);
+}
+
+Status RpcExecutor::ApplyWrite(bool put, std::string_view key, std::string_view value,
+                               std::string* payload) {
+  if (!put) return table_->Delete(key);
+  layout::EntryLocation where;
+  Status p = table_->Put(key, value, &where);
+  if (p.ok() && where.kind != layout::EntryLocation::kNone) {
+    uint8_t rec[layout::kEntryLocationWireSize];  // the client's location cache's hint
+    layout::EncodeEntryLocation(where, rec);
+    payload->assign(reinterpret_cast<const char*>(rec), sizeof rec);
+  }
+  return p;
 }
 
 Code RpcExecutor::Refuse(uint32_t slot, uint64_t word, std::string* payload) {

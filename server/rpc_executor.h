@@ -64,6 +64,26 @@ class RpcExecutor {
   using ImportCheck = std::function<Status(uint64_t nonce, const std::vector<uint32_t>& slots)>;
   void SetImportCheck(ImportCheck check) { import_check_ = std::move(check); }
 
+  // A client's replicated PUT/DELETE on a worker's fast path (rpc_executor_fast.cc;
+  // server/conn/replica_fast_path.h): Execute's steps for it, split where the backups' replies
+  // are awaited. BeginFast: true when the request (moved out of *request then) is a
+  // well-formed PUT/DELETE of a slot this server is the primary of with backups, admitted
+  // through the slot's write gate, and the replicator began it (op->fw holds the slot's lock);
+  // false (nothing taken or held): execute it as usual. The caller posts op->fw to the backups
+  // and ends with EndFast (the reply written to out[0, cap), its length returned), or with
+  // AbortFast when nothing was posted (then executes op->request as usual). Any thread may end
+  // it; EndFast blocks only when some first attempt did not succeed (Replicator::EndFast).
+  struct FastOp {
+    std::string request;  // the received bytes
+    wire::Op op{};
+    uint64_t request_id = 0;
+    cluster::Replicator::FastWrite fw;
+  };
+  [[nodiscard]] bool BeginFast(std::string* request, FastOp* op);
+  size_t EndFast(FastOp* op, const Status* status, const bool* maybe_sent, uint8_t* out,
+                 size_t cap);
+  void AbortFast(FastOp* op);
+
  private:
   Table* const table_;
   ServerCounters* const counters_;
@@ -77,6 +97,11 @@ class RpcExecutor {
   std::unique_ptr<std::mutex[]> repl_mu_{new std::mutex[kReplStripes]};
   // REPLICATE (rpc_executor_replication.cc): a backup applying its primary's write.
   Status ExecuteReplicate(const wire::Request& req, std::string* payload);
+  // PUT/DELETE's table write (*payload: the entry's location for the client's cache).
+  Status ApplyWrite(bool put, std::string_view key, std::string_view value, std::string* payload);
+  // The reply: `code` unless OK and `s` failed (then s's code and message, counted).
+  size_t EncodeOutcome(wire::Op op, uint64_t request_id, Code code, const Status& s,
+                       std::string* payload, uint8_t* out, size_t cap);
   // REPLICATE's query (wire::kReplicateQuery): a promoted primary asks for the last write this
   // backup applied to a slot (Replicator::Resync).
   Status ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::string_view key,

@@ -282,6 +282,12 @@ Status Server::Start() {
   wenv.exec = exec_.get();
   wenv.writes = writes_.get();
   wenv.repl_writes = repl_writes_.get();
+  if (replicator != nullptr && opt_.replicate_on_worker) {
+    replica_links_ = replicator->link_options();
+    replica_links_.reply_spin_us = std::max(0, replica_links_.reply_spin_us);  // a channel
+    wenv.replica_links = &replica_links_;
+    wenv.owner_slots = owners_->num_slots();
+  }
   wenv.log = log_.get();
   if (cluster_) {
     // The node outlives the workers (destroyed after StopThreads joined them).

@@ -117,6 +117,7 @@ class Server {
   // the backups); repl_writes_: a replicated cluster's REPLICATE requests (WorkerEnv).
   std::unique_ptr<WritePool> writes_;
   std::unique_ptr<WritePool> repl_writes_;
+  Options replica_links_;  // the workers' replication links' options (WorkerEnv::replica_links)
   // --data_dir only: receive times of writes waiting for or in the pool (WorkerEnv).
   std::vector<Conn::Clock::time_point> write_received_;
   std::vector<uint32_t> write_ring_head_;

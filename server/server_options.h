@@ -27,6 +27,9 @@ struct ServerOptions {
   // A backup unreachable from its primary this long is reported (0: never; docs/cluster.md,
   // "Partial partitions").
   int cluster_suspect_after_ms = 5000;
+  // A replicated write goes to the backups from the worker that received it
+  // (server/conn/replica_fast_path.h); false: through the write pool.
+  bool replicate_on_worker = true;
   // With --data_dir: a server whose log fails steps down, and probes its directory again after
   // this long (doubling; docs/cluster.md, "A failing disk").
   int cluster_disk_hold_ms = 30000;

@@ -217,11 +217,12 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
   std::memcpy(msg->data(), &h, sizeof h);
   // The first attempt goes to every backup at once (each REPLICATE posted before any reply is
   // awaited: the backups apply it in parallel); a backup that did not apply it is then asked
-  // again alone, as below.
+  // again alone (Retry).
   const size_t n = snap.backups.size();
   if (n > kMaxBackups) return Status(Code::kInvalidArgument, "more backups than a slot can have");
   Attempt first[kMaxBackups];
   Status first_status[kMaxBackups];
+  bool first_maybe[kMaxBackups] = {};
   const auto first_started = SteadyClock::now();
   // Links are taken in backup-id order (a thread holds one per backup at once: two threads
   // taking the last links of two backups in opposite orders would wait on each other).
@@ -236,12 +237,25 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
     const size_t i = order[k];
     first_status[i] = Begin(slot, h.epoch, snap.backups[i], *msg, value, deadline, &first[i]);
   }
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < n; ++i) {
     if (first_status[i].ok()) first_status[i] = End(snap.backups[i], &first[i]);
+    first_maybe[i] = first[i].maybe_sent;
+  }
+  return Retry(slot, snap, msg, value, deadline, first_status, first_maybe, first_started, sent_any,
+               why);
+}
+
+Status Replicator::Retry(uint32_t slot, const Snapshot& snap, std::string* msg,
+                         std::string_view value, SteadyClock::time_point deadline,
+                         const Status* first_status, const bool* first_maybe,
+                         SteadyClock::time_point first_started, bool* sent_any, std::string* why) {
+  wire::ReplicateHeader h;
+  std::memcpy(&h, msg->data(), sizeof h);
+  const size_t n = snap.backups.size();
   // Every backup may hold the write once its first attempt may have reached it (and it did
   // not say "not applied"), whatever happens to the others' below.
   for (size_t i = 0; i < n; ++i)
-    if (!NotApplied(first_status[i].code())) *sent_any = *sent_any || first[i].maybe_sent;
+    if (!NotApplied(first_status[i].code())) *sent_any = *sent_any || first_maybe[i];
   for (size_t i = 0; i < n; ++i) {
     const Backup& b = snap.backups[i];
     for (bool is_first = true;; is_first = false) {
@@ -250,7 +264,7 @@ Status Replicator::SendAll(uint32_t slot, const Snapshot& snap, std::string* msg
       Status s;
       if (is_first) {
         s = first_status[i];
-        maybe_sent = first[i].maybe_sent;
+        maybe_sent = first_maybe[i];
       } else {
         s = SendOnce(slot, h.epoch, b, *msg, value, deadline, &maybe_sent);
       }
@@ -336,8 +350,17 @@ Status Replicator::WriteLocked(uint32_t slot, bool put, std::string_view key,
     }
     return a;
   }
+  std::string msg = Message(snap.epoch, seq, put, key, value);
+  bool sent_any = false;
+  std::string why;
+  Status r = SendAll(slot, snap, &msg, put ? value : std::string_view(), deadline, &sent_any, &why);
+  return AfterSend(slot, put, key, value, apply, seq, msg, r, sent_any, why, superseded);
+}
+
+std::string Replicator::Message(uint64_t epoch, uint64_t seq, bool put, std::string_view key,
+                                std::string_view value) const {
   wire::ReplicateHeader h{};
-  h.epoch = snap.epoch;
+  h.epoch = epoch;
   h.sequence = seq;
   h.sender_id = my_id_.load();
   h.kind = put ? wire::kReplicatePut : wire::kReplicateDelete;
@@ -345,6 +368,13 @@ Status Replicator::WriteLocked(uint32_t slot, bool put, std::string_view key,
   std::string msg(sizeof h, '\0');
   std::memcpy(msg.data(), &h, sizeof h);
   msg.append(key);
+  return msg;
+}
+
+Status Replicator::AfterSend(uint32_t slot, bool put, std::string_view key, std::string_view value,
+                             const std::function<Status()>& apply, uint64_t seq,
+                             const std::string& msg, const Status& r, bool sent_any,
+                             const std::string& why, bool superseded) {
   auto keep = [&] {  // the write may be on some replica: resent (and applied here) first next time
     NoteLacking(slot, key);  // a delivered one of another key this table had no room for
     DropKept(slot);  // the older one: of this key (this later write replaces it), or noted above
@@ -353,9 +383,6 @@ Status Replicator::WriteLocked(uint32_t slot, bool put, std::string_view key,
         std::make_unique<Pending>(Pending{put, WordEpoch(owners_->Word(slot)), std::string(key),
                                           std::string(put ? value : std::string_view()), msg});
   };
-  bool sent_any = false;
-  std::string why;
-  Status r = SendAll(slot, snap, &msg, put ? value : std::string_view(), deadline, &sent_any, &why);
   if (!r.ok()) {
     failures_.fetch_add(1, std::memory_order_relaxed);
     // Held by no backup: a refusal that says so keeps its code (TABLE_FULL: as a single server

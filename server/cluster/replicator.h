@@ -162,11 +162,6 @@ class Replicator {
   uint64_t resyncs() const { return resyncs_.load(); }              // slots resynced
   uint64_t resync_writes() const { return resync_writes_.load(); }  // keys written by them
 
- private:
-  struct Link {
-    std::unique_ptr<ClientImpl> client;
-    bool busy = false;
-  };
   struct Backup {
     uint32_t id = 0;
     std::string host;
@@ -178,10 +173,52 @@ class Replicator {
     uint32_t primary = 0;
     std::vector<Backup> backups;
   };
+  using SteadyClock = std::chrono::steady_clock;
+  static constexpr size_t kMaxBackups = kMaxReplicas - 1;
+
+  // The fast path (replicator_fast.cc; server/conn/replica_fast_path.h): a server worker that
+  // received a client's write sends it to the backups over links of its own and completes it
+  // when their replies are in, with no thread hand-off. The same write as Write's, in three
+  // steps: BeginFast takes the slot's lock (without waiting), the write's number and its
+  // message; the caller posts fw.msg (and fw.value for a PUT) to every backup of fw.snap, once
+  // each, and ends with EndFast (every first attempt's outcome: what Write's first attempt
+  // would have seen) or, when it posted nothing, AbortFast. EndFast does the rest exactly as
+  // Write: backups that did not apply it are asked again alone (on this replicator's own
+  // links: it may then wait, up to the write's deadline; with every outcome OK it does not),
+  // then the local apply, the keeping of a write of unknown outcome, the lock given back.
+  // Between BeginFast and EndFast/AbortFast the FastWrite owns the slot's lock: the caller
+  // must end it (from any thread) however its posts and waits go.
+  struct FastWrite {
+    uint32_t slot = 0;
+    bool put = false;
+    uint64_t seq = 0;
+    std::string key, value;  // copies: the request's bytes are the worker's
+    std::string msg;         // the REPLICATE key: header + key
+    Snapshot snap;           // the backups to post to, in order
+    SteadyClock::time_point started, deadline;
+    bool locked = false;
+  };
+  // False (nothing held): not now: the slot's lock is busy, it holds a kept write to resolve
+  // first, it has no backup, or this server is not its primary; use Write.
+  [[nodiscard]] bool BeginFast(uint32_t slot, bool put, std::string_view key,
+                               std::string_view value, FastWrite* fw);
+  // `status[i]`, `maybe_sent[i]`: the first attempt at fw->snap.backups[i] (a post that
+  // failed before anything left: not maybe_sent).
+  [[nodiscard]] Status EndFast(FastWrite* fw, const Status* status, const bool* maybe_sent,
+                               const std::function<Status()>& apply);
+  void AbortFast(FastWrite* fw);  // nothing was posted: the lock back, the number unused
+  uint64_t fast_writes() const { return fast_writes_.load(); }
+  // The options of connections to backups (auth token, timeouts, local address).
+  const Options& link_options() const { return o_.client; }
+
+ private:
+  struct Link {
+    std::unique_ptr<ClientImpl> client;
+    bool busy = false;
+  };
   Snapshot SnapshotOf(uint32_t slot) const;
   // Whether this server is the slot's primary in `snap` and its word says so.
   bool Primary(uint32_t slot, const Snapshot& snap) const;
-  using SteadyClock = std::chrono::steady_clock;
   // One attempt to have `b` apply the message; *maybe_sent: it may have reached the backup.
   // Its waits for the connect and the reply end early (the link broken, kConnectionLost) once
   // the applied map moved past `epoch` (the one the caller's snapshot was taken at) and no
@@ -212,7 +249,6 @@ class Replicator {
     Attempt(const Attempt&) = delete;
     Attempt& operator=(const Attempt&) = delete;
   };
-  static constexpr size_t kMaxBackups = kMaxReplicas - 1;
   Status Begin(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,
                std::string_view value, SteadyClock::time_point deadline, Attempt* a);
   Status End(const Backup& b, Attempt* a, std::string* reply = nullptr);
@@ -227,6 +263,20 @@ class Replicator {
   // map still wants; an answer, even a refusal, as reached).
   void TellSuspects(uint32_t slot, const Backup& b, const Status& s,
                     SteadyClock::time_point started);
+  // SendAll's second half: every backup whose first attempt did not apply the write is asked
+  // again alone until it does, the map drops it, a refusal is final or the deadline passes.
+  Status Retry(uint32_t slot, const Snapshot& snap, std::string* msg, std::string_view value,
+               SteadyClock::time_point deadline, const Status* first_status,
+               const bool* first_maybe, SteadyClock::time_point first_started, bool* sent_any,
+               std::string* why);
+  // A write's REPLICATE key (header + key) at `epoch` with number `seq`.
+  std::string Message(uint64_t epoch, uint64_t seq, bool put, std::string_view key,
+                      std::string_view value) const;
+  // Write's end once the backups were tried (`r`: SendAll's or Retry's outcome): the number
+  // used or not, the local apply, a write of unknown outcome kept. Under the slot's lock.
+  Status AfterSend(uint32_t slot, bool put, std::string_view key, std::string_view value,
+                   const std::function<Status()>& apply, uint64_t seq, const std::string& msg,
+                   const Status& r, bool sent_any, const std::string& why, bool superseded);
   // Write's body, under the slot's lock (held by the caller), with the write's deadline.
   Status WriteLocked(uint32_t slot, bool put, std::string_view key, std::string_view value,
                      const std::function<Status()>& apply, SteadyClock::time_point deadline);
@@ -275,6 +325,12 @@ class Replicator {
   // every unlock). What std::unique_lock needs of it here: try_lock_until and unlock.
   class SlotLock {
    public:
+    bool try_lock() {
+      std::lock_guard<std::mutex> l(mu_);
+      if (held_) return false;
+      held_ = true;
+      return true;
+    }
     bool try_lock_until(SteadyClock::time_point deadline) {
       std::unique_lock<std::mutex> l(mu_);
       if (!cv_.wait_until(l, deadline, [this] { return !held_; })) return false;
@@ -324,7 +380,7 @@ class Replicator {
   std::condition_variable links_cv_;
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_
   std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0}, kept_{0}, reverts_{0};
-  std::atomic<uint64_t> resyncs_{0}, resync_writes_{0};
+  std::atomic<uint64_t> resyncs_{0}, resync_writes_{0}, fast_writes_{0};
   // A slot's resync under way (guarded by the slot's lock): the promotion's epoch, the keys
   // named so far, when its first attempt began.
   struct ResyncState {

@@ -26,6 +26,12 @@ Status Worker::Init(ibv_context* ctx, int cqe) {
   if (!cq_) return ErrnoStatus("ibv_create_cq(" + std::to_string(cqe) + ")", errno);
   if (int rc = ibv_req_notify_cq(cq_.get(), 0); rc != 0)
     return ErrnoStatus("ibv_req_notify_cq", rc);
+  if (env_.replica_links != nullptr)
+    fast_ = std::make_unique<ReplicaFastPath>(env_.exec, *env_.replica_links, env_.owner_slots,
+                                              kSendSlotSize,
+                                              [this](std::shared_ptr<Conn> c, std::string reply) {
+                                                Reply(std::move(c), std::move(reply));
+                                              });
   return Status::Ok();
 }
 
@@ -35,6 +41,7 @@ void Worker::Start() {
 
 void Worker::Join() {
   if (thread_.joinable()) thread_.join();
+  fast_.reset();  // joins its helper (a late reply is queued, unread)
   // The Conns are destroyed by their owners (or at shutdown by the Server), not here.
   conns_.clear();
   closing_.clear();
@@ -52,9 +59,14 @@ void Worker::Loop() {
   while (!env_.stop->load()) {
     const bool spinning = spin.count() > 0 && Clock::now() - last_work < spin;
     int r = 0;
-    pollfd pfd[2] = {{channel_->fd, POLLIN, 0}, {queue_.fd(), POLLIN, 0}};
+    pfds_.clear();
+    pfds_.push_back({channel_->fd, POLLIN, 0});
+    pfds_.push_back({queue_.fd(), POLLIN, 0});
     if (!spinning) {
-      r = poll(pfd, 2, busy ? 0 : int(kTickPeriod.count()));
+      // Replicated writes in flight: their links' completion channels wake this loop too.
+      if (fast_ && fast_->in_flight() > 0) fast_->AppendFds(&pfds_);
+      r = poll(pfds_.data(), nfds_t(pfds_.size()), busy ? 0 : int(kTickPeriod.count()));
+      if (r > 0 && pfds_.size() > 2) fast_->Rearm(pfds_, 2);
       if (r < 0 && errno != EINTR) {
         PLOG_EVERY_N(ERROR, 100) << "poll(worker " << index_ << ")";
         continue;
@@ -62,6 +74,7 @@ void Worker::Loop() {
       if (!busy) env_.counters->worker_sleeps.fetch_add(1, std::memory_order_relaxed);
     }
     if (!spinning || queue_.MaybeNonEmpty()) DrainCommands();
+    const pollfd* pfd = pfds_.data();
     if (r > 0 && (pfd[0].revents & POLLIN)) {
       ibv_cq* cq = nullptr;
       void* ctx = nullptr;
@@ -87,11 +100,23 @@ void Worker::Loop() {
     if (n < 0) {
       LOG_EVERY_N(ERROR, 100) << "ibv_poll_cq(worker " << index_ << ") failed";
     }
+    if (fast_ && fast_->in_flight() > 0) FinishFast();
     busy = n == 32;  // more may be waiting: come back without sleeping
     const Clock::time_point now = Clock::now();
     if (handled > 0) last_work = now;
     if (now - last_tick_ >= kTickPeriod) Tick();
   }
+}
+
+void Worker::FinishFast() {
+  fast_done_.clear();
+  fast_->Poll(&fast_done_);
+  for (ReplicaFastPath::Done& d : fast_done_) {
+    --d.conn->w.in_pool;
+    SendReply(d.conn, d.reply);
+    SubmitNextWrite(d.conn);
+  }
+  fast_done_.clear();
 }
 
 void Worker::DrainCommands() {

@@ -46,6 +46,7 @@
 #include "common/wire.h"
 #include "server/conn/conn.h"
 #include "server/conn/conn_registry.h"
+#include "server/conn/replica_fast_path.h"
 #include "server/conn/srq_pool.h"
 #include "server/conn/wake_queue.h"
 #include "server/metrics/counters.h"
@@ -105,6 +106,10 @@ struct WorkerEnv {
   // of its write in the pool. Slots belong to one live connection, hence to one worker.
   Conn::Clock::time_point* write_received = nullptr;  // max_connections * (CreditLimit() + 1)
   uint32_t* write_ring_head = nullptr;                // max_connections
+  // A replicated cluster with --replicate_on_worker: the options of the workers' replication
+  // links (server/conn/replica_fast_path.h) and the cluster's slot count. Null: no fast path.
+  const Options* replica_links = nullptr;
+  uint32_t owner_slots = 0;
 };
 
 class Worker {
@@ -235,6 +240,13 @@ class Worker {
   static constexpr int kRepostBatch = 32;
   uint32_t repost_buf_[kRepostBatch];
   int reposts_ = 0;
+  // Replicated writes in flight on this worker (null: none go this way). Reset by Join, after
+  // the thread ended and before the command queue is emptied (its helper may still reply).
+  std::unique_ptr<ReplicaFastPath> fast_;
+  std::vector<pollfd> pfds_;                      // the loop's poll set (worker thread)
+  std::vector<ReplicaFastPath::Done> fast_done_;  // reused by the loop
+  // Replies of fast-path writes: as the pool's (kReply) would be.
+  void FinishFast();
 };
 
 }  // namespace rkv

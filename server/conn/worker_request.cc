@@ -160,6 +160,13 @@ void Worker::SubmitNextWrite(const std::shared_ptr<Conn>& c) {
     times[slots] = received;  // the write in the pool
   }
   ++w.in_pool;
+  // A client's replicated write first tries the fast path (server/conn/replica_fast_path.h),
+  // unless the log may make this thread wait for the disk.
+  if (fast_ && (env_.log == nullptr || env_.log->WriteInline()) && job.request.size() > 6 &&
+      (uint8_t(job.request[6]) == uint8_t(wire::Op::kPut) ||
+       uint8_t(job.request[6]) == uint8_t(wire::Op::kDelete)) &&
+      fast_->Try(c, &job.request))
+    return;
   // REPLICATE (op byte 6 of the validated header) has a pool of its own (WorkerEnv).
   WritePool* pool = env_.writes;
   if (env_.repl_writes != nullptr && job.request.size() > 6 &&

@@ -160,6 +160,10 @@ const Mapping kMappings[] = {
     {"repl_resync_writes", "rkv_replication_resync_writes_total", kC,
      "Replication: keys a resync wrote to the kept backups (this table's value of a key whose "
      "last write differed between the replicas)."},
+    {"repl_fast_writes", "rkv_replication_fast_writes_total", kC,
+     "Replication: client writes begun on the fast path (sent to the backups by the worker "
+     "that received them, no hand-off; those a backup did not apply at once end on its "
+     "helper thread)."},
     {"cluster_disk_step_downs", "rkv_cluster_disk_step_downs_total", kC,
      "Cluster: times this server gave up its replicas because its write-ahead log failed "
      "(NAME/draining/ put by itself)."},

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/conn/replica_fast_path.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "client/client_impl.h"
+#include "common/wire.h"
+
+namespace rkv {
+
+ReplicaFastPath::ReplicaFastPath(RpcExecutor* exec, Options link_options, uint32_t owner_slots,
+                                 size_t reply_cap, ReplyFn reply)
+    : exec_(exec),
+      options_(std::move(link_options)),
+      owner_slots_(owner_slots),
+      reply_cap_(reply_cap),
+      reply_(std::move(reply)) {
+  helper_ = std::thread([this] { HelperLoop(); });
+}
+
+ReplicaFastPath::~ReplicaFastPath() {
+  // The server is stopping (the worker thread ended): queued tasks are dropped as the write
+  // pool drops its jobs, a running one finishes, and writes in flight are left unanswered
+  // (their connections are torn down with the server; the backups' state decides them).
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+    tasks_.clear();
+  }
+  cv_.notify_all();
+  if (helper_.joinable()) helper_.join();
+  flights_.clear();
+  links_.clear();
+  ready_.clear();
+}
+
+ReplicaFastPath::Link* ReplicaFastPath::FreeLink(uint32_t backup) {
+  auto it = links_.find(backup);
+  if (it == links_.end()) return nullptr;
+  for (auto& l : it->second)
+    if (l->flight == nullptr && l->client && !l->client->broken()) return l.get();
+  return nullptr;
+}
+
+void ReplicaFastPath::AskForLink(const cluster::Replicator::Backup& b) {
+  const auto now = Clock::now();
+  if (auto it = backoff_.find(b.id); it != backoff_.end() && now < it->second) return;
+  const size_t have = links_.count(b.id) ? links_[b.id].size() : 0;
+  int& asked = connecting_[b.id];
+  if (have + size_t(asked) >= kLinksPerBackup || asked > 0) return;  // one connect at a time
+  ++asked;
+  Task t;
+  t.backup = b.id;
+  t.host = b.host;
+  t.port = b.port;
+  Push(std::move(t));
+}
+
+void ReplicaFastPath::AdoptLinks() {
+  std::vector<std::unique_ptr<Link>> got;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    got.swap(ready_);
+    has_ready_.store(false, std::memory_order_relaxed);
+  }
+  for (auto& link : got) {
+    int& asked = connecting_[link->backup];
+    if (asked > 0) --asked;
+    if (!link->client) {  // the connect failed: not asked again for a while
+      backoff_[link->backup] = Clock::now() + std::chrono::milliseconds(kBackoffMs);
+      continue;
+    }
+    Status s = link->client->RearmCompletions();  // armed before the worker first sleeps on it
+    if (!s.ok()) {
+      LOG_EVERY_N(WARNING, 20) << "replication link to server " << link->backup << ": "
+                               << s.ToString();
+      continue;
+    }
+    std::vector<std::unique_ptr<Link>>& pool = links_[link->backup];
+    if (pool.size() < kLinksPerBackup) pool.push_back(std::move(link));
+  }
+}
+
+void ReplicaFastPath::DropLink(Link* l) {
+  auto it = links_.find(l->backup);
+  if (it == links_.end()) return;
+  auto& pool = it->second;
+  pool.erase(std::remove_if(pool.begin(), pool.end(),
+                            [l](const std::unique_ptr<Link>& p) { return p.get() == l; }),
+             pool.end());
+}
+
+bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) {
+  if (flights_.size() >= kMaxInFlight) return false;
+  if (has_ready_.load(std::memory_order_acquire)) AdoptLinks();
+  auto f = std::make_unique<Flight>();
+  if (!exec_->BeginFast(request, &f->op)) return false;
+  const std::vector<cluster::Replicator::Backup>& backups = f->op.fw.snap.backups;
+  const size_t n = backups.size();
+  // A free link to every backup, or nothing is posted (backup ids are distinct: so are links).
+  bool all = true;
+  for (size_t i = 0; i < n; ++i) {
+    f->links[i] = FreeLink(backups[i].id);
+    if (f->links[i] == nullptr) {
+      AskForLink(backups[i]);
+      all = false;
+    }
+  }
+  if (!all) {
+    exec_->AbortFast(&f->op);
+    *request = std::move(f->op.request);
+    return false;
+  }
+  const std::string_view value = f->op.fw.put ? std::string_view(f->op.fw.value) : "";
+  for (size_t i = 0; i < n; ++i) {
+    Link* l = f->links[i];
+    bool posted = false;
+    Status s = l->client->PostCall(wire::Op::kReplicate, f->op.fw.msg, value, &l->rid, &posted);
+    if (s.ok() && !posted) s = Status(Code::kIoError, "REPLICATE not posted on an idle link");
+    f->maybe_sent[i] = true;  // as Replicator::Begin counts a post that failed
+    if (!s.ok()) {
+      f->status[i] = s;
+      f->links[i] = nullptr;
+      DropLink(l);
+      continue;
+    }
+    l->flight = f.get();
+    l->index = i;
+    ++f->waiting;
+  }
+  f->conn = c;
+  f->posted = Clock::now();
+  if (f->waiting == 0) {
+    HandOn(std::move(f));
+  } else {
+    flights_.push_back(std::move(f));
+  }
+  return true;
+}
+
+void ReplicaFastPath::Poll(std::vector<Done>* done) {
+  if (flights_.empty()) return;
+  const auto now = Clock::now();
+  for (size_t k = 0; k < flights_.size();) {
+    Flight* f = flights_[k].get();
+    const size_t n = f->op.fw.snap.backups.size();
+    for (size_t i = 0; i < n; ++i) {
+      Link* l = f->links[i];
+      if (l == nullptr) continue;
+      Status s;
+      if (l->client->CallReady()) {
+        uint64_t rid = 0;
+        std::string payload;
+        s = l->client->TakeCall(&rid, &payload);
+        if (s.ok() && rid != l->rid)
+          s = Status(Code::kProtocolError,
+                     "the backup answered another request than the REPLICATE");
+      } else if (l->client->broken()) {
+        s = Status(Code::kConnectionLost,
+                   "the replication link to server " + std::to_string(l->backup) + " broke");
+      } else if (now - f->posted > std::chrono::milliseconds(kWaitMs)) {
+        // Not a transport failure (kBusy is not reported as a suspect): the helper asks again.
+        s = Status(Code::kBusy, "no reply within " + std::to_string(kWaitMs) +
+                                    " ms on the fast path (the link is dropped)");
+        l->client.reset();
+      } else {
+        continue;
+      }
+      f->status[i] = s;
+      f->links[i] = nullptr;
+      --f->waiting;
+      if (!l->client || l->client->broken() || s.code() == Code::kProtocolError) {
+        DropLink(l);
+      } else {
+        l->flight = nullptr;
+      }
+    }
+    if (f->waiting > 0) {
+      ++k;
+      continue;
+    }
+    std::unique_ptr<Flight> mine = std::move(flights_[k]);
+    flights_.erase(flights_.begin() + long(k));
+    bool all_ok = true;
+    for (size_t i = 0; i < n; ++i) all_ok = all_ok && mine->status[i].ok();
+    if (!all_ok) {
+      HandOn(std::move(mine));
+      continue;
+    }
+    // Every backup applied it: EndFast does not wait (no retry), applies it here, answers.
+    std::string reply(reply_cap_, '\0');
+    const size_t len = exec_->EndFast(&mine->op, mine->status, mine->maybe_sent,
+                                      reinterpret_cast<uint8_t*>(reply.data()), reply.size());
+    reply.resize(len);
+    fast_.fetch_add(1, std::memory_order_relaxed);
+    done->push_back({std::move(mine->conn), std::move(reply)});
+  }
+}
+
+void ReplicaFastPath::AppendFds(std::vector<pollfd>* fds) {
+  polled_.clear();
+  for (const auto& f : flights_)
+    for (Link* l : f->links) {
+      if (l == nullptr) continue;
+      const int fd = l->client->completion_fd();
+      if (fd < 0) continue;
+      fds->push_back({fd, POLLIN, 0});
+      polled_.push_back(l);
+    }
+}
+
+void ReplicaFastPath::Rearm(const std::vector<pollfd>& fds, size_t from) {
+  for (size_t i = 0; i < polled_.size() && from + i < fds.size(); ++i)
+    if (fds[from + i].revents & POLLIN) {
+      Status s = polled_[i]->client->RearmCompletions();
+      if (!s.ok()) {  // Poll finds the link broken or overdue
+        LOG_EVERY_N(WARNING, 20) << "replication link to server " << polled_[i]->backup << ": "
+                                 << s.ToString();
+      }
+    }
+  polled_.clear();
+}
+
+void ReplicaFastPath::HandOn(std::unique_ptr<Flight> f) {
+  handed_on_.fetch_add(1, std::memory_order_relaxed);
+  Task t;
+  t.flight = std::move(f);
+  Push(std::move(t));
+}
+
+void ReplicaFastPath::Push(Task t) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    tasks_.push_back(std::move(t));
+  }
+  cv_.notify_one();
+}
+
+void ReplicaFastPath::HelperLoop() {
+  for (;;) {
+    Task t;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [this] { return stop_ || !tasks_.empty(); });
+      if (stop_) return;
+      t = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    if (t.flight) {  // a write whose first attempt failed somewhere: ended as Write would
+      Flight& f = *t.flight;
+      std::string reply(reply_cap_, '\0');
+      const size_t len = exec_->EndFast(&f.op, f.status, f.maybe_sent,
+                                        reinterpret_cast<uint8_t*>(reply.data()), reply.size());
+      reply.resize(len);
+      reply_(std::move(f.conn), std::move(reply));
+      continue;
+    }
+    auto link = std::make_unique<Link>();
+    link->backup = t.backup;
+    auto c = std::make_unique<ClientImpl>(t.host, t.port, options_);
+    Status s = c->Open();
+    if (s.ok() && c->owner_slots() != owner_slots_)
+      s = Status(Code::kProtocolError, "the backup has no ownership table of this cluster");
+    if (s.ok()) {
+      link->client = std::move(c);
+    } else {
+      LOG_EVERY_N(WARNING, 20) << "replication link to server " << t.backup << " (" << t.host << ":"
+                               << t.port << "): " << s.ToString();
+    }
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ready_.push_back(std::move(link));
+    }
+    has_ready_.store(true, std::memory_order_release);
+  }
+}
+
+}  // namespace rkv
