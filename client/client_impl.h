@@ -115,6 +115,7 @@ class ClientImpl {
   // Non-blocking companions for a server worker's replication links (Connection::PollReply,
   // completion_fd, RearmEvents): TakeCall does not wait once CallReady() said true.
   bool CallReady() { return conn_ && conn_->PollReply(); }
+  bool CallIdle() const { return conn_ && conn_->PipelineIdle(); }
   int completion_fd() const { return conn_ ? conn_->completion_fd() : -1; }
   Status RearmCompletions() {
     return conn_ ? conn_->RearmEvents() : Status(Code::kConnectionLost, "not connected");

@@ -101,6 +101,8 @@ class Connection {
   // acknowledges every event waiting in it and asks for the next completion's, so the fd turns
   // readable when one arrives (poll after it: one that came before the request is polled).
   bool PollReply();
+  // No pipelined request outstanding and every SEND completed: PostRpc will not wait.
+  bool PipelineIdle() const { return window_.idle(); }
   int completion_fd() const { return comp_ ? comp_->fd : -1; }
   Status RearmEvents();
 

@@ -83,6 +83,8 @@ class RpcExecutor {
   size_t EndFast(FastOp* op, const Status* status, const bool* maybe_sent, uint8_t* out,
                  size_t cap);
   void AbortFast(FastOp* op);
+  // Shutdown with the write posted and not ended: Replicator::FailFast, the gate left.
+  void FailFast(FastOp* op);
 
  private:
   Table* const table_;

@@ -36,6 +36,13 @@ void RpcExecutor::AbortFast(FastOp* op) {
   owners_->EndWrite(slot);
 }
 
+void RpcExecutor::FailFast(FastOp* op) {
+  if (!op->fw.locked) return;
+  const uint32_t slot = op->fw.slot;
+  replicator_->FailFast(&op->fw);
+  owners_->EndWrite(slot);
+}
+
 size_t RpcExecutor::EndFast(FastOp* op, const Status* status, const bool* maybe_sent, uint8_t* out,
                             size_t cap) {
   const bool put = op->op == wire::Op::kPut;

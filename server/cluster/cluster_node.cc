@@ -249,6 +249,8 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("repl_resyncs", replicator_ ? replicator_->resyncs() : 0));
   v->push_back(StatValue::U("repl_resync_writes", replicator_ ? replicator_->resync_writes() : 0));
   v->push_back(StatValue::U("repl_fast_writes", replicator_ ? replicator_->fast_writes() : 0));
+  v->push_back(
+      StatValue::U("repl_fast_continued", replicator_ ? replicator_->fast_continued() : 0));
   v->push_back(StatValue::U("cluster_suspects_reported", suspects_ ? suspects_->reported() : 0));
   v->push_back(StatValue::U("cluster_suspects_healed", suspects_ ? suspects_->healed() : 0));
   v->push_back(StatValue::U("cluster_suspects", suspects_ ? suspects_->suspected() : 0));

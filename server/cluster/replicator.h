@@ -207,6 +207,11 @@ class Replicator {
   [[nodiscard]] Status EndFast(FastWrite* fw, const Status* status, const bool* maybe_sent,
                                const std::function<Status()>& apply);
   void AbortFast(FastWrite* fw);  // nothing was posted: the lock back, the number unused
+  // The server is stopping with the write posted and not ended: its number is used up and it
+  // is kept as a write of unknown outcome (not applied here, not retried); the lock back.
+  void FailFast(FastWrite* fw);
+  // Fast writes whose first attempt did not succeed at every backup (ended by the helper).
+  uint64_t fast_continued() const { return fast_continued_.load(); }
   uint64_t fast_writes() const { return fast_writes_.load(); }
   // The options of connections to backups (auth token, timeouts, local address).
   const Options& link_options() const { return o_.client; }
@@ -325,15 +330,21 @@ class Replicator {
   // every unlock). What std::unique_lock needs of it here: try_lock_until and unlock.
   class SlotLock {
    public:
+    // Fails while another thread waits (try_lock_until): a worker's fast path that frees
+    // the lock and at once begins the next write of its slot must not starve the writes that
+    // went to the pool and wait for it.
     bool try_lock() {
       std::lock_guard<std::mutex> l(mu_);
-      if (held_) return false;
+      if (held_ || waiters_ > 0) return false;
       held_ = true;
       return true;
     }
     bool try_lock_until(SteadyClock::time_point deadline) {
       std::unique_lock<std::mutex> l(mu_);
-      if (!cv_.wait_until(l, deadline, [this] { return !held_; })) return false;
+      ++waiters_;
+      const bool got = cv_.wait_until(l, deadline, [this] { return !held_; });
+      --waiters_;
+      if (!got) return false;
       held_ = true;
       return true;
     }
@@ -349,6 +360,7 @@ class Replicator {
     std::mutex mu_;
     std::condition_variable cv_;
     bool held_ = false;  // guarded by mu_
+    int waiters_ = 0;    // guarded by mu_
   };
   std::unique_ptr<SlotLock[]> slot_mu_;  // one per slot: its writes in sequence order
   // A slot's last write of unknown outcome (it may be on some backup), resent before the
@@ -380,7 +392,7 @@ class Replicator {
   std::condition_variable links_cv_;
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;  // guarded by links_mu_
   std::atomic<uint64_t> writes_{0}, retries_{0}, failures_{0}, kept_{0}, reverts_{0};
-  std::atomic<uint64_t> resyncs_{0}, resync_writes_{0}, fast_writes_{0};
+  std::atomic<uint64_t> resyncs_{0}, resync_writes_{0}, fast_writes_{0}, fast_continued_{0};
   // A slot's resync under way (guarded by the slot's lock): the promotion's epoch, the keys
   // named so far, when its first attempt began.
   struct ResyncState {

@@ -37,6 +37,12 @@ Status Replicator::EndFast(FastWrite* fw, const Status* status, const bool* mayb
   if (!fw->locked) return Status(Code::kInvalidArgument, "EndFast without a begun write");
   bool sent_any = false;
   std::string why;
+  const size_t n = fw->snap.backups.size();
+  for (size_t i = 0; i < n; ++i)
+    if (!status[i].ok()) {
+      fast_continued_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
   // The first attempts went to fw->snap at its epoch; the retries (if any) re-read the map.
   Status r = Retry(fw->slot, fw->snap, &fw->msg, fw->value, fw->deadline, status, maybe_sent,
                    fw->started, &sent_any, &why);
@@ -46,6 +52,16 @@ Status Replicator::EndFast(FastWrite* fw, const Status* status, const bool* mayb
   fw->locked = false;
   slot_mu_[fw->slot].unlock();
   return out;
+}
+
+void Replicator::FailFast(FastWrite* fw) {
+  if (!fw->locked) return;
+  (void)AfterSend(
+      fw->slot, fw->put, fw->key, fw->value, [] { return Status::Ok(); }, fw->seq, fw->msg,
+      Status(Code::kUnavailable, "the server is stopping"),
+      /*sent_any=*/true, "the server is stopping", /*superseded=*/false);
+  fw->locked = false;
+  slot_mu_[fw->slot].unlock();
 }
 
 void Replicator::AbortFast(FastWrite* fw) {

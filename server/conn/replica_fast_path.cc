@@ -12,27 +12,35 @@
 namespace rkv {
 
 ReplicaFastPath::ReplicaFastPath(RpcExecutor* exec, Options link_options, uint32_t owner_slots,
-                                 size_t reply_cap, ReplyFn reply)
+                                 size_t reply_cap, const WriteLog* log, ReplyFn reply)
     : exec_(exec),
       options_(std::move(link_options)),
       owner_slots_(owner_slots),
       reply_cap_(reply_cap),
+      log_(log),
       reply_(std::move(reply)) {
-  helper_ = std::thread([this] { HelperLoop(); });
+  connector_ = std::thread([this] { ConnectorLoop(); });
 }
 
 ReplicaFastPath::~ReplicaFastPath() {
-  // The server is stopping (the worker thread ended): queued tasks are dropped as the write
-  // pool drops its jobs, a running one finishes, and writes in flight are left unanswered
-  // (their connections are torn down with the server; the backups' state decides them).
+  // The server is stopping (the worker thread ended). Writes not ended are failed: number used,
+  // kept as outcome unknown, lock and gate released (nobody waits for their replies).
+  std::deque<std::unique_ptr<Flight>> waiting;
+  std::vector<std::thread> helpers;
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_ = true;
-    tasks_.clear();
+    waiting.swap(ends_);
+    connects_.clear();
+    helpers.swap(helpers_);
   }
   cv_.notify_all();
-  if (helper_.joinable()) helper_.join();
+  ccv_.notify_all();
+  for (auto& f : waiting) exec_->FailFast(&f->op);
+  for (auto& f : flights_) exec_->FailFast(&f->op);
   flights_.clear();
+  for (auto& t : helpers) t.join();  // a running end finishes (its deadline bounds it)
+  if (connector_.joinable()) connector_.join();
   links_.clear();
   ready_.clear();
 }
@@ -40,8 +48,11 @@ ReplicaFastPath::~ReplicaFastPath() {
 ReplicaFastPath::Link* ReplicaFastPath::FreeLink(uint32_t backup) {
   auto it = links_.find(backup);
   if (it == links_.end()) return nullptr;
-  for (auto& l : it->second)
-    if (l->flight == nullptr && l->client && !l->client->broken()) return l.get();
+  for (auto& l : it->second) {
+    if (l->flight != nullptr || l->failed || !l->client || l->client->broken()) continue;
+    (void)l->client->CallReady();  // takes late SEND completions: then PostCall never waits
+    if (l->client->CallIdle()) return l.get();
+  }
   return nullptr;
 }
 
@@ -52,11 +63,11 @@ void ReplicaFastPath::AskForLink(const cluster::Replicator::Backup& b) {
   int& asked = connecting_[b.id];
   if (have + size_t(asked) >= kLinksPerBackup || asked > 0) return;  // one connect at a time
   ++asked;
-  Task t;
-  t.backup = b.id;
-  t.host = b.host;
-  t.port = b.port;
-  Push(std::move(t));
+  Connect c;
+  c.backup = b.id;
+  c.host = b.host;
+  c.port = b.port;
+  PushConnect(std::move(c));
 }
 
 void ReplicaFastPath::AdoptLinks() {
@@ -80,21 +91,41 @@ void ReplicaFastPath::AdoptLinks() {
       continue;
     }
     std::vector<std::unique_ptr<Link>>& pool = links_[link->backup];
+    link->last_used = Clock::now();
     if (pool.size() < kLinksPerBackup) pool.push_back(std::move(link));
   }
+}
+
+void ReplicaFastPath::Tick() {
+  if (has_ready_.load(std::memory_order_acquire)) AdoptLinks();
+  const auto idle_before = Clock::now() - std::chrono::milliseconds(kIdleMs);
+  for (auto& [backup, pool] : links_)
+    for (size_t i = 0; i < pool.size();) {
+      Link* l = pool[i].get();
+      if (l->flight == nullptr && l->last_used < idle_before) {
+        DropLink(l);  // erases pool[i]
+      } else {
+        ++i;
+      }
+    }
 }
 
 void ReplicaFastPath::DropLink(Link* l) {
   auto it = links_.find(l->backup);
   if (it == links_.end()) return;
   auto& pool = it->second;
-  pool.erase(std::remove_if(pool.begin(), pool.end(),
-                            [l](const std::unique_ptr<Link>& p) { return p.get() == l; }),
-             pool.end());
+  for (size_t i = 0; i < pool.size(); ++i)
+    if (pool[i].get() == l) {
+      Connect c;
+      c.dead = std::move(pool[i]);
+      pool.erase(pool.begin() + long(i));
+      PushConnect(std::move(c));
+      return;
+    }
 }
 
 bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) {
-  if (flights_.size() >= kMaxInFlight) return false;
+  if (flights_.size() + handed_.load(std::memory_order_relaxed) >= kMaxInFlight) return false;
   if (has_ready_.load(std::memory_order_acquire)) AdoptLinks();
   auto f = std::make_unique<Flight>();
   if (!exec_->BeginFast(request, &f->op)) return false;
@@ -128,7 +159,7 @@ bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) 
       continue;
     }
     l->flight = f.get();
-    l->index = i;
+    l->last_used = Clock::now();
     ++f->waiting;
   }
   f->conn = c;
@@ -158,21 +189,21 @@ void ReplicaFastPath::Poll(std::vector<Done>* done) {
         if (s.ok() && rid != l->rid)
           s = Status(Code::kProtocolError,
                      "the backup answered another request than the REPLICATE");
-      } else if (l->client->broken()) {
+      } else if (l->client->broken() || l->failed) {
         s = Status(Code::kConnectionLost,
                    "the replication link to server " + std::to_string(l->backup) + " broke");
       } else if (now - f->posted > std::chrono::milliseconds(kWaitMs)) {
         // Not a transport failure (kBusy is not reported as a suspect): the helper asks again.
         s = Status(Code::kBusy, "no reply within " + std::to_string(kWaitMs) +
                                     " ms on the fast path (the link is dropped)");
-        l->client.reset();
+        l->failed = true;
       } else {
         continue;
       }
       f->status[i] = s;
       f->links[i] = nullptr;
       --f->waiting;
-      if (!l->client || l->client->broken() || s.code() == Code::kProtocolError) {
+      if (l->failed || l->client->broken() || s.code() == Code::kProtocolError) {
         DropLink(l);
       } else {
         l->flight = nullptr;
@@ -186,7 +217,8 @@ void ReplicaFastPath::Poll(std::vector<Done>* done) {
     flights_.erase(flights_.begin() + long(k));
     bool all_ok = true;
     for (size_t i = 0; i < n; ++i) all_ok = all_ok && mine->status[i].ok();
-    if (!all_ok) {
+    // The apply may log: not on the worker when the log would make it wait for the disk.
+    if (!all_ok || (log_ != nullptr && !log_->WriteInline())) {
       HandOn(std::move(mine));
       continue;
     }
@@ -195,7 +227,6 @@ void ReplicaFastPath::Poll(std::vector<Done>* done) {
     const size_t len = exec_->EndFast(&mine->op, mine->status, mine->maybe_sent,
                                       reinterpret_cast<uint8_t*>(reply.data()), reply.size());
     reply.resize(len);
-    fast_.fetch_add(1, std::memory_order_relaxed);
     done->push_back({std::move(mine->conn), std::move(reply)});
   }
 }
@@ -213,7 +244,11 @@ void ReplicaFastPath::AppendFds(std::vector<pollfd>* fds) {
 }
 
 void ReplicaFastPath::Rearm(const std::vector<pollfd>& fds, size_t from) {
-  for (size_t i = 0; i < polled_.size() && from + i < fds.size(); ++i)
+  for (size_t i = 0; i < polled_.size() && from + i < fds.size(); ++i) {
+    if (fds[from + i].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+      polled_[i]->failed = true;  // Poll ends its write's attempt; else poll() would spin
+      continue;
+    }
     if (fds[from + i].revents & POLLIN) {
       Status s = polled_[i]->client->RearmCompletions();
       if (!s.ok()) {  // Poll finds the link broken or overdue
@@ -221,41 +256,65 @@ void ReplicaFastPath::Rearm(const std::vector<pollfd>& fds, size_t from) {
                                  << s.ToString();
       }
     }
+  }
   polled_.clear();
 }
 
 void ReplicaFastPath::HandOn(std::unique_ptr<Flight> f) {
-  handed_on_.fetch_add(1, std::memory_order_relaxed);
-  Task t;
-  t.flight = std::move(f);
-  Push(std::move(t));
-}
-
-void ReplicaFastPath::Push(Task t) {
+  handed_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard<std::mutex> l(mu_);
-    tasks_.push_back(std::move(t));
+    ends_.push_back(std::move(f));
+    // A helper for every write waiting (at most kMaxInFlight): each may wait for a backup
+    // until its deadline, and the writes behind it must not wait past theirs.
+    if (idle_helpers_ < ends_.size() && helpers_.size() < kMaxInFlight)
+      helpers_.emplace_back([this] { HelperLoop(); });
   }
   cv_.notify_one();
 }
 
+void ReplicaFastPath::PushConnect(Connect c) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    connects_.push_back(std::move(c));
+  }
+  ccv_.notify_one();
+}
+
 void ReplicaFastPath::HelperLoop() {
   for (;;) {
-    Task t;
+    std::unique_ptr<Flight> f;
     {
       std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [this] { return stop_ || !tasks_.empty(); });
+      ++idle_helpers_;
+      cv_.wait(l, [this] { return stop_ || !ends_.empty(); });
+      --idle_helpers_;
       if (stop_) return;
-      t = std::move(tasks_.front());
-      tasks_.pop_front();
+      f = std::move(ends_.front());
+      ends_.pop_front();
     }
-    if (t.flight) {  // a write whose first attempt failed somewhere: ended as Write would
-      Flight& f = *t.flight;
-      std::string reply(reply_cap_, '\0');
-      const size_t len = exec_->EndFast(&f.op, f.status, f.maybe_sent,
-                                        reinterpret_cast<uint8_t*>(reply.data()), reply.size());
-      reply.resize(len);
-      reply_(std::move(f.conn), std::move(reply));
+    // A write whose first attempt did not succeed everywhere: ended as Write would.
+    std::string reply(reply_cap_, '\0');
+    const size_t len = exec_->EndFast(&f->op, f->status, f->maybe_sent,
+                                      reinterpret_cast<uint8_t*>(reply.data()), reply.size());
+    reply.resize(len);
+    reply_(std::move(f->conn), std::move(reply));
+    handed_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void ReplicaFastPath::ConnectorLoop() {
+  for (;;) {
+    Connect t;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      ccv_.wait(l, [this] { return stop_ || !connects_.empty(); });
+      if (stop_) return;
+      t = std::move(connects_.front());
+      connects_.pop_front();
+    }
+    if (t.dead) {  // a dropped link: its disconnect and teardown here, not on the worker
+      t.dead.reset();
       continue;
     }
     auto link = std::make_unique<Link>();

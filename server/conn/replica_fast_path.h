@@ -7,24 +7,31 @@
 // the same worker (RpcExecutor::EndFast), which slept in poll() on its CQ and the links'
 // completion channels meanwhile. A write pays one wake-up on this server (the backups'
 // replies) where the write pool paid three (the pool thread, its wait, the hand-back).
-// Anything else goes the usual way: a write this path cannot begin (the slot's lock busy, a
-// kept write, no free link to a backup) is left to the caller (the write pool), and one whose
-// first attempt failed somewhere (a refusal, a broken link, no reply within kWaitMs) is ended
-// by this object's helper thread (RpcExecutor::EndFast: retries, the kept-write rules, as
+// Anything else goes the usual way: a write this path cannot begin (the slot's lock busy or
+// awaited by a pool thread, a kept write, no idle link to a backup) is left to the caller (the
+// write pool), and one whose first attempt failed somewhere (a refusal, a broken link, no
+// reply within kWaitMs), or that a log turned slow would make the worker wait for, is ended by
+// one of this object's helper threads (RpcExecutor::EndFast: retries, the kept-write rules, as
 // Replicator::Write), which hands its reply to the worker (Worker::Reply) as the pool does.
-// So no worker ever waits for another server: two servers that are each other's backups
-// cannot block each other's workers.
+// So the worker never waits for another server or for a retry: two servers that are each
+// other's backups cannot block each other's workers.
 // Links: up to kLinksPerBackup per backup, each carrying one write at a time, made by the
-// helper thread (connect and OPEN block) when a write found none free, and given to the worker
-// (AdoptLinks); a backup whose connect failed is not asked again for kBackoffMs. A link whose
-// transport failed, or whose reply is overdue, is destroyed (a late reply dies with it).
-// Bounds: kMaxInFlight writes in flight per worker; the helper's queue holds at most one task
-// per write in flight plus one connect per link place.
-// Thread safety: Try, Poll, AppendFds, Rearm and InFlight on the worker thread only; the helper
-// thread touches only the tasks handed to it (and the ready links it makes, under mu_).
-// Shutdown (destructor, after the worker thread ended): writes still in flight are ended by
-// the helper as failed first attempts (bounded by the replicator's max_wait_ms); then it is
-// joined. Ownership: borrows the executor and the reply function's worker (both outlive it).
+// connector thread (connect and OPEN block) when a write found none idle, and given to the
+// worker (AdoptLinks); a backup whose connect failed is not asked again for kBackoffMs. A
+// link whose transport failed, or whose reply is overdue, is dropped (a late reply dies with
+// it), and one idle for kIdleMs is closed (a backup that left the map); the connector destroys
+// them (disconnects block).
+// Bounds: kMaxInFlight writes per worker between BeginFast and their end, those handed to the
+// helpers included; helper threads are started on demand, at most kMaxInFlight; the
+// connector's queue holds at most one connect per backup and the links dropped.
+// Thread safety: Try, Poll, Tick, AppendFds and Rearm on the worker thread only; a helper
+// touches only the write handed to it, the connector only its tasks (links reach the worker
+// under mu_).
+// Shutdown (destructor, after the worker thread ended): writes in flight or waiting for a
+// helper are failed (RpcExecutor::FailFast: number used, kept as outcome unknown, lock and
+// gate released; their connections are torn down with the server), running helpers finish
+// (bounded by the replicator's max_wait_ms), then every thread is joined.
+// Ownership: borrows the executor, the log and the reply function's worker (all outlive it).
 #ifndef RKV_SERVER_CONN_REPLICA_FAST_PATH_H_
 #define RKV_SERVER_CONN_REPLICA_FAST_PATH_H_
 
@@ -46,6 +53,7 @@
 #include "rkv/client.h"
 #include "server/conn/conn.h"
 #include "server/rpc_executor.h"
+#include "server/write_log.h"
 
 namespace rkv {
 
@@ -59,6 +67,7 @@ class ReplicaFastPath {
   // the helper's attempt counts as the first, a resend answered as such by a backup that had it).
   static constexpr int kWaitMs = 1000;
   static constexpr int kBackoffMs = 1000;
+  static constexpr int kIdleMs = 10000;
   using Clock = std::chrono::steady_clock;
   // Any thread: hands a reply to the connection's worker (Worker::Reply).
   using ReplyFn = std::function<void(std::shared_ptr<Conn>, std::string)>;
@@ -68,9 +77,10 @@ class ReplicaFastPath {
   };
 
   // owner_slots: the cluster's slot count (a link's server must have that ownership table);
-  // reply_cap: the largest reply (Worker::kSendSlotSize).
+  // reply_cap: the largest reply (Worker::kSendSlotSize); log (may be null): a write is applied
+  // on the worker only while log->WriteInline().
   ReplicaFastPath(RpcExecutor* exec, Options link_options, uint32_t owner_slots, size_t reply_cap,
-                  ReplyFn reply);
+                  const WriteLog* log, ReplyFn reply);
   ~ReplicaFastPath();
   ReplicaFastPath(const ReplicaFastPath&) = delete;
   ReplicaFastPath& operator=(const ReplicaFastPath&) = delete;
@@ -84,11 +94,11 @@ class ReplicaFastPath {
   // The completion channels of links with a write in flight, for the worker's poll().
   void AppendFds(std::vector<pollfd>* fds);
   // After poll(): takes the events of the channels AppendFds added from fds[from] on that are
-  // readable, and asks for the next ones (then Poll).
+  // readable, and asks for the next ones (then Poll). A channel in error fails its link.
   void Rearm(const std::vector<pollfd>& fds, size_t from);
+  // Every worker tick: adopts links made, closes idle ones.
+  void Tick();
   size_t in_flight() const { return flights_.size(); }
-  uint64_t fast() const { return fast_.load(std::memory_order_relaxed); }
-  uint64_t handed_on() const { return handed_on_.load(std::memory_order_relaxed); }
 
  private:
   struct Flight;
@@ -96,8 +106,9 @@ class ReplicaFastPath {
     uint32_t backup = 0;
     std::unique_ptr<ClientImpl> client;
     Flight* flight = nullptr;  // the write it carries (null: free)
-    size_t index = 0;          // which backup of that write
     uint64_t rid = 0;
+    bool failed = false;  // its completion channel reported an error
+    Clock::time_point last_used;
   };
   struct Flight {
     std::shared_ptr<Conn> conn;
@@ -108,25 +119,27 @@ class ReplicaFastPath {
     size_t waiting = 0;
     Clock::time_point posted;
   };
-  struct Task {
-    std::unique_ptr<Flight> flight;  // a write to end; else a connect:
+  struct Connect {  // a connector task: a link to make (or, with `dead`, one to destroy)
     uint32_t backup = 0;
     std::string host;
     uint16_t port = 0;
+    std::unique_ptr<Link> dead;
   };
 
   Link* FreeLink(uint32_t backup);
   void AskForLink(const cluster::Replicator::Backup& b);
   void AdoptLinks();
-  void DropLink(Link* l);
-  void HandOn(std::unique_ptr<Flight> f);  // to the helper
-  void Push(Task t);
+  void DropLink(Link* l);                  // its destruction goes to the connector
+  void HandOn(std::unique_ptr<Flight> f);  // to a helper (one is started if none is idle)
+  void PushConnect(Connect c);
   void HelperLoop();
+  void ConnectorLoop();
 
   RpcExecutor* const exec_;
   const Options options_;
   const uint32_t owner_slots_;
   const size_t reply_cap_;
+  const WriteLog* const log_;
   const ReplyFn reply_;
   std::vector<Link*> polled_;  // the links of AppendFds's fds, in order (worker thread)
   // Worker thread only.
@@ -134,15 +147,19 @@ class ReplicaFastPath {
   std::map<uint32_t, int> connecting_;             // connects asked for and not yet back
   std::map<uint32_t, Clock::time_point> backoff_;  // no connect before
   std::vector<std::unique_ptr<Flight>> flights_;
-  std::atomic<uint64_t> fast_{0}, handed_on_{0};
-  // Shared with the helper.
+  std::atomic<size_t> handed_{0};  // handed to the helpers and not yet ended
+  // Shared with the helpers and the connector.
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Task> tasks_;                    // guarded by mu_
+  std::condition_variable cv_;                // helpers: a write to end
+  std::condition_variable ccv_;               // the connector: a task
+  std::deque<std::unique_ptr<Flight>> ends_;  // guarded by mu_
+  std::deque<Connect> connects_;              // guarded by mu_
   std::vector<std::unique_ptr<Link>> ready_;  // made links (client null: failed), guarded by mu_
   std::atomic<bool> has_ready_{false};
-  bool stop_ = false;  // guarded by mu_
-  std::thread helper_;
+  bool stop_ = false;                 // guarded by mu_
+  size_t idle_helpers_ = 0;           // guarded by mu_
+  std::vector<std::thread> helpers_;  // guarded by mu_ (joined by the destructor)
+  std::thread connector_;
 };
 
 }  // namespace rkv

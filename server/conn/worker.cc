@@ -28,7 +28,7 @@ Status Worker::Init(ibv_context* ctx, int cqe) {
     return ErrnoStatus("ibv_req_notify_cq", rc);
   if (env_.replica_links != nullptr)
     fast_ = std::make_unique<ReplicaFastPath>(env_.exec, *env_.replica_links, env_.owner_slots,
-                                              kSendSlotSize,
+                                              kSendSlotSize, env_.log,
                                               [this](std::shared_ptr<Conn> c, std::string reply) {
                                                 Reply(std::move(c), std::move(reply));
                                               });

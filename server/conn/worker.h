@@ -67,9 +67,10 @@ struct WorkerEnv {
   // PUT and DELETE go here when set (a durable server: they wait for the log); else the worker
   // executes them itself.
   WritePool* writes = nullptr;
-  // A replicated cluster (server/cluster/replicator.h): every PUT/DELETE goes to `writes` (it
-  // waits for the backups), and REPLICATE to `repl_writes`, a pool of its own, so that two
-  // primaries waiting for each other's backups never wait for their own pool threads.
+  // A replicated cluster (server/cluster/replicator.h): a PUT/DELETE that the worker's fast
+  // path (replica_links below) does not take goes to `writes` (it waits for the backups), and
+  // REPLICATE to `repl_writes`, a pool of its own, so that two primaries waiting for each
+  // other's backups never wait for their own pool threads.
   WritePool* repl_writes = nullptr;
   // With `writes`: the log, asked before each hand-over whether this worker may log the write
   // itself (WriteLog::WriteInline). Outlives the workers.

@@ -14,6 +14,7 @@ namespace rkv {
 using namespace worker_internal;  // NOLINT(build/namespaces): this class's own helpers
 
 void Worker::Tick() {
+  if (fast_) fast_->Tick();  // links made, idle ones closed
   const ServerOptions& o = *env_.opt;
   auto now = Clock::now();
   // This thread may itself have been held (a write it logged inline met a stalled disk, or the

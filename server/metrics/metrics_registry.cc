@@ -164,6 +164,10 @@ const Mapping kMappings[] = {
      "Replication: client writes begun on the fast path (sent to the backups by the worker "
      "that received them, no hand-off; those a backup did not apply at once end on its "
      "helper thread)."},
+    {"repl_fast_continued", "rkv_replication_fast_continued_total", kC,
+     "Replication: fast-path writes whose first attempt did not succeed at every backup (a "
+     "refusal, a broken link, no reply within 1 s), ended by a helper thread as the write "
+     "pool would."},
     {"cluster_disk_step_downs", "rkv_cluster_disk_step_downs_total", kC,
      "Cluster: times this server gave up its replicas because its write-ahead log failed "
      "(NAME/draining/ put by itself)."},

@@ -126,6 +126,15 @@ tot=0; for i in 0 1 2; do tot=$((tot + $(stat_of "$i" entries))); done
 [ $lrc = 0 ] && [ "$tot" -ge 3000 ] &&
   pass "a verified load of 1500 keys is held twice: $tot entries over the servers" ||
   fail "replicated load" "rc $lrc entries $tot: $(tail -2 "$logs/load.out")"
+# The load's writes went through the workers' fast path (server/conn/replica_fast_path.h): the
+# verified load above, and every section below, test it (the write pool takes the rest).
+fw=0; rw=0; fc=0
+for i in 0 1 2; do
+  fw=$((fw + $(stat_of "$i" repl_fast_writes))); rw=$((rw + $(stat_of "$i" repl_writes)))
+  fc=$((fc + $(stat_of "$i" repl_fast_continued)))
+done
+[ "$fw" -gt 0 ] && pass "replicated writes on the workers' fast path: $fw of $rw ($fc ended by a helper)" ||
+  fail "the fast path" "repl_fast_writes $fw of repl_writes $rw"
 
 if want bad; then
 # --- bad replication messages ---------------------------------------------------------------------
