@@ -260,6 +260,9 @@ class Replicator {
   // A backup's refusal that asking again cannot change (BAD_REQUEST, TOO_LARGE,
   // INVALID_ARGUMENT, TABLE_FULL).
   static bool Permanent(Code c);
+  // A refusal that says the backup did not apply the message (TABLE_FULL, TOO_LARGE,
+  // BAD_REQUEST): its sequence did not move.
+  static bool NotApplied(Code c);
   // Resync's question to one backup: its last write to the slot (*has false: none named).
   Status AskLastWrite(uint32_t slot, const Snapshot& snap, const Backup& b,
                       SteadyClock::time_point deadline, bool* has, uint64_t* digest,
