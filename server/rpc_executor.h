@@ -83,8 +83,9 @@ class RpcExecutor {
   size_t EndFast(FastOp* op, const Status* status, const bool* maybe_sent, uint8_t* out,
                  size_t cap);
   void AbortFast(FastOp* op);
-  // Shutdown with the write posted and not ended: Replicator::FailFast, the gate left.
-  void FailFast(FastOp* op);
+  // Shutdown with the write posted and not ended (status/maybe_sent as for EndFast):
+  // Replicator::FailFast, the gate left. Not counted, not marked dirty (the server stops).
+  void FailFast(FastOp* op, const Status* status, const bool* maybe_sent);
 
  private:
   Table* const table_;

@@ -36,10 +36,10 @@ void RpcExecutor::AbortFast(FastOp* op) {
   owners_->EndWrite(slot);
 }
 
-void RpcExecutor::FailFast(FastOp* op) {
+void RpcExecutor::FailFast(FastOp* op, const Status* status, const bool* maybe_sent) {
   if (!op->fw.locked) return;
   const uint32_t slot = op->fw.slot;
-  replicator_->FailFast(&op->fw);
+  replicator_->FailFast(&op->fw, status, maybe_sent);
   owners_->EndWrite(slot);
 }
 

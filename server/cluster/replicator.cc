@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
-#include <thread>
 
 #include "client/client_impl.h"
 #include "common/wire.h"

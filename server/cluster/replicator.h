@@ -186,8 +186,8 @@ class Replicator {
   // Write: backups that did not apply it are asked again alone (on this replicator's own
   // links: it may then wait, up to the write's deadline; with every outcome OK it does not),
   // then the local apply, the keeping of a write of unknown outcome, the lock given back.
-  // Between BeginFast and EndFast/AbortFast the FastWrite owns the slot's lock: the caller
-  // must end it (from any thread) however its posts and waits go.
+  // Between BeginFast and EndFast/AbortFast/FailFast the FastWrite owns the slot's lock: the
+  // caller must end it (from any thread) however its posts and waits go.
   struct FastWrite {
     uint32_t slot = 0;
     bool put = false;
@@ -207,9 +207,11 @@ class Replicator {
   [[nodiscard]] Status EndFast(FastWrite* fw, const Status* status, const bool* maybe_sent,
                                const std::function<Status()>& apply);
   void AbortFast(FastWrite* fw);  // nothing was posted: the lock back, the number unused
-  // The server is stopping with the write posted and not ended: its number is used up and it
-  // is kept as a write of unknown outcome (not applied here, not retried); the lock back.
-  void FailFast(FastWrite* fw);
+  // The server is stopping with the write posted and not ended (`status`, `maybe_sent` as for
+  // EndFast; a reply still due: not OK, maybe sent): if a backup may hold it, its number is
+  // used up and it is kept as a write of unknown outcome (not applied here, not retried), else
+  // the number stays unused; the lock back.
+  void FailFast(FastWrite* fw, const Status* status, const bool* maybe_sent);
   // Fast writes whose first attempt did not succeed at every backup (ended by the helper).
   uint64_t fast_continued() const { return fast_continued_.load(); }
   uint64_t fast_writes() const { return fast_writes_.load(); }

@@ -54,12 +54,16 @@ Status Replicator::EndFast(FastWrite* fw, const Status* status, const bool* mayb
   return out;
 }
 
-void Replicator::FailFast(FastWrite* fw) {
+void Replicator::FailFast(FastWrite* fw, const Status* status, const bool* maybe_sent) {
   if (!fw->locked) return;
+  bool sent_any = false;  // as Retry counts it
+  for (size_t i = 0; i < fw->snap.backups.size(); ++i)
+    if (!NotApplied(status[i].code())) sent_any = sent_any || maybe_sent[i];
+  // The apply is never run: AfterSend with a failure only settles the number and the keeping.
   (void)AfterSend(
       fw->slot, fw->put, fw->key, fw->value, [] { return Status::Ok(); }, fw->seq, fw->msg,
-      Status(Code::kUnavailable, "the server is stopping"),
-      /*sent_any=*/true, "the server is stopping", /*superseded=*/false);
+      Status(Code::kUnavailable, "the server is stopping"), sent_any, "the server is stopping",
+      /*superseded=*/false);
   fw->locked = false;
   slot_mu_[fw->slot].unlock();
 }

@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <system_error>
 #include <utility>
 
 #include "client/client_impl.h"
@@ -26,18 +27,23 @@ ReplicaFastPath::~ReplicaFastPath() {
   // The server is stopping (the worker thread ended). Writes not ended are failed: number used,
   // kept as outcome unknown, lock and gate released (nobody waits for their replies).
   std::deque<std::unique_ptr<Flight>> waiting;
+  std::deque<Connect> connects;  // torn down outside the lock
   std::vector<std::thread> helpers;
   {
     std::lock_guard<std::mutex> l(mu_);
     stop_ = true;
     waiting.swap(ends_);
-    connects_.clear();
+    connects.swap(connects_);
     helpers.swap(helpers_);
   }
   cv_.notify_all();
   ccv_.notify_all();
-  for (auto& f : waiting) exec_->FailFast(&f->op);
-  for (auto& f : flights_) exec_->FailFast(&f->op);
+  for (auto& f : waiting) exec_->FailFast(&f->op, f->status, f->maybe_sent);
+  for (auto& f : flights_) {  // replies still due: those backups may hold it
+    for (size_t i = 0; i < cluster::Replicator::kMaxBackups; ++i)
+      if (f->links[i] != nullptr) f->status[i] = Status(Code::kBusy, "the server is stopping");
+    exec_->FailFast(&f->op, f->status, f->maybe_sent);
+  }
   flights_.clear();
   for (auto& t : helpers) t.join();  // a running end finishes (its deadline bounds it)
   if (connector_.joinable()) connector_.join();
@@ -48,11 +54,22 @@ ReplicaFastPath::~ReplicaFastPath() {
 ReplicaFastPath::Link* ReplicaFastPath::FreeLink(uint32_t backup) {
   auto it = links_.find(backup);
   if (it == links_.end()) return nullptr;
+  Link* dead = nullptr;
   for (auto& l : it->second) {
-    if (l->flight != nullptr || l->failed || !l->client || l->client->broken()) continue;
-    (void)l->client->CallReady();  // takes late SEND completions: then PostCall never waits
-    if (l->client->CallIdle()) return l.get();
+    if (l->flight != nullptr) continue;
+    // Takes late SEND completions (then PostCall never waits). An idle link has no reply due:
+    // one arriving is a protocol error.
+    if (!l->failed && l->client && l->client->CallReady()) l->failed = true;
+    if (l->failed || !l->client || l->client->broken()) {
+      dead = l.get();  // dropped below, not while iterating its pool
+      continue;
+    }
+    if (l->client->CallIdle()) {
+      if (dead != nullptr) DropLink(dead);  // another link of this pool: `l` stays valid
+      return l.get();
+    }
   }
+  if (dead != nullptr) DropLink(dead);  // a new one is asked for (AskForLink)
   return nullptr;
 }
 
@@ -85,14 +102,19 @@ void ReplicaFastPath::AdoptLinks() {
       continue;
     }
     Status s = link->client->RearmCompletions();  // armed before the worker first sleeps on it
-    if (!s.ok()) {
-      LOG_EVERY_N(WARNING, 20) << "replication link to server " << link->backup << ": "
-                               << s.ToString();
+    std::vector<std::unique_ptr<Link>>& pool = links_[link->backup];
+    if (!s.ok() || pool.size() >= kLinksPerBackup) {
+      if (!s.ok()) {
+        LOG_EVERY_N(WARNING, 20) << "replication link to server " << link->backup << ": "
+                                 << s.ToString();
+      }
+      Connect c;  // torn down by the connector, not on this thread
+      c.dead = std::move(link);
+      PushConnect(std::move(c));
       continue;
     }
-    std::vector<std::unique_ptr<Link>>& pool = links_[link->backup];
     link->last_used = Clock::now();
-    if (pool.size() < kLinksPerBackup) pool.push_back(std::move(link));
+    pool.push_back(std::move(link));
   }
 }
 
@@ -151,7 +173,7 @@ bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) 
     bool posted = false;
     Status s = l->client->PostCall(wire::Op::kReplicate, f->op.fw.msg, value, &l->rid, &posted);
     if (s.ok() && !posted) s = Status(Code::kIoError, "REPLICATE not posted on an idle link");
-    f->maybe_sent[i] = true;  // as Replicator::Begin counts a post that failed
+    f->maybe_sent[i] = posted;  // set only once ibv_post_send took the SEND
     if (!s.ok()) {
       f->status[i] = s;
       f->links[i] = nullptr;
@@ -267,8 +289,13 @@ void ReplicaFastPath::HandOn(std::unique_ptr<Flight> f) {
     ends_.push_back(std::move(f));
     // A helper for every write waiting (at most kMaxInFlight): each may wait for a backup
     // until its deadline, and the writes behind it must not wait past theirs.
-    if (idle_helpers_ < ends_.size() && helpers_.size() < kMaxInFlight)
-      helpers_.emplace_back([this] { HelperLoop(); });
+    if (idle_helpers_ < ends_.size() && helpers_.size() < kMaxInFlight) {
+      try {
+        helpers_.emplace_back([this] { HelperLoop(); });
+      } catch (const std::system_error& e) {  // no thread now: a running helper takes it later
+        LOG_EVERY_N(ERROR, 20) << "replication fast path: no helper thread: " << e.what();
+      }
+    }
   }
   cv_.notify_one();
 }

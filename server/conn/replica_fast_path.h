@@ -89,7 +89,7 @@ class ReplicaFastPath {
   // ReplyFn. False: *request is untouched; execute it the usual way.
   bool Try(const std::shared_ptr<Conn>& c, std::string* request);
   // Takes the replies that arrived; writes every backup applied end here (their replies in
-  // *done); the others go to the helper.
+  // *done); the others go to the helpers.
   void Poll(std::vector<Done>* done);
   // The completion channels of links with a write in flight, for the worker's poll().
   void AppendFds(std::vector<pollfd>* fds);

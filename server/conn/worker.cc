@@ -41,7 +41,7 @@ void Worker::Start() {
 
 void Worker::Join() {
   if (thread_.joinable()) thread_.join();
-  fast_.reset();  // joins its helper (a late reply is queued, unread)
+  fast_.reset();  // fails writes not ended, joins its threads (a late reply is queued, unread)
   // The Conns are destroyed by their owners (or at shutdown by the Server), not here.
   conns_.clear();
   closing_.clear();

@@ -161,9 +161,9 @@ const Mapping kMappings[] = {
      "Replication: keys a resync wrote to the kept backups (this table's value of a key whose "
      "last write differed between the replicas)."},
     {"repl_fast_writes", "rkv_replication_fast_writes_total", kC,
-     "Replication: client writes begun on the fast path (sent to the backups by the worker "
-     "that received them, no hand-off; those a backup did not apply at once end on its "
-     "helper thread)."},
+     "Replication: client writes ended on the fast path (sent to the backups by the worker "
+     "that received them, no hand-off; those a backup did not apply at once end on the fast "
+     "path's helper threads)."},
     {"repl_fast_continued", "rkv_replication_fast_continued_total", kC,
      "Replication: fast-path writes whose first attempt did not succeed at every backup (a "
      "refusal, a broken link, no reply within 1 s), ended by a helper thread as the write "
