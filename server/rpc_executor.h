@@ -86,6 +86,11 @@ class RpcExecutor {
   // Shutdown with the write posted and not ended (status/maybe_sent as for EndFast):
   // Replicator::FailFast, the gate left. Not counted, not marked dirty (the server stops).
   void FailFast(FastOp* op, const Status* status, const bool* maybe_sent);
+  // Replicator::FastDropped: the map no longer wants `backup`'s reply to this write (its wait
+  // ends now; the end retries per the new map). *seen_epoch starts as op->fw.snap.epoch.
+  [[nodiscard]] bool FastDropped(const FastOp& op, uint32_t backup, uint64_t* seen_epoch) const {
+    return replicator_ != nullptr && replicator_->FastDropped(op.fw, backup, seen_epoch);
+  }
 
  private:
   Table* const table_;

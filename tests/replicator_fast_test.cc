@@ -142,6 +142,56 @@ TEST_F(ReplicatorFastTest, FailFastUsesTheNumberOnlyIfABackupMayHoldTheWrite) {
   r_->AbortFast(&next);
 }
 
+// The fast path's map-change hook: a reply wait ends once the applied map no longer wants the
+// backup's ack, and the end then goes on per the new map, as SendOnce's wait does.
+TEST_F(ReplicatorFastTest, AWaitForABackupTheMapDroppedEndsAndTheWriteGoesOn) {
+  const std::string k = KeyOf(3);
+  Replicator::FastWrite fw;
+  ASSERT_TRUE(r_->BeginFast(3, true, k, "v1", &fw));
+  uint64_t seen = fw.snap.epoch;
+  EXPECT_FALSE(r_->FastDropped(fw, 2, &seen)) << "the map did not move";
+  EXPECT_EQ(seen, 5u);
+  SlotMap m;  // epoch 6: server 3 replaces server 2 as slot 3's backup, others unchanged
+  ASSERT_TRUE(SlotMap::Create(kSlots, 2, 99, &m).ok());
+  m.AddServer({1, "127.0.0.1", 1});
+  m.AddServer({2, "127.0.0.1", 1});
+  m.AddServer({3, "127.0.0.1", 1});
+  for (uint32_t slot = 0; slot < kSlots; ++slot) {
+    ASSERT_TRUE(m.Assign(slot, 0, m.IndexOf(1)));
+    ASSERT_TRUE(m.Assign(slot, 1, m.IndexOf(slot == 3 ? 3 : 2)));
+  }
+  m.set_epoch(6);
+  r_->SetMap(m);
+  uint64_t other_seen = 5;
+  Replicator::FastWrite other;  // slot 4 still has server 2: its wait goes on
+  ASSERT_TRUE(r_->BeginFast(4, true, KeyOf(4), "x", &other));
+  EXPECT_FALSE(r_->FastDropped(other, 2, &other_seen));
+  EXPECT_EQ(other_seen, 6u);
+  r_->AbortFast(&other);
+  EXPECT_TRUE(r_->FastDropped(fw, 2, &seen)) << "slot 3 no longer wants server 2's ack";
+  EXPECT_EQ(seen, 6u);
+  // The wait ended as a lost link (maybe sent); server 2 is no longer listed, so the end does
+  // not ask it again and the write is applied (server 3 is the resync's to bring up to date).
+  Status lost[1] = {Status(Code::kConnectionLost, "the map dropped server 2")};
+  bool sent[1] = {true};
+  EXPECT_TRUE(r_->EndFast(&fw, lost, sent, [&] { return Apply(k, "v1"); }).ok());
+  std::string v;
+  EXPECT_TRUE(table_->Get(k, &v).ok());
+  EXPECT_EQ(v, "v1");
+  // Deposed: this server is no longer slot 3's primary; the wait ends and the write fails.
+  ASSERT_TRUE(r_->BeginFast(3, true, k, "v2", &fw));
+  seen = fw.snap.epoch;
+  m.set_epoch(7);
+  ASSERT_TRUE(m.Assign(3, 0, m.IndexOf(2)));  // server 2 the primary, server 3 still backup
+  r_->SetMap(m);
+  EXPECT_TRUE(r_->FastDropped(fw, 3, &seen)) << "this server is no longer the primary";
+  EXPECT_FALSE(r_->FastDropped(fw, 3, &seen)) << "the same epoch is not looked at twice";
+  lost[0] = Status(Code::kConnectionLost, "deposed");
+  EXPECT_FALSE(r_->EndFast(&fw, lost, sent, [&] { return Apply(k, "v2"); }).ok());
+  EXPECT_TRUE(table_->Get(k, &v).ok());
+  EXPECT_EQ(v, "v1") << "a write whose primary was deposed is not applied";
+}
+
 TEST_F(ReplicatorFastTest, NotThePrimaryNoBackupsOrAnUnknownSlotAreDeclined) {
   Replicator::FastWrite fw;
   EXPECT_FALSE(r_->BeginFast(kSlots, true, "k", "v", &fw));

@@ -212,6 +212,11 @@ class Replicator {
   // used up and it is kept as a write of unknown outcome (not applied here, not retried), else
   // the number stays unused; the lock back.
   void FailFast(FastWrite* fw, const Status* status, const bool* maybe_sent);
+  // The fast path's map-change hook (as SendOnce's Attempt::Dropped): whether the applied map
+  // moved past *seen_epoch (then updated) and no longer wants `backup`'s ack for the write (it
+  // dropped the backup, or this server as primary). False without looking while the epoch did
+  // not move: a relaxed load, no lock. Any thread.
+  [[nodiscard]] bool FastDropped(const FastWrite& fw, uint32_t backup, uint64_t* seen_epoch) const;
   // Fast writes whose first attempt did not succeed at every backup (ended by the helper).
   uint64_t fast_continued() const { return fast_continued_.load(); }
   uint64_t fast_writes() const { return fast_writes_.load(); }

@@ -186,6 +186,7 @@ bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) 
   }
   f->conn = c;
   f->posted = Clock::now();
+  for (uint64_t& e : f->seen_epoch) e = f->op.fw.snap.epoch;
   if (f->waiting == 0) {
     HandOn(std::move(f));
   } else {
@@ -214,6 +215,13 @@ void ReplicaFastPath::Poll(std::vector<Done>* done) {
       } else if (l->client->broken() || l->failed) {
         s = Status(Code::kConnectionLost,
                    "the replication link to server " + std::to_string(l->backup) + " broke");
+      } else if (exec_->FastDropped(f->op, l->backup, &f->seen_epoch[i])) {
+        // The map no longer wants this backup's reply (it left the slot, or this server is no
+        // longer its primary): the end retries per the new map, as SendOnce's wait ends. A
+        // late reply dies with the link.
+        s = Status(Code::kConnectionLost, "the map dropped server " + std::to_string(l->backup) +
+                                              " from the slot's backups");
+        l->failed = true;
       } else if (now - f->posted > std::chrono::milliseconds(kWaitMs)) {
         // Not a transport failure (kBusy is not reported as a suspect): the helper asks again.
         s = Status(Code::kBusy, "no reply within " + std::to_string(kWaitMs) +

@@ -10,7 +10,9 @@
 // Anything else goes the usual way: a write this path cannot begin (the slot's lock busy or
 // awaited by a pool thread, a kept write, no idle link to a backup) is left to the caller (the
 // write pool), and one whose first attempt failed somewhere (a refusal, a broken link, no
-// reply within kWaitMs), or that a log turned slow would make the worker wait for, is ended by
+// reply within kWaitMs, a backup the applied map dropped meanwhile: Replicator::FastDropped,
+// looked at each time the worker polls, about every 50 ms while it sleeps), or that a log
+// turned slow would make the worker wait for, is ended by
 // one of this object's helper threads (RpcExecutor::EndFast: retries, the kept-write rules, as
 // Replicator::Write), which hands its reply to the worker (Worker::Reply) as the pool does.
 // So the worker never waits for another server or for a retry: two servers that are each
@@ -118,6 +120,7 @@ class ReplicaFastPath {
     bool maybe_sent[cluster::Replicator::kMaxBackups] = {};
     size_t waiting = 0;
     Clock::time_point posted;
+    uint64_t seen_epoch[cluster::Replicator::kMaxBackups] = {};  // the map last looked at
   };
   struct Connect {  // a connector task: a link to make (or, with `dead`, one to destroy)
     uint32_t backup = 0;
