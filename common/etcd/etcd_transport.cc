@@ -242,6 +242,8 @@ Status EtcdTransport::Authenticate(const std::string& endpoint, int timeout_ms) 
 
 Status EtcdTransport::Post(const std::string& path, const std::string& body, std::string* response,
                            int timeout_ms, Consumer consume, void* arg) {
+  posts_.fetch_add(1, std::memory_order_relaxed);
+  if (path == "/v3/kv/range") range_posts_.fetch_add(1, std::memory_order_relaxed);
   return NoThrow("request", [&]() -> Status {
     const size_t n = o_.endpoints.size();
     const auto deadline =

@@ -20,6 +20,8 @@
 #ifndef RKV_COMMON_ETCD_ETCD_TRANSPORT_H_
 #define RKV_COMMON_ETCD_ETCD_TRANSPORT_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +71,10 @@ class EtcdTransport {
   const EtcdSettings& settings() const { return o_; }
   // Requests that moved to another endpoint because one could not be reached.
   uint64_t failovers() const;
+  // Post calls made (each a request to etcd, retries not counted): what a component costs etcd.
+  uint64_t posts() const { return posts_.load(std::memory_order_relaxed); }
+  // Of those, reads (/v3/kv/range).
+  uint64_t range_posts() const { return range_posts_.load(std::memory_order_relaxed); }
 
  private:
   explicit EtcdTransport(EtcdSettings o) : o_(std::move(o)) {}
@@ -85,6 +91,8 @@ class EtcdTransport {
   std::string token_ GUARDED_BY(mu_);   // etcd auth token ("" without auth)
   size_t current_ GUARDED_BY(mu_) = 0;  // index into o_.endpoints
   uint64_t failovers_ GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> posts_{0};
+  std::atomic<uint64_t> range_posts_{0};
 };
 
 }  // namespace rkv

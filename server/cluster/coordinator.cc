@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <memory>
 #include <chrono>
 #include <map>
 #include <vector>
@@ -55,13 +56,21 @@ void Coordinator::Pause(int ms) {
 }
 
 void Coordinator::Loop() {
+  // One candidacy per lease: a Campaign that timed out goes on waiting where it left off.
+  std::unique_ptr<Election> candidacy;
+  int64_t candidacy_lease = 0;
   while (!Stopping()) {
     const int64_t lease = lease_();
     if (lease == 0) {
+      candidacy.reset();
       Pause(kRetryMs);
       continue;
     }
-    Election e(etcd_, Key("coordinator/"), lease);
+    if (!candidacy || candidacy_lease != lease) {
+      candidacy = std::make_unique<Election>(etcd_, Key("coordinator/"), lease);
+      candidacy_lease = lease;
+    }
+    Election& e = *candidacy;
     // With a probe (a replicated cluster) the wait is short: between waits the leader is
     // probed, and one found dead is not waited for (ProbeLeader).
     Status s =
@@ -72,10 +81,12 @@ void Coordinator::Loop() {
     }
     if (!s.ok()) {
       LOG_EVERY_N(WARNING, 20) << "cluster coordinator: campaign: " << s.ToString();
+      candidacy.reset();
       Pause(kRetryMs);
       continue;
     }
     leading_.store(true);
+    watch_from_ = 0;  // a new leadership reads everything again (ServeOnce)
     LOG(INFO) << "cluster coordinator: server " << my_id_ << " leads (fencing token "
               << e.fencing_token() << ")";
     while (!Stopping() && lease_() == lease) {
@@ -88,29 +99,61 @@ void Coordinator::Loop() {
     }
     leading_.store(false);
     if (probe_ != nullptr) probe_->SetTargets({});  // only the leader probes
+    targets_.clear();
+    next_leader_read_ = {};  // who leads now is read at the next ProbeLeader
     if (Stopping()) (void)e.Resign();
+    candidacy.reset();  // the next candidacy reads the line afresh
   }
 }
 
 Status Coordinator::ServeOnce(Election* e) {
+  if (watch_from_ == 0) {  // a new leadership, or after a request or a failed watch
+    bool found = false;
+    EtcdKv kv;
+    int64_t revision = 0;
+    Status s = etcd_->Get(Key("request"), &found, &kv, &revision);
+    if (!s.ok()) return s;
+    // Every change after `revision` reaches the watch below; the reads that follow see at
+    // least that revision.
+    watch_from_ = revision;
+    dirty_ = true;
+    request_maybe_ = true;
+  }
   bool replicated = false;
   Status s = Maintain(e, &replicated);
   if (!s.ok()) return s;
   bool found = false;
   EtcdKv req_kv;
-  int64_t revision = 0;
-  s = etcd_->Get(Key("request"), &found, &req_kv, &revision);
-  if (!s.ok()) return s;
-  if (!found) {
-    // With replicas, failures are looked for every kFailoverCheckMs.
-    s = etcd_->Watch(Key("request"), false, revision + 1, replicated ? kFailoverCheckMs : kWaitMs,
-                     [&](const std::vector<EtcdEvent>& ev, int64_t) {
-                       for (const EtcdEvent& x : ev)
-                         if (!x.deleted) return true;
-                       return Stopping();
-                     });
-    return s.code() == Code::kTimeout ? Status::Ok() : s;
+  if (request_maybe_) {
+    request_maybe_ = false;
+    s = etcd_->Get(Key("request"), &found, &req_kv, nullptr);
+    if (!s.ok()) {
+      request_maybe_ = true;
+      return s;
+    }
   }
+  if (!found) {
+    // Asleep until something changes under the cluster's prefix: a request (NAME/request), or
+    // what the upkeep reads (the map, members, reports). With replicas, the probe's verdicts
+    // are looked at every kFailoverCheckMs (Maintain) without reading etcd.
+    s = etcd_->Watch(cluster_.Prefix(), true, watch_from_ + 1,
+                     replicated ? kFailoverCheckMs : kWaitMs,
+                     [&](const std::vector<EtcdEvent>& ev, int64_t) {
+                       for (const EtcdEvent& x : ev) {
+                         watch_from_ = std::max(watch_from_, x.kv.mod_revision);
+                         if (x.kv.key == Key("request")) {
+                           if (!x.deleted) request_maybe_ = true;
+                         } else if (x.kv.key != Key("result")) {
+                           dirty_ = true;
+                         }
+                       }
+                       return request_maybe_ || dirty_ || Stopping();
+                     });
+    if (s.code() == Code::kTimeout) return Status::Ok();
+    if (!s.ok()) watch_from_ = 0;  // e.g. compacted past it: read everything again
+    return s;
+  }
+  watch_from_ = 0;  // the request's work changed much: read everything again next time
   ClusterRequest req;
   ClusterResult res;
   s = ClusterRequest::Decode(req_kv.value, &req);

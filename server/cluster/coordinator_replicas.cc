@@ -47,6 +47,22 @@ bool InMap(const SlotMap& map, uint32_t id) {
 
 void Coordinator::ProbeLeader() {
   if (probe_ == nullptr) return;
+  const auto now = std::chrono::steady_clock::now();
+  // Between reads (every kLeaderReadMs) only the probe's verdict on the leader last read is
+  // looked at: no etcd read. A new leader is probed from the next read on.
+  if (now < next_leader_read_) {
+    if (leader_.lease != 0 && probe_->FoundDead(leader_.id, leader_.lease)) {
+      MemberRecord r;
+      r.id = leader_.id;
+      r.host = leader_.host;
+      r.port = leader_.port;
+      RevokeDead(r, leader_.lease, "the coordinator");
+      next_leader_read_ = {};  // who leads now is read next time
+    }
+    return;
+  }
+  next_leader_read_ = now + std::chrono::milliseconds(kLeaderReadMs);
+  leader_ = {};
   std::string leader;
   int64_t token = 0;
   bool any = false;
@@ -61,8 +77,10 @@ void Coordinator::ProbeLeader() {
   s = etcd_->Get(Key(("servers/" + std::to_string(id)).c_str()), &found, &kv, nullptr);
   MemberRecord r;
   if (!s.ok() || !found || !MemberRecord::Decode(kv.value, &r).ok() || kv.lease == 0) return;
-  probe_->SetTargets({{r.id, kv.lease, r.host, r.port}});
+  leader_ = {r.id, kv.lease, r.host, r.port};
+  probe_->SetTargets({leader_});
   if (!probe_->FoundDead(r.id, kv.lease)) return;
+  next_leader_read_ = {};
   RevokeDead(r, kv.lease, "the coordinator");
 }
 
@@ -112,22 +130,46 @@ void Coordinator::LogIgnored(const char* dir, const std::vector<std::string>& ma
   }
 }
 
+bool Coordinator::ProbeNews() const {
+  if (probe_ == nullptr) return false;
+  for (const LivenessProbe::Target& t : targets_)
+    if (probe_->FoundDead(t.id, t.lease)) return true;
+  return false;
+}
+
 Status Coordinator::Maintain(Election* e, bool* replicated) {
+  const auto now = std::chrono::steady_clock::now();
+  if (upkeep_idle_ && !dirty_ && now < next_full_upkeep_ && !ProbeNews()) {
+    *replicated = replicated_;
+    return Status::Ok();
+  }
+  // Changes from here on mark it again (the watch goes on from watch_from_). The cached
+  // reports are read afresh: a change may be one of them.
+  dirty_ = false;
+  next_suspects_read_ = {};
+  next_draining_read_ = {};
   bool changed = false;
-  return Upkeep(e, true, replicated, &changed);
+  Status s = Upkeep(e, true, replicated, &changed);
+  replicated_ = *replicated;
+  next_full_upkeep_ = now + std::chrono::milliseconds(kFullUpkeepMs);
+  if (!s.ok() || changed) upkeep_idle_ = false;
+  return s;
 }
 
 Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool* changed) {
   using C = EtcdClient::Compare;
   *replicated = false;
   *changed = false;
+  upkeep_idle_ = false;  // set where it ends with nothing left to do
   bool found = false;
   EtcdKv map_kv;
   Status s = etcd_->Get(Key("map"), &found, &map_kv, nullptr);
   if (!s.ok()) return s;
   SlotMap map;
-  if (!found || !SlotMap::Decode(map_kv.value, &map).ok()) return Status::Ok();
-  if (map.replicas() <= 1) return Status::Ok();
+  if (!found || !SlotMap::Decode(map_kv.value, &map).ok() || map.replicas() <= 1) {
+    upkeep_idle_ = true;
+    return Status::Ok();
+  }
   *replicated = true;
   std::vector<EtcdKv> members;
   bool more = false;
@@ -155,6 +197,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     live.push_back({{r.id, r.host, r.port}, r.zone});
   }
   if (probe_ != nullptr) probe_->SetTargets(targets);
+  targets_ = std::move(targets);
   auto commit = [&](SlotMap next, const char* what) -> Status {
     next.set_epoch(map.epoch() + 1);
     std::string value;
@@ -230,7 +273,11 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     for (const LiveServer& x : live) apart.push_back({x.entry.id, d});
   }
   s = PlanReplicaAdds(map, live, kAddBatch, &rp, apart);
-  if (!s.ok() || rp.adds.empty()) return s;
+  if (!s.ok()) return s;
+  if (rp.adds.empty()) {
+    upkeep_idle_ = true;  // nothing to do until something changes
+    return s;
+  }
   if (rp.map.servers().size() != map.servers().size())  // new servers enter the map first
     return commit(rp.map, "live servers added to the map");
   // One batch: the adds of one (primary, new backup) pair, taken in turn (a pair that keeps

@@ -22,6 +22,16 @@ Status Election::Campaign(const std::string& value, int timeout_ms) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   const std::string key = Key();
   leading_ = false;
+  if (!waiting_on_.empty() && resumes_ < kMaxResumes) {
+    ++resumes_;
+    Status s = WaitForBefore(deadline);
+    if (s.code() == Code::kTimeout) return s;  // still waiting: the next call goes on
+    waiting_on_.clear();
+    if (!s.ok()) return s;
+    // The candidate before this one went: read the line again below.
+  }
+  waiting_on_.clear();
+  resumes_ = 0;
   // Stand: create the key under the lease unless it exists (a second Campaign keeps it, and
   // with it its place in the line).
   using C = EtcdClient::Compare;
@@ -58,21 +68,31 @@ Status Election::Campaign(const std::string& value, int timeout_ms) {
       leading_ = true;
       return Status::Ok();
     }
-    const int left =
-        int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
-    if (left <= 0) return Status(Code::kTimeout, "election: another candidate leads");
     // Wait for that key's deletion (resigned, or its lease expired), then look again.
-    const std::string watched = before->key;
-    s = etcd_->Watch(watched, false, revision + 1, left,
-                     [&](const std::vector<EtcdEvent>& events, int64_t) {
-                       for (const EtcdEvent& e : events)
-                         if (e.deleted && e.kv.key == watched) return true;
-                       return false;
-                     });
-    if (s.code() == Code::kTimeout)
-      return Status(Code::kTimeout, "election: another candidate leads");
+    waiting_on_ = before->key;
+    wait_from_ = revision + 1;
+    s = WaitForBefore(deadline);
+    if (s.code() == Code::kTimeout) return s;  // the next call goes on waiting for it
+    waiting_on_.clear();
     if (!s.ok()) return s;
   }
+}
+
+Status Election::WaitForBefore(std::chrono::steady_clock::time_point deadline) {
+  const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           deadline - std::chrono::steady_clock::now())
+                           .count());
+  if (left <= 0) return Status(Code::kTimeout, "election: another candidate leads");
+  const std::string watched = waiting_on_;
+  Status s = etcd_->Watch(watched, false, wait_from_, left,
+                          [&](const std::vector<EtcdEvent>& events, int64_t) {
+                            for (const EtcdEvent& e : events)
+                              if (e.deleted && e.kv.key == watched) return true;
+                            return false;
+                          });
+  if (s.code() == Code::kTimeout)
+    return Status(Code::kTimeout, "election: another candidate leads");
+  return s;
 }
 
 Status Election::Resign() {

@@ -16,6 +16,7 @@
 #ifndef RKV_SERVER_CLUSTER_ELECTION_H_
 #define RKV_SERVER_CLUSTER_ELECTION_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,9 @@ class Election {
   // Stands (creates this candidate's key with `value` if it does not exist yet) and waits at
   // most timeout_ms to lead. OK: this candidate leads; kTimeout: not yet (call again); an error
   // from etcd otherwise (the key is gone if the lease expired: call again with a new lease).
+  // A call after a kTimeout goes on watching the key it waited for from where it left off,
+  // without reading etcd (one watch call), up to kMaxResumes calls in a row; then it stands
+  // and reads the line again (a safety net: e.g. this candidate's key deleted by hand).
   [[nodiscard]] Status Campaign(const std::string& value, int timeout_ms);
   bool leading() const { return leading_; }
   // The create revision of this candidate's key (0 before Campaign).
@@ -48,13 +52,20 @@ class Election {
                                      std::string* value, int64_t* token, bool* any);
 
  private:
+  static constexpr int kMaxResumes = 25;
   std::string Key() const;
+  // Waits until `deadline` for the deletion of waiting_on_ (watched from wait_from_): OK when
+  // it went, kTimeout, or an etcd error.
+  [[nodiscard]] Status WaitForBefore(std::chrono::steady_clock::time_point deadline);
 
   EtcdClient* const etcd_;
   const std::string prefix_;
   const int64_t lease_;
   int64_t token_ = 0;
   bool leading_ = false;
+  std::string waiting_on_;  // the candidate before this one, while a Campaign timed out on it
+  int64_t wait_from_ = 0;   // the revision its watch goes on from
+  int resumes_ = 0;         // calls in a row that went on waiting without a read
 };
 
 }  // namespace rkv::cluster
