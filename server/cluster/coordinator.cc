@@ -107,24 +107,26 @@ void Coordinator::Loop() {
 }
 
 Status Coordinator::ServeOnce(Election* e) {
-  if (watch_from_ == 0) {  // a new leadership, or after a request or a failed watch
-    bool found = false;
-    EtcdKv kv;
+  bool found = false;
+  EtcdKv req_kv;
+  bool request_read = false;
+  // A new leadership, after a request or a failed watch, and on every safety round
+  // (kFullUpkeepMs): NAME/request is read, and the watch goes on after that read's revision
+  // (a watch from an old revision would make etcd replay history, and compaction would pass
+  // it). Every change after `revision` reaches the watch; the upkeep's reads see at least it.
+  if (watch_from_ == 0 || std::chrono::steady_clock::now() >= next_full_upkeep_) {
     int64_t revision = 0;
-    Status s = etcd_->Get(Key("request"), &found, &kv, &revision);
+    Status s = etcd_->Get(Key("request"), &found, &req_kv, &revision);
     if (!s.ok()) return s;
-    // Every change after `revision` reaches the watch below; the reads that follow see at
-    // least that revision.
     watch_from_ = revision;
     dirty_ = true;
-    request_maybe_ = true;
+    request_maybe_ = false;
+    request_read = true;
   }
   bool replicated = false;
   Status s = Maintain(e, &replicated);
   if (!s.ok()) return s;
-  bool found = false;
-  EtcdKv req_kv;
-  if (request_maybe_) {
+  if (!request_read && request_maybe_) {
     request_maybe_ = false;
     s = etcd_->Get(Key("request"), &found, &req_kv, nullptr);
     if (!s.ok()) {
@@ -137,7 +139,7 @@ Status Coordinator::ServeOnce(Election* e) {
     // what the upkeep reads (the map, members, reports). With replicas, the probe's verdicts
     // are looked at every kFailoverCheckMs (Maintain) without reading etcd.
     s = etcd_->Watch(cluster_.Prefix(), true, watch_from_ + 1,
-                     replicated ? kFailoverCheckMs : kWaitMs,
+                     replicated && probe_ != nullptr ? kFailoverCheckMs : kWaitMs,
                      [&](const std::vector<EtcdEvent>& ev, int64_t) {
                        for (const EtcdEvent& x : ev) {
                          watch_from_ = std::max(watch_from_, x.kv.mod_revision);
@@ -180,6 +182,15 @@ Status Coordinator::ServeOnce(Election* e) {
       {EtcdClient::Op::Delete(Key("request")), EtcdClient::Op::Put(Key("result"), res.Encode())},
       {}, &ok);
   if (!s.ok()) return s;
+  if (!ok) {  // the request was replaced meanwhile (served next), or this leader was deposed
+    std::string leader;
+    int64_t token = 0;
+    bool any = false;
+    s = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
+    if (s.ok() && (!any || token != e->fencing_token()))
+      return Status(Code::kUnauthenticated, "no longer the coordinator");
+    return s;
+  }
   if (ok) {
     requests_done_.fetch_add(1);
     LOG(INFO) << "cluster coordinator: request " << req.nonce << " done: " << CodeName(res.code)

@@ -92,7 +92,7 @@ class Coordinator {
   // A replicated cluster's upkeep (coordinator_replicas.cc): fails over slots whose primary is
   // down, drops dead backups (one fenced map transaction), then restores missing backups, one
   // ADD_REPLICA batch at a time. *replicated: the map has replicas > 1.
-  // Idle rounds read etcd only as the members after draining_ say (kFullUpkeepMs).
+  // Upkeep, skipped unless dirty_, ProbeNews(), !upkeep_idle_ or kFullUpkeepMs passed.
   Status Maintain(Election* e, bool* replicated);
   // Whether the probe found one of targets_ dead (no etcd read).
   bool ProbeNews() const;
@@ -145,11 +145,13 @@ class Coordinator {
   std::vector<Avoid> suspects_;  // the last ReadSuspects answer (the loop thread's)
   std::chrono::steady_clock::time_point next_draining_read_{};
   std::vector<uint32_t> draining_;  // the last ReadDraining answer (the loop thread's)
-  // The leader's idle rounds (the loop thread's; docs/cluster.md, "The coordinator"): etcd is
-  // read again (Maintain -> Upkeep) only when the watch on the cluster's prefix saw a change
-  // since the last read (dirty_), the probe found a target dead (ProbeNews), the last upkeep
-  // left work (a batch, a commit, an error, paced re-replication: !upkeep_idle_), or
-  // kFullUpkeepMs passed (a safety net); NAME/request is read only after the watch saw it put.
+  // The leader's idle rounds (the loop thread's; docs/cluster.md, "Failover and
+  // re-replication"): etcd is read again (Maintain -> Upkeep) only when the watch on the
+  // cluster's prefix saw a change since the last read (dirty_), the probe found a target dead
+  // (ProbeNews), the last upkeep left work (a batch, a commit, an error, paced
+  // re-replication: !upkeep_idle_), or
+  // kFullUpkeepMs passed (a safety net, which also reads NAME/request and restarts the watch
+  // from that read's revision); NAME/request is read otherwise only after the watch saw it put.
   static constexpr int kFullUpkeepMs = 1000;
   int64_t watch_from_ = 0;  // changes up to this revision are known (0: read everything again)
   bool dirty_ = true;       // a change under the prefix (not request/result) not yet read

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The coordinator's upkeep of a replicated cluster (docs/cluster.md, "Failover" and
-// "Re-replication"; the argument in docs/design.md, "Replicas and failover"). Every
-// kFailoverCheckMs while it leads, the coordinator compares the map with the live members
+// "Re-replication"; the argument in docs/design.md, "Replicas and failover"). While it leads,
+// whenever something may have changed (Maintain: a change under the cluster's prefix, a probe
+// verdict, work left, or a safety round a second), the coordinator compares the map with the
+// live members
 // (their records live under their leases: a dead server's goes when its lease expires):
 //  1. failover (common/cluster/replica_plan.h, PlanFailover): a slot whose primary is down gets
 //     its first live backup as primary and keeps its other live backups (the promoted server
@@ -36,7 +38,7 @@ namespace rkv::cluster {
 
 namespace {
 constexpr size_t kAddBatch = 512;
-// NAME/suspects/ is read at most this often (an etcd range read; upkeep runs every 100 ms).
+// NAME/suspects/ is read at most this often (an etcd range read; upkeep may run every 100 ms).
 constexpr int kSuspectsEveryMs = 500;
 bool InMap(const SlotMap& map, uint32_t id) {
   for (const ServerEntry& e : map.servers())
@@ -61,8 +63,7 @@ void Coordinator::ProbeLeader() {
     }
     return;
   }
-  next_leader_read_ = now + std::chrono::milliseconds(kLeaderReadMs);
-  leader_ = {};
+  leader_ = {};  // read again below; until a read succeeds, every call reads
   std::string leader;
   int64_t token = 0;
   bool any = false;
@@ -79,8 +80,10 @@ void Coordinator::ProbeLeader() {
   if (!s.ok() || !found || !MemberRecord::Decode(kv.value, &r).ok() || kv.lease == 0) return;
   leader_ = {r.id, kv.lease, r.host, r.port};
   probe_->SetTargets({leader_});
-  if (!probe_->FoundDead(r.id, kv.lease)) return;
-  next_leader_read_ = {};
+  if (!probe_->FoundDead(r.id, kv.lease)) {
+    next_leader_read_ = now + std::chrono::milliseconds(kLeaderReadMs);
+    return;
+  }
   RevokeDead(r, kv.lease, "the coordinator");
 }
 
@@ -168,6 +171,8 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   SlotMap map;
   if (!found || !SlotMap::Decode(map_kv.value, &map).ok() || map.replicas() <= 1) {
     upkeep_idle_ = true;
+    targets_.clear();  // nothing to probe (a stale verdict would keep ProbeNews true)
+    if (probe_ != nullptr) probe_->SetTargets({});
     return Status::Ok();
   }
   *replicated = true;

@@ -36,7 +36,10 @@ class Election {
   // from etcd otherwise (the key is gone if the lease expired: call again with a new lease).
   // A call after a kTimeout goes on watching the key it waited for from where it left off,
   // without reading etcd (one watch call), up to kMaxResumes calls in a row; then it stands
-  // and reads the line again (a safety net: e.g. this candidate's key deleted by hand).
+  // and reads the line again (a safety net: e.g. this candidate's key deleted by hand). The
+  // resumed watch starts from the revision of the last read: with other writes to etcd
+  // meanwhile, etcd replays them to it (a catch-up it runs every 100 ms), so the deletion may
+  // reach this candidate up to ~100 ms later than a fresh watch would.
   [[nodiscard]] Status Campaign(const std::string& value, int timeout_ms);
   bool leading() const { return leading_; }
   // The create revision of this candidate's key (0 before Campaign).
