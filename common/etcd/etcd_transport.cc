@@ -217,6 +217,37 @@ std::string EtcdTransport::endpoint() const {
   return o_.endpoints[current_];
 }
 
+EtcdTransport::~EtcdTransport() {
+  MutexLock l(&mu_);
+  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+  idle_.clear();
+}
+
+void* EtcdTransport::TakeHandle() {
+  {
+    MutexLock l(&mu_);
+    if (!idle_.empty()) {
+      void* h = idle_.back();
+      idle_.pop_back();
+      return h;
+    }
+  }
+  return curl_easy_init();
+}
+
+void EtcdTransport::GiveBack(void* handle) {
+  CURL* c = static_cast<CURL*>(handle);
+  curl_easy_reset(c);  // options back to defaults; its open connections are kept
+  {
+    MutexLock l(&mu_);
+    if (idle_.size() < kMaxIdleHandles) {
+      idle_.push_back(c);
+      return;
+    }
+  }
+  curl_easy_cleanup(c);
+}
+
 uint64_t EtcdTransport::failovers() const {
   MutexLock l(&mu_);
   return failovers_;
@@ -314,7 +345,7 @@ Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& p
                                Consumer consume, void* arg, long* http, bool* unreachable) {
   *http = 0;
   *unreachable = false;
-  CURL* c = curl_easy_init();
+  CURL* c = static_cast<CURL*>(TakeHandle());
   if (c == nullptr) return Status(Code::kIoError, "curl_easy_init failed");
   const std::string url = endpoint + path;
   std::string auth;
@@ -352,8 +383,11 @@ Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& p
   CURLcode rc = curl_easy_perform(c);
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+  long connects = 0;
+  if (curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK && connects > 0)
+    connects_.fetch_add(uint64_t(connects), std::memory_order_relaxed);
+  GiveBack(c);  // before the headers go: the handle still points at them until its reset
   curl_slist_free_all(headers);
-  curl_easy_cleanup(c);
   if (sink.stopped) return Status::Ok();
   if (sink.overflow || rc == CURLE_FILESIZE_EXCEEDED)
     return Status(Code::kProtocolError, "etcd " + url + ": response larger than " +

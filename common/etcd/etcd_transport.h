@@ -15,8 +15,13 @@
 // /v3/auth/authenticate gives a token sent in the Authorization header; renewed once when etcd
 // answers 401). A password is never sent in clear to a host other than the loopback
 // (IsLoopbackHost). Never through a proxy (http_proxy, ALL_PROXY and the like are ignored).
-// Thread safety: Post may be called from several threads at once (each call uses its own curl
-// handle; the token and the endpoint in use are guarded by mu_). No exception leaves a method.
+// Connections: a call takes an idle curl handle (or makes one) and gives it back after, so its
+// connection stays open for the next call (no TCP connect or TLS handshake per request;
+// libcurl reconnects if etcd closed it meanwhile). At most kMaxIdleHandles are kept; a stream a
+// consumer ended, or one that timed out, closes its connection.
+// Thread safety: Post may be called from several threads at once (each call uses a curl handle
+// no other call uses meanwhile; the token, the endpoint in use and the idle handles are
+// guarded by mu_). No exception leaves a method.
 #ifndef RKV_COMMON_ETCD_ETCD_TRANSPORT_H_
 #define RKV_COMMON_ETCD_ETCD_TRANSPORT_H_
 
@@ -75,6 +80,11 @@ class EtcdTransport {
   uint64_t posts() const { return posts_.load(std::memory_order_relaxed); }
   // Of those, reads (/v3/kv/range).
   uint64_t range_posts() const { return range_posts_.load(std::memory_order_relaxed); }
+  // Connections opened to etcd (libcurl's CURLINFO_NUM_CONNECTS, summed).
+  uint64_t connects() const { return connects_.load(std::memory_order_relaxed); }
+  ~EtcdTransport();
+  EtcdTransport(const EtcdTransport&) = delete;
+  EtcdTransport& operator=(const EtcdTransport&) = delete;
 
  private:
   explicit EtcdTransport(EtcdSettings o) : o_(std::move(o)) {}
@@ -91,6 +101,11 @@ class EtcdTransport {
   std::string token_ GUARDED_BY(mu_);   // etcd auth token ("" without auth)
   size_t current_ GUARDED_BY(mu_) = 0;  // index into o_.endpoints
   uint64_t failovers_ GUARDED_BY(mu_) = 0;
+  static constexpr size_t kMaxIdleHandles = 8;
+  void* TakeHandle();            // an idle curl handle, or a new one (null: none)
+  void GiveBack(void* handle);   // reset; kept if fewer than kMaxIdleHandles are idle
+  std::vector<void*> idle_ GUARDED_BY(mu_);  // CURL* handles, their connections open
+  std::atomic<uint64_t> connects_{0};
   std::atomic<uint64_t> posts_{0};
   std::atomic<uint64_t> range_posts_{0};
 };
