@@ -181,6 +181,39 @@ TEST_F(EtcdClientTest, WatchFromARevisionSeesEveryChangeInOrder) {
   EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
 }
 
+// A long watch call ends soon after its interrupt says so (kTimeout "interrupted"), and still
+// delivers what came before; an interrupt that stays false changes nothing.
+TEST_F(EtcdClientTest, AWatchEndsWhenItsInterruptSaysSo) {
+  int64_t now = 0;
+  std::vector<EtcdKv> none;
+  ASSERT_TRUE(c_->GetPrefix(prefix_, &none, &now).ok());
+  std::atomic<bool> cut{false};
+  std::thread cutter([&] {
+    std::unique_ptr<EtcdClient> c;
+    ASSERT_TRUE(EtcdClient::Open(Settings(), &c).ok());
+    ASSERT_TRUE(c->Put(prefix_ + "k", "v").ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cut = true;
+  });
+  int events = 0;
+  Status s = c_->Watch(
+      prefix_, true, now + 1, 60000,
+      [&](const std::vector<EtcdEvent>& ev, int64_t) {
+        events += int(ev.size());
+        return false;
+      },
+      [&] { return cut.load(); });
+  cutter.join();
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_NE(s.message().find("interrupted"), std::string::npos) << s.ToString();
+  EXPECT_EQ(events, 1) << "the put before the interrupt was delivered";
+  s = c_->Watch(
+      prefix_ + "quiet/", true, now + 1, 1000,
+      [](const std::vector<EtcdEvent>&, int64_t) { return true; }, [] { return false; });
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_EQ(s.message().find("interrupted"), std::string::npos) << s.ToString();
+}
+
 TEST_F(EtcdClientTest, AWatchFromACompactedRevisionIsAnError) {
   ASSERT_TRUE(c_->Put(prefix_ + "k", "1").ok());
   bool found = false;

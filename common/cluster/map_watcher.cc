@@ -11,9 +11,9 @@
 namespace rkv::cluster {
 
 namespace {
-constexpr int kWatchMs = 1000;  // one watch call; the destructor waits at most this long
-// A client's watch call (keep_confirmed): its destructor waits at most this long.
-constexpr int kClientWatchMs = kMapLeaseMs / 2;
+// One watch call (a new stream, so a stream that died silently, e.g. its etcd member cut off,
+// is replaced within this); the destructor does not wait for it (the call is interrupted).
+constexpr int kWatchMs = 1000;
 constexpr int kRetryMs = 200;                    // pause after an etcd error
 constexpr int64_t kWantedStepNs = 50 * 1000000;  // Confirmed() stores its time at most this often
 }  // namespace
@@ -174,7 +174,7 @@ void MapWatcher::ConfirmLoop() {
 }
 
 void MapWatcher::Loop() {
-  const int watch_ms = keep_confirmed_ ? kClientWatchMs : kWatchMs;
+  const int watch_ms = kWatchMs;
   while (!Stopping()) {
     int64_t from;
     {
@@ -195,7 +195,8 @@ void MapWatcher::Loop() {
             }
           }
           return Stopping();
-        });
+        },
+        [this] { return Stopping(); });
     if (s.ok() || s.code() == Code::kTimeout) continue;
     // Compacted past `from`, or etcd unreachable: read the map again, then watch from there.
     LOG_EVERY_N(WARNING, 20) << "watching " << key_ << ": " << s.ToString();

@@ -17,8 +17,9 @@
 // the leader's quorum, so an idle client costs etcd only its watch.
 // Thread safety: current(), epoch(), Refresh(), Confirmed() and the counters from any thread;
 // on_map runs on one thread at a time. Ownership: borrows the EtcdClient (it outlives the
-// watcher); owns its threads, which the destructor stops (within a watch's deadline: 1 s, or
-// kMapLeaseMs / 2 for a keep_confirmed watcher).
+// watcher); owns its threads, which the destructor stops (a watch call in progress is
+// interrupted within ~20 ms; a read in progress ends by its own deadline). A watch call lasts
+// up to 1 s (a client's was 250 ms before 2026-11-29, for a prompt destructor).
 #ifndef RKV_COMMON_CLUSTER_MAP_WATCHER_H_
 #define RKV_COMMON_CLUSTER_MAP_WATCHER_H_
 

@@ -210,14 +210,14 @@ Status EtcdClient::RevokeLease(int64_t id) {
 }
 
 Status EtcdClient::Watch(const std::string& key, bool prefix, int64_t from, int timeout_ms,
-                         const OnEvents& on_events) {
+                         const OnEvents& on_events, const std::function<bool()>& interrupt) {
   return NoThrow("watch", [&]() -> Status {
     json create = {{"key", EncodeBase64(key)}, {"start_revision", std::to_string(from)}};
     if (prefix) create["range_end"] = EncodeBase64(PrefixEnd(key));
     WatchSink sink{&on_events, Status::Ok(), false};
     std::string resp;
     Status s = transport_->Post("/v3/watch", Dump(json{{"create_request", create}}), &resp,
-                                timeout_ms, WatchLine, &sink);
+                                timeout_ms, WatchLine, &sink, interrupt ? &interrupt : nullptr);
     if (!sink.status.ok()) return sink.status;
     if (!s.ok()) return s;
     if (!sink.done && !resp.empty() && !WatchLine(resp, &sink) && sink.status.ok())

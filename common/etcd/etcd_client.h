@@ -78,8 +78,11 @@ class EtcdClient {
   // Watches `key` (with prefix: every key under it) from revision `from` (> 0), handing each
   // message's events to on_events until it returns true (OK), etcd cancels the watch (an
   // error: e.g. `from` was compacted; re-read and watch again), or timeout_ms passes (kTimeout).
+  // interrupt (may be empty; must not throw): looked at every ~20 ms; true ends the call
+  // (kTimeout "interrupted"), so a long watch still returns promptly (a stop, a verdict).
   [[nodiscard]] Status Watch(const std::string& key, bool prefix, int64_t from, int timeout_ms,
-                             const OnEvents& on_events);
+                             const OnEvents& on_events,
+                             const std::function<bool()>& interrupt = nullptr);
 
   EtcdTransport& transport() { return *transport_; }
   // The first key after every key that starts with `prefix` (a range end); "\0" if none.

@@ -56,6 +56,44 @@ size_t Write(char* p, size_t size, size_t n, void* user) {
 
 const bool kCurlReady = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 
+// curl_easy_perform's equivalent that looks at `interrupt` every kInterruptPollMs (between
+// libcurl's steps, on a multi handle of its own): once it returns true the transfer is
+// abandoned (*interrupted; its connection closed).
+CURLcode PerformInterruptible(CURL* c, const std::function<bool()>& interrupt, bool* interrupted) {
+  *interrupted = false;
+  CURLM* m = curl_multi_init();
+  if (m == nullptr) return CURLE_OUT_OF_MEMORY;
+  if (curl_multi_add_handle(m, c) != CURLM_OK) {
+    curl_multi_cleanup(m);
+    return CURLE_FAILED_INIT;
+  }
+  CURLcode rc = CURLE_OK;
+  for (;;) {
+    int running = 0;
+    if (curl_multi_perform(m, &running) != CURLM_OK) {
+      rc = CURLE_RECV_ERROR;
+      break;
+    }
+    if (running == 0) {
+      int queued = 0;
+      while (CURLMsg* msg = curl_multi_info_read(m, &queued))
+        if (msg->msg == CURLMSG_DONE) rc = msg->data.result;
+      break;
+    }
+    if (interrupt()) {
+      *interrupted = true;
+      break;
+    }
+    if (curl_multi_poll(m, nullptr, 0, EtcdTransport::kInterruptPollMs, nullptr) != CURLM_OK) {
+      rc = CURLE_RECV_ERROR;
+      break;
+    }
+  }
+  curl_multi_remove_handle(m, c);
+  curl_multi_cleanup(m);
+  return rc;
+}
+
 // Parses an etcd endpoint with libcurl's URL parser, the one curl_easy_perform uses, into
 // *host (as curl connects to it: "[::1]" keeps its brackets). Refuses an endpoint with a
 // userinfo, query or fragment: none has a use here, and each can hide the host that curl
@@ -272,7 +310,8 @@ Status EtcdTransport::Authenticate(const std::string& endpoint, int timeout_ms) 
 }
 
 Status EtcdTransport::Post(const std::string& path, const std::string& body, std::string* response,
-                           int timeout_ms, Consumer consume, void* arg) {
+                           int timeout_ms, Consumer consume, void* arg,
+                           const std::function<bool()>* interrupt) {
   posts_.fetch_add(1, std::memory_order_relaxed);
   if (path == "/v3/kv/range") range_posts_.fetch_add(1, std::memory_order_relaxed);
   return NoThrow("request", [&]() -> Status {
@@ -299,7 +338,8 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
                               : std::max(std::min(left, 1000), left / int(n - i));
       long http = 0;
       bool unreachable = false;
-      Status s = PostOnce(ep, path, body, response, attempt, consume, arg, &http, &unreachable);
+      Status s = PostOnce(ep, path, body, response, attempt, consume, arg, &http, &unreachable,
+                          interrupt);
       if (s.ok() && http == 401 && !o_.user.empty()) {  // the token expired: renew, retry
         const auto remaining = [&] {
           return int(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -310,7 +350,7 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
                             : Status(Code::kTimeout, "etcd " + path + ": no time left");
         if (s.ok() && remaining() > 0)
           s = PostOnce(ep, path, body, response, std::min(attempt, remaining()), consume, arg,
-                       &http, &unreachable);
+                       &http, &unreachable, interrupt);
       }
       if (s.ok() && (http == 502 || http == 503 || http == 504)) {
         unreachable = true;
@@ -342,7 +382,8 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
 // *http gets the status code; 0 when a consumer ended the transfer (that is a success).
 Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& path,
                                const std::string& body, std::string* response, int timeout_ms,
-                               Consumer consume, void* arg, long* http, bool* unreachable) {
+                               Consumer consume, void* arg, long* http, bool* unreachable,
+                               const std::function<bool()>* interrupt) {
   *http = 0;
   *unreachable = false;
   CURL* c = static_cast<CURL*>(TakeHandle());
@@ -380,7 +421,9 @@ Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& p
   if (!o_.cacert.empty()) curl_easy_setopt(c, CURLOPT_CAINFO, o_.cacert.c_str());
   if (!o_.cert.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, o_.cert.c_str());
   if (!o_.key.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, o_.key.c_str());
-  CURLcode rc = curl_easy_perform(c);
+  bool interrupted = false;
+  CURLcode rc = interrupt != nullptr ? PerformInterruptible(c, *interrupt, &interrupted)
+                                     : curl_easy_perform(c);
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   long connects = 0;
@@ -388,6 +431,7 @@ Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& p
     connects_.fetch_add(uint64_t(connects), std::memory_order_relaxed);
   GiveBack(c);  // before the headers go: the handle still points at them until its reset
   curl_slist_free_all(headers);
+  if (interrupted) return Status(Code::kTimeout, "etcd " + url + ": interrupted");
   if (sink.stopped) return Status::Ok();
   if (sink.overflow || rc == CURLE_FILESIZE_EXCEEDED)
     return Status(Code::kProtocolError, "etcd " + url + ": response larger than " +

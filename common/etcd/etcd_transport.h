@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,8 +70,13 @@ class EtcdTransport {
   // POSTs `body` to path at an endpoint; *response gets the body (at most
   // kMaxEtcdResponseBytes). HTTP statuses other than 200 are errors naming the endpoint. A
   // stream that ends by its deadline is kTimeout (not failed over).
+  // interrupt (may be null; must not throw): looked at every kInterruptPollMs while the
+  // request runs; once it returns true the transfer ends, kTimeout "interrupted" (so a long
+  // watch call can still end promptly when its caller has something else to do).
   [[nodiscard]] Status Post(const std::string& path, const std::string& body, std::string* response,
-                            int timeout_ms, Consumer consume = nullptr, void* arg = nullptr);
+                            int timeout_ms, Consumer consume = nullptr, void* arg = nullptr,
+                            const std::function<bool()>* interrupt = nullptr);
+  static constexpr int kInterruptPollMs = 20;
   // The endpoint requests go to now.
   std::string endpoint() const;
   const EtcdSettings& settings() const { return o_; }
@@ -93,7 +99,7 @@ class EtcdTransport {
   // *unreachable: the endpoint could not be reached (worth trying another).
   Status PostOnce(const std::string& endpoint, const std::string& path, const std::string& body,
                   std::string* response, int timeout_ms, Consumer consume, void* arg, long* http,
-                  bool* unreachable);
+                  bool* unreachable, const std::function<bool()>* interrupt = nullptr);
 
   const EtcdSettings o_;
   std::string password_;  // set by Open with a user

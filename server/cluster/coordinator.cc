@@ -21,7 +21,6 @@ namespace {
 constexpr int kWaitMs = 1000;  // one wait for a request; bounds the destructor
 constexpr int kRetryMs = 200;  // after an etcd error or lost compare
 constexpr int kCommitTries = 16;
-constexpr int kFailoverCheckMs = 100;
 }  // namespace
 
 Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
@@ -71,10 +70,11 @@ void Coordinator::Loop() {
       candidacy_lease = lease;
     }
     Election& e = *candidacy;
-    // With a probe (a replicated cluster) the wait is short: between waits the leader is
-    // probed, and one found dead is not waited for (ProbeLeader).
-    Status s =
-        e.Campaign(std::to_string(my_id_), probe_ != nullptr ? kFailoverCheckMs * 2 : kWaitMs);
+    // With a probe (a replicated cluster), a wait ends as soon as the probe finds the leader
+    // dead (looked at every 20 ms, no etcd call); then ProbeLeader revokes its lease. Between
+    // waits ProbeLeader reads who leads (at most once a second).
+    Status s = e.Campaign(std::to_string(my_id_), kWaitMs,
+                          [this] { return LeaderFoundDead() || Stopping(); });
     if (s.code() == Code::kTimeout) {
       ProbeLeader();
       continue;
@@ -136,10 +136,10 @@ Status Coordinator::ServeOnce(Election* e) {
   }
   if (!found) {
     // Asleep until something changes under the cluster's prefix: a request (NAME/request), or
-    // what the upkeep reads (the map, members, reports). With replicas, the probe's verdicts
-    // are looked at every kFailoverCheckMs (Maintain) without reading etcd.
+    // what the upkeep reads (the map, members, reports), or a probe verdict (looked at every
+    // 20 ms without reading etcd: the watch is cut short), or the safety round.
     s = etcd_->Watch(cluster_.Prefix(), true, watch_from_ + 1,
-                     replicated && probe_ != nullptr ? kFailoverCheckMs : kWaitMs,
+                     replicated ? kFullUpkeepMs : kWaitMs,
                      [&](const std::vector<EtcdEvent>& ev, int64_t) {
                        for (const EtcdEvent& x : ev) {
                          watch_from_ = std::max(watch_from_, x.kv.mod_revision);
@@ -150,7 +150,8 @@ Status Coordinator::ServeOnce(Election* e) {
                          }
                        }
                        return request_maybe_ || dirty_ || Stopping();
-                     });
+                     },
+                     [this] { return Stopping() || ProbeNews(); });
     if (s.code() == Code::kTimeout) return Status::Ok();
     if (!s.ok()) watch_from_ = 0;  // e.g. compacted past it: read everything again
     return s;

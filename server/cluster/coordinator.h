@@ -94,8 +94,10 @@ class Coordinator {
   // ADD_REPLICA batch at a time. *replicated: the map has replicas > 1.
   // Upkeep, skipped unless dirty_, ProbeNews(), !upkeep_idle_ or kFullUpkeepMs passed.
   Status Maintain(Election* e, bool* replicated);
-  // Whether the probe found one of targets_ dead (no etcd read).
+  // Whether the probe found one of targets_ dead that no Upkeep acted on yet (no etcd read).
   bool ProbeNews() const;
+  // Not leading: whether the probe found the leader ProbeLeader last read dead (no etcd read).
+  bool LeaderFoundDead() const;
   // Failover (and, if `rereplicate`, one re-replication batch); *changed: a map was committed.
   // Move calls it with rereplicate false while an ADD_REPLICA batch runs, so that failures are
   // handled meanwhile.
@@ -160,6 +162,7 @@ class Coordinator {
   bool replicated_ = false;   // the last Upkeep's map had replicas > 1
   std::chrono::steady_clock::time_point next_full_upkeep_{};
   std::vector<LivenessProbe::Target> targets_;  // the probe's targets the last Upkeep set
+  std::set<int64_t> noticed_;  // leases whose "dead" verdict an Upkeep acted on (ProbeNews)
   // Not leading: the leader ProbeLeader last read (lease 0: none), read again every
   // kLeaderReadMs (the campaign's waits in between read nothing: Election::Campaign).
   static constexpr int kLeaderReadMs = 1000;

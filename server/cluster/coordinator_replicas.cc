@@ -47,6 +47,10 @@ bool InMap(const SlotMap& map, uint32_t id) {
 }
 }  // namespace
 
+bool Coordinator::LeaderFoundDead() const {
+  return probe_ != nullptr && leader_.lease != 0 && probe_->FoundDead(leader_.id, leader_.lease);
+}
+
 void Coordinator::ProbeLeader() {
   if (probe_ == nullptr) return;
   const auto now = std::chrono::steady_clock::now();
@@ -59,6 +63,7 @@ void Coordinator::ProbeLeader() {
       r.host = leader_.host;
       r.port = leader_.port;
       RevokeDead(r, leader_.lease, "the coordinator");
+      leader_ = {};            // acted on: the campaign's wait is not cut short again for it
       next_leader_read_ = {};  // who leads now is read next time
     }
     return;
@@ -85,6 +90,7 @@ void Coordinator::ProbeLeader() {
     return;
   }
   RevokeDead(r, kv.lease, "the coordinator");
+  leader_ = {};  // acted on (see above); the next call reads who leads
 }
 
 void Coordinator::RevokeDead(const MemberRecord& r, int64_t lease, const char* who) {
@@ -136,7 +142,7 @@ void Coordinator::LogIgnored(const char* dir, const std::vector<std::string>& ma
 bool Coordinator::ProbeNews() const {
   if (probe_ == nullptr) return false;
   for (const LivenessProbe::Target& t : targets_)
-    if (probe_->FoundDead(t.id, t.lease)) return true;
+    if (noticed_.count(t.lease) == 0 && probe_->FoundDead(t.id, t.lease)) return true;
   return false;
 }
 
@@ -154,6 +160,12 @@ Status Coordinator::Maintain(Election* e, bool* replicated) {
   bool changed = false;
   Status s = Upkeep(e, true, replicated, &changed);
   replicated_ = *replicated;
+  // Verdicts this upkeep acted on (their leases revoked, or tried: the safety round tries
+  // again) no longer cut the watch short.
+  if (noticed_.size() > 1024) noticed_.clear();  // leases are never reused: only a memo
+  if (probe_ != nullptr)
+    for (const LivenessProbe::Target& t : targets_)
+      if (probe_->FoundDead(t.id, t.lease)) noticed_.insert(t.lease);
   next_full_upkeep_ = now + std::chrono::milliseconds(kFullUpkeepMs);
   if (!s.ok() || changed) upkeep_idle_ = false;
   return s;

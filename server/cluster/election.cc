@@ -17,14 +17,15 @@ EtcdClient::Compare Election::StillLeader() const {
   return {Key(), EtcdClient::Compare::kCreateRevision, EtcdClient::Compare::kEqual, token_, {}};
 }
 
-Status Election::Campaign(const std::string& value, int timeout_ms) {
+Status Election::Campaign(const std::string& value, int timeout_ms,
+                          const std::function<bool()>& interrupt) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   const std::string key = Key();
   leading_ = false;
   if (!waiting_on_.empty() && resumes_ < kMaxResumes) {
     ++resumes_;
-    Status s = WaitForBefore(deadline);
+    Status s = WaitForBefore(deadline, interrupt);
     if (s.code() == Code::kTimeout) return s;  // still waiting: the next call goes on
     waiting_on_.clear();
     if (!s.ok()) return s;
@@ -71,14 +72,15 @@ Status Election::Campaign(const std::string& value, int timeout_ms) {
     // Wait for that key's deletion (resigned, or its lease expired), then look again.
     waiting_on_ = before->key;
     wait_from_ = revision + 1;
-    s = WaitForBefore(deadline);
+    s = WaitForBefore(deadline, interrupt);
     if (s.code() == Code::kTimeout) return s;  // the next call goes on waiting for it
     waiting_on_.clear();
     if (!s.ok()) return s;
   }
 }
 
-Status Election::WaitForBefore(std::chrono::steady_clock::time_point deadline) {
+Status Election::WaitForBefore(std::chrono::steady_clock::time_point deadline,
+                               const std::function<bool()>& interrupt) {
   const int left = int(std::chrono::duration_cast<std::chrono::milliseconds>(
                            deadline - std::chrono::steady_clock::now())
                            .count());
@@ -89,7 +91,8 @@ Status Election::WaitForBefore(std::chrono::steady_clock::time_point deadline) {
                             for (const EtcdEvent& e : events)
                               if (e.deleted && e.kv.key == watched) return true;
                             return false;
-                          });
+                          },
+                          interrupt);
   if (s.code() == Code::kTimeout)
     return Status(Code::kTimeout, "election: another candidate leads");
   return s;

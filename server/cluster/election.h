@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "common/etcd/etcd_client.h"
@@ -40,7 +41,10 @@ class Election {
   // resumed watch starts from the revision of the last read: with other writes to etcd
   // meanwhile, etcd replays them to it (a catch-up it runs every 100 ms), so the deletion may
   // reach this candidate up to ~100 ms later than a fresh watch would.
-  [[nodiscard]] Status Campaign(const std::string& value, int timeout_ms);
+  // interrupt (may be empty; must not throw): looked at every ~20 ms while waiting; true ends
+  // the call (kTimeout).
+  [[nodiscard]] Status Campaign(const std::string& value, int timeout_ms,
+                                const std::function<bool()>& interrupt = nullptr);
   bool leading() const { return leading_; }
   // The create revision of this candidate's key (0 before Campaign).
   int64_t fencing_token() const { return token_; }
@@ -59,7 +63,8 @@ class Election {
   std::string Key() const;
   // Waits until `deadline` for the deletion of waiting_on_ (watched from wait_from_): OK when
   // it went, kTimeout, or an etcd error.
-  [[nodiscard]] Status WaitForBefore(std::chrono::steady_clock::time_point deadline);
+  [[nodiscard]] Status WaitForBefore(std::chrono::steady_clock::time_point deadline,
+                                     const std::function<bool()>& interrupt);
 
   EtcdClient* const etcd_;
   const std::string prefix_;
