@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -190,10 +191,12 @@ TEST_F(EtcdClientTest, AWatchEndsWhenItsInterruptSaysSo) {
   std::atomic<bool> cut{false};
   std::thread cutter([&] {
     std::unique_ptr<EtcdClient> c;
-    ASSERT_TRUE(EtcdClient::Open(Settings(), &c).ok());
-    ASSERT_TRUE(c->Put(prefix_ + "k", "v").ok());
+    EXPECT_TRUE(EtcdClient::Open(Settings(), &c).ok());
+    if (c) {
+      EXPECT_TRUE(c->Put(prefix_ + "k", "v").ok());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    cut = true;
+    cut = true;  // whatever happened above: the watch must not wait its 60 s
   });
   int events = 0;
   Status s = c_->Watch(
@@ -212,6 +215,17 @@ TEST_F(EtcdClientTest, AWatchEndsWhenItsInterruptSaysSo) {
       [](const std::vector<EtcdEvent>&, int64_t) { return true; }, [] { return false; });
   EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
   EXPECT_EQ(s.message().find("interrupted"), std::string::npos) << s.ToString();
+  // True from the start: the call ends without waiting.
+  s = c_->Watch(
+      prefix_, true, now + 1, 60000, [](const std::vector<EtcdEvent>&, int64_t) { return false; },
+      [] { return true; });
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_NE(s.message().find("interrupted"), std::string::npos) << s.ToString();
+  // One that throws ends the call too (a caller's bug must not unwind through libcurl).
+  s = c_->Watch(
+      prefix_, true, now + 1, 60000, [](const std::vector<EtcdEvent>&, int64_t) { return false; },
+      []() -> bool { throw std::runtime_error("caller bug"); });
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
 }
 
 TEST_F(EtcdClientTest, AWatchFromACompactedRevisionIsAnError) {
@@ -288,6 +302,34 @@ TEST_F(EtcdClientTest, AStoppedMemberIsFailedOver) {
   EXPECT_EQ(kv.value, "after");
   EXPECT_NE(c->transport().endpoint(), s.endpoints[in_use]);
   EXPECT_GE(c->transport().failovers(), 1u);
+}
+
+// A watch whose member does not answer (stopped, cut off) is moved to the next member within
+// half a second instead of waiting out its whole call, and sees what happened meanwhile.
+TEST_F(EtcdClientTest, AWatchSkipsAMemberThatDoesNotAnswer) {
+  const std::vector<pid_t> pids = etcd_test::MemberPids();
+  EtcdSettings s = Settings();
+  ASSERT_EQ(pids.size(), s.endpoints.size());
+  ASSERT_GT(s.endpoints.size(), 1u);
+  std::unique_ptr<EtcdClient> c;
+  ASSERT_TRUE(EtcdClient::Open(s, &c).ok());
+  int64_t rev = 0;
+  std::vector<EtcdKv> none;
+  ASSERT_TRUE(c->GetPrefix(prefix_, &none, &rev).ok());
+  ASSERT_TRUE(c->Put(prefix_ + "k", "v").ok());
+  size_t in_use = 0;
+  while (in_use < s.endpoints.size() && s.endpoints[in_use] != c->transport().endpoint()) ++in_use;
+  ASSERT_LT(in_use, s.endpoints.size());
+  ASSERT_EQ(kill(pids[in_use], SIGSTOP), 0);
+  int events = 0;
+  Status w = c->Watch(prefix_, true, rev + 1, 5000, [&](const std::vector<EtcdEvent>& ev, int64_t) {
+    events += int(ev.size());
+    return events > 0;
+  });
+  kill(pids[in_use], SIGCONT);
+  EXPECT_TRUE(w.ok()) << w.ToString();
+  EXPECT_EQ(events, 1);
+  EXPECT_NE(c->transport().endpoint(), s.endpoints[in_use]);
 }
 
 TEST(EtcdSettings, BadCombinationsAreRefused) {

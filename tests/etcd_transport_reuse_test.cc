@@ -30,6 +30,13 @@ class FakeEtcd {
       ++requests_;
       res.set_content(R"({"header":{"revision":"7"}})", "application/json");
     });
+    // A watch that is created and then ends (the stream closes at once).
+    srv_.Post("/v3/watch", [this](const httplib::Request&, httplib::Response& res) {
+      ++requests_;
+      res.set_content(R"({"result":{"header":{"revision":"7"},"created":true}})"
+                      "\n",
+                      "application/json");
+    });
     port_ = port == 0 ? srv_.bind_to_any_port("127.0.0.1") : port;
     if (port != 0 && !srv_.bind_to_port("127.0.0.1", port)) port_ = -1;
     if (port_ > 0) thread_ = std::thread([this] { srv_.listen_after_bind(); });
@@ -114,7 +121,27 @@ TEST(EtcdTransportReuse, AServerWithoutKeepAliveGetsAConnectionPerRequest) {
   EXPECT_EQ(c->transport().connects(), 5u);
 }
 
-// Several threads at once: each request has a handle of its own; at most kMaxIdleHandles stay.
+// A watch has a handle and connection of its own: the kept connection survives it.
+TEST(EtcdTransportReuse, AWatchLeavesTheKeptConnectionAlone) {
+  FakeEtcd etcd(true);
+  ASSERT_GT(etcd.port(), 0);
+  auto c = ClientOf(etcd.port());
+  ASSERT_TRUE(c);
+  bool found = false;
+  EtcdKv kv;
+  ASSERT_TRUE(c->Get("/k", &found, &kv, nullptr).ok());
+  for (int i = 0; i < 2; ++i) {
+    Status w = c->Watch(
+        "/k", false, 8, 2000, [](const std::vector<EtcdEvent>&, int64_t) { return false; },
+        [] { return false; });
+    EXPECT_EQ(w.code(), Code::kTimeout) << w.ToString();  // the stream ended without events
+  }
+  ASSERT_TRUE(c->Get("/k", &found, &kv, nullptr).ok());
+  EXPECT_EQ(etcd.requests(), 4);
+  EXPECT_EQ(c->transport().connects(), 3u) << "the two watches' own, and one kept for the Gets";
+}
+
+// Several threads at once: each request has a handle of its own.
 TEST(EtcdTransportReuse, ConcurrentRequestsEachHaveAHandle) {
   FakeEtcd etcd(true);
   ASSERT_GT(etcd.port(), 0);

@@ -19,7 +19,7 @@
 // on_map runs on one thread at a time. Ownership: borrows the EtcdClient (it outlives the
 // watcher); owns its threads, which the destructor stops (a watch call in progress is
 // interrupted within ~20 ms; a read in progress ends by its own deadline). A watch call lasts
-// up to 1 s (a client's was 250 ms before 2026-11-29, for a prompt destructor).
+// up to 1 s.
 #ifndef RKV_COMMON_CLUSTER_MAP_WATCHER_H_
 #define RKV_COMMON_CLUSTER_MAP_WATCHER_H_
 

@@ -56,11 +56,29 @@ size_t Write(char* p, size_t size, size_t n, void* user) {
 
 const bool kCurlReady = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
 
-// curl_easy_perform's equivalent that looks at `interrupt` every kInterruptPollMs (between
-// libcurl's steps, on a multi handle of its own): once it returns true the transfer is
-// abandoned (*interrupted; its connection closed).
-CURLcode PerformInterruptible(CURL* c, const std::function<bool()>& interrupt, bool* interrupted) {
+// curl_easy_perform's equivalent for a stream, on a multi handle of its own, that looks
+// between libcurl's steps (every kInterruptPollMs) at `interrupt` (may be null): once it is
+// true (or throws) the transfer is abandoned (*interrupted; its connection closed); and, with
+// header_ms > 0, at whether the answer's status line came within header_ms: etcd answers a
+// watch at once, so a member that did not is treated as unreachable (CURLE_OPERATION_TIMEDOUT
+// with no status) and the caller tries the next endpoint with the time left.
+CURLcode PerformStream(CURL* c, const std::function<bool()>* interrupt, int header_ms,
+                       bool* interrupted) {
   *interrupted = false;
+  const auto header_deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(header_ms);
+  const auto cut = [&] {
+    if (interrupt == nullptr) return false;
+    try {
+      return (*interrupt)();
+    } catch (...) {  // a caller's bug: ends the call, never unwinds through libcurl
+      return true;
+    }
+  };
+  if (cut()) {
+    *interrupted = true;
+    return CURLE_OK;
+  }
   CURLM* m = curl_multi_init();
   if (m == nullptr) return CURLE_OUT_OF_MEMORY;
   if (curl_multi_add_handle(m, c) != CURLM_OK) {
@@ -71,7 +89,7 @@ CURLcode PerformInterruptible(CURL* c, const std::function<bool()>& interrupt, b
   for (;;) {
     int running = 0;
     if (curl_multi_perform(m, &running) != CURLM_OK) {
-      rc = CURLE_RECV_ERROR;
+      rc = CURLE_FAILED_INIT;  // local (memory, a bad handle): not the member's fault
       break;
     }
     if (running == 0) {
@@ -80,12 +98,20 @@ CURLcode PerformInterruptible(CURL* c, const std::function<bool()>& interrupt, b
         if (msg->msg == CURLMSG_DONE) rc = msg->data.result;
       break;
     }
-    if (interrupt()) {
+    if (cut()) {
       *interrupted = true;
       break;
     }
+    if (header_ms > 0 && std::chrono::steady_clock::now() >= header_deadline) {
+      long code = 0;
+      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+      if (code == 0) {
+        rc = CURLE_OPERATION_TIMEDOUT;
+        break;
+      }
+    }
     if (curl_multi_poll(m, nullptr, 0, EtcdTransport::kInterruptPollMs, nullptr) != CURLM_OK) {
-      rc = CURLE_RECV_ERROR;
+      rc = CURLE_FAILED_INIT;
       break;
     }
   }
@@ -276,6 +302,8 @@ void* EtcdTransport::TakeHandle() {
 void EtcdTransport::GiveBack(void* handle) {
   CURL* c = static_cast<CURL*>(handle);
   curl_easy_reset(c);  // options back to defaults; its open connections are kept
+  // No signal use by libcurl, in its cleanup either (a process-wide SIGPIPE handler swap).
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   {
     MutexLock l(&mu_);
     if (idle_.size() < kMaxIdleHandles) {
@@ -338,8 +366,11 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
                               : std::max(std::min(left, 1000), left / int(n - i));
       long http = 0;
       bool unreachable = false;
+      // A stream with other members to try: one that sends no answer within half a second
+      // (or half the time left) is given up for the next (PerformStream).
+      const int header_ms = consume != nullptr && i + 1 < n ? std::min(500, left / 2) : 0;
       Status s = PostOnce(ep, path, body, response, attempt, consume, arg, &http, &unreachable,
-                          interrupt);
+                          interrupt, header_ms);
       if (s.ok() && http == 401 && !o_.user.empty()) {  // the token expired: renew, retry
         const auto remaining = [&] {
           return int(std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -350,7 +381,7 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
                             : Status(Code::kTimeout, "etcd " + path + ": no time left");
         if (s.ok() && remaining() > 0)
           s = PostOnce(ep, path, body, response, std::min(attempt, remaining()), consume, arg,
-                       &http, &unreachable, interrupt);
+                       &http, &unreachable, interrupt, header_ms);
       }
       if (s.ok() && (http == 502 || http == 503 || http == 504)) {
         unreachable = true;
@@ -383,10 +414,14 @@ Status EtcdTransport::Post(const std::string& path, const std::string& body, std
 Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& path,
                                const std::string& body, std::string* response, int timeout_ms,
                                Consumer consume, void* arg, long* http, bool* unreachable,
-                               const std::function<bool()>* interrupt) {
+                               const std::function<bool()>* interrupt, int header_ms) {
   *http = 0;
   *unreachable = false;
-  CURL* c = static_cast<CURL*>(TakeHandle());
+  // A stream's connection never outlives it (ended, timed out or interrupted mid-answer), and
+  // a pooled handle added to a multi handle would lose its kept connection: streams get a
+  // handle of their own.
+  const bool stream = consume != nullptr;
+  CURL* c = stream ? curl_easy_init() : static_cast<CURL*>(TakeHandle());
   if (c == nullptr) return Status(Code::kIoError, "curl_easy_init failed");
   const std::string url = endpoint + path;
   std::string auth;
@@ -422,14 +457,18 @@ Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& p
   if (!o_.cert.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, o_.cert.c_str());
   if (!o_.key.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, o_.key.c_str());
   bool interrupted = false;
-  CURLcode rc = interrupt != nullptr ? PerformInterruptible(c, *interrupt, &interrupted)
-                                     : curl_easy_perform(c);
+  CURLcode rc = stream ? PerformStream(c, interrupt, header_ms, &interrupted) : curl_easy_perform(c);
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   long connects = 0;
   if (curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK && connects > 0)
     connects_.fetch_add(uint64_t(connects), std::memory_order_relaxed);
-  GiveBack(c);  // before the headers go: the handle still points at them until its reset
+  // Before the headers go: the handle still points at them until its reset or cleanup.
+  if (stream) {
+    curl_easy_cleanup(c);
+  } else {
+    GiveBack(c);
+  }
   curl_slist_free_all(headers);
   if (interrupted) return Status(Code::kTimeout, "etcd " + url + ": interrupted");
   if (sink.stopped) return Status::Ok();

@@ -15,10 +15,12 @@
 // /v3/auth/authenticate gives a token sent in the Authorization header; renewed once when etcd
 // answers 401). A password is never sent in clear to a host other than the loopback
 // (IsLoopbackHost). Never through a proxy (http_proxy, ALL_PROXY and the like are ignored).
-// Connections: a call takes an idle curl handle (or makes one) and gives it back after, so its
-// connection stays open for the next call (no TCP connect or TLS handshake per request;
-// libcurl reconnects if etcd closed it meanwhile). At most kMaxIdleHandles are kept; a stream a
-// consumer ended, or one that timed out, closes its connection.
+// Connections: a request takes an idle curl handle (or makes one) and gives it back after, so
+// its connection stays open for the next request (no TCP connect or TLS handshake per request;
+// libcurl reconnects if etcd closed it meanwhile). At most kMaxIdleHandles are kept. A stream
+// (a watch) has a handle and connection of its own, closed when it ends: it runs on a curl
+// multi handle that looks every kInterruptPollMs at the caller's interrupt and, with another
+// member to try, at whether etcd answered within 500 ms (a member that did not is skipped).
 // Thread safety: Post may be called from several threads at once (each call uses a curl handle
 // no other call uses meanwhile; the token, the endpoint in use and the idle handles are
 // guarded by mu_). No exception leaves a method.
@@ -99,7 +101,8 @@ class EtcdTransport {
   // *unreachable: the endpoint could not be reached (worth trying another).
   Status PostOnce(const std::string& endpoint, const std::string& path, const std::string& body,
                   std::string* response, int timeout_ms, Consumer consume, void* arg, long* http,
-                  bool* unreachable, const std::function<bool()>* interrupt = nullptr);
+                  bool* unreachable, const std::function<bool()>* interrupt = nullptr,
+                  int header_ms = 0);
 
   const EtcdSettings o_;
   std::string password_;  // set by Open with a user

@@ -25,7 +25,7 @@
 namespace rkv::cluster {
 
 namespace {
-// NAME/draining/ is read at most this often (an etcd range read; upkeep may run every 100 ms).
+// NAME/draining/ is read at most this often (an etcd range read; upkeep may run on every change).
 constexpr int kDrainingEveryMs = 500;
 // A live server's slots (copies may be needed first): less than kvctl's default --wait_ms
 // (10 minutes), so that the answer, even a failure, reaches a kvctl that waits the default.

@@ -38,7 +38,7 @@ namespace rkv::cluster {
 
 namespace {
 constexpr size_t kAddBatch = 512;
-// NAME/suspects/ is read at most this often (an etcd range read; upkeep may run every 100 ms).
+// NAME/suspects/ is read at most this often (an etcd range read; upkeep may run on every change).
 constexpr int kSuspectsEveryMs = 500;
 bool InMap(const SlotMap& map, uint32_t id) {
   for (const ServerEntry& e : map.servers())
@@ -157,15 +157,18 @@ Status Coordinator::Maintain(Election* e, bool* replicated) {
   dirty_ = false;
   next_suspects_read_ = {};
   next_draining_read_ = {};
+  // Verdicts in before this upkeep are acted on by it (their leases revoked, or tried: the
+  // safety round tries again) and no longer cut the watch short; one that comes during it
+  // still does.
+  std::vector<int64_t> dead_before;
+  if (probe_ != nullptr)
+    for (const LivenessProbe::Target& t : targets_)
+      if (probe_->FoundDead(t.id, t.lease)) dead_before.push_back(t.lease);
   bool changed = false;
   Status s = Upkeep(e, true, replicated, &changed);
   replicated_ = *replicated;
-  // Verdicts this upkeep acted on (their leases revoked, or tried: the safety round tries
-  // again) no longer cut the watch short.
   if (noticed_.size() > 1024) noticed_.clear();  // leases are never reused: only a memo
-  if (probe_ != nullptr)
-    for (const LivenessProbe::Target& t : targets_)
-      if (probe_->FoundDead(t.id, t.lease)) noticed_.insert(t.lease);
+  noticed_.insert(dead_before.begin(), dead_before.end());
   next_full_upkeep_ = now + std::chrono::milliseconds(kFullUpkeepMs);
   if (!s.ok() || changed) upkeep_idle_ = false;
   return s;

@@ -64,7 +64,8 @@ void Migrator::Loop() {
     }
     (void)etcd_->Watch(
         Key("migration"), false, revision + 1, kWaitMs,
-        [&](const std::vector<EtcdEvent>& ev, int64_t) { return !ev.empty() || Stopping(); });
+        [&](const std::vector<EtcdEvent>& ev, int64_t) { return !ev.empty() || Stopping(); },
+        [this] { return Stopping(); });
   }
 }
 
