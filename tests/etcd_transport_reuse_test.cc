@@ -93,7 +93,7 @@ TEST(EtcdTransportReuse, AConnectionTheServerClosedIsReplaced) {
     bool found = false;
     EtcdKv kv;
     ASSERT_TRUE(c->Get("/k", &found, &kv, nullptr).ok());
-  }  // the server stops: the client's idle connection is closed under it
+  }                            // the server stops: the client's idle connection is closed under it
   FakeEtcd again(true, port);  // a restarted server on the same port
   if (again.port() <= 0) GTEST_SKIP() << "port " << port << " was taken meanwhile";
   for (int i = 0; i < 3; ++i) {

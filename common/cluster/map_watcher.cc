@@ -183,7 +183,8 @@ void MapWatcher::Loop() {
     }
     watches_.fetch_add(1, std::memory_order_relaxed);
     Status s = etcd_->Watch(
-        key_, false, from, watch_ms, [&](const std::vector<EtcdEvent>& events, int64_t) {
+        key_, false, from, watch_ms,
+        [&](const std::vector<EtcdEvent>& events, int64_t) {
           for (const EtcdEvent& e : events) {
             if (e.deleted) {
               bad_maps_.fetch_add(1);

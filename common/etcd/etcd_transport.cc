@@ -457,7 +457,8 @@ Status EtcdTransport::PostOnce(const std::string& endpoint, const std::string& p
   if (!o_.cert.empty()) curl_easy_setopt(c, CURLOPT_SSLCERT, o_.cert.c_str());
   if (!o_.key.empty()) curl_easy_setopt(c, CURLOPT_SSLKEY, o_.key.c_str());
   bool interrupted = false;
-  CURLcode rc = stream ? PerformStream(c, interrupt, header_ms, &interrupted) : curl_easy_perform(c);
+  CURLcode rc =
+      stream ? PerformStream(c, interrupt, header_ms, &interrupted) : curl_easy_perform(c);
   long code = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
   long connects = 0;

@@ -111,8 +111,8 @@ class EtcdTransport {
   size_t current_ GUARDED_BY(mu_) = 0;  // index into o_.endpoints
   uint64_t failovers_ GUARDED_BY(mu_) = 0;
   static constexpr size_t kMaxIdleHandles = 8;
-  void* TakeHandle();            // an idle curl handle, or a new one (null: none)
-  void GiveBack(void* handle);   // reset; kept if fewer than kMaxIdleHandles are idle
+  void* TakeHandle();                        // an idle curl handle, or a new one (null: none)
+  void GiveBack(void* handle);               // reset; kept if fewer than kMaxIdleHandles are idle
   std::vector<void*> idle_ GUARDED_BY(mu_);  // CURL* handles, their connections open
   std::atomic<uint64_t> connects_{0};
   std::atomic<uint64_t> posts_{0};

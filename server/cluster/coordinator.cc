@@ -4,9 +4,9 @@
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <memory>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "common/cluster/member_record.h"
@@ -138,20 +138,20 @@ Status Coordinator::ServeOnce(Election* e) {
     // Asleep until something changes under the cluster's prefix: a request (NAME/request), or
     // what the upkeep reads (the map, members, reports), or a probe verdict (looked at every
     // 20 ms without reading etcd: the watch is cut short), or the safety round.
-    s = etcd_->Watch(cluster_.Prefix(), true, watch_from_ + 1,
-                     replicated ? kFullUpkeepMs : kWaitMs,
-                     [&](const std::vector<EtcdEvent>& ev, int64_t) {
-                       for (const EtcdEvent& x : ev) {
-                         watch_from_ = std::max(watch_from_, x.kv.mod_revision);
-                         if (x.kv.key == Key("request")) {
-                           if (!x.deleted) request_maybe_ = true;
-                         } else if (x.kv.key != Key("result")) {
-                           dirty_ = true;
-                         }
-                       }
-                       return request_maybe_ || dirty_ || Stopping();
-                     },
-                     [this] { return Stopping() || ProbeNews(); });
+    s = etcd_->Watch(
+        cluster_.Prefix(), true, watch_from_ + 1, replicated ? kFullUpkeepMs : kWaitMs,
+        [&](const std::vector<EtcdEvent>& ev, int64_t) {
+          for (const EtcdEvent& x : ev) {
+            watch_from_ = std::max(watch_from_, x.kv.mod_revision);
+            if (x.kv.key == Key("request")) {
+              if (!x.deleted) request_maybe_ = true;
+            } else if (x.kv.key != Key("result")) {
+              dirty_ = true;
+            }
+          }
+          return request_maybe_ || dirty_ || Stopping();
+        },
+        [this] { return Stopping() || ProbeNews(); });
     if (s.code() == Code::kTimeout) return Status::Ok();
     if (!s.ok()) watch_from_ = 0;  // e.g. compacted past it: read everything again
     return s;

@@ -86,13 +86,14 @@ Status Election::WaitForBefore(std::chrono::steady_clock::time_point deadline,
                            .count());
   if (left <= 0) return Status(Code::kTimeout, "election: another candidate leads");
   const std::string watched = waiting_on_;
-  Status s = etcd_->Watch(watched, false, wait_from_, left,
-                          [&](const std::vector<EtcdEvent>& events, int64_t) {
-                            for (const EtcdEvent& e : events)
-                              if (e.deleted && e.kv.key == watched) return true;
-                            return false;
-                          },
-                          interrupt);
+  Status s = etcd_->Watch(
+      watched, false, wait_from_, left,
+      [&](const std::vector<EtcdEvent>& events, int64_t) {
+        for (const EtcdEvent& e : events)
+          if (e.deleted && e.kv.key == watched) return true;
+        return false;
+      },
+      interrupt);
   if (s.code() == Code::kTimeout)
     return Status(Code::kTimeout, "election: another candidate leads");
   return s;
