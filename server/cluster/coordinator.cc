@@ -21,6 +21,7 @@ namespace {
 constexpr int kWaitMs = 1000;  // one wait for a request; bounds the destructor
 constexpr int kRetryMs = 200;  // after an etcd error or lost compare
 constexpr int kCommitTries = 16;
+constexpr int kNoEtcdMs = 2000;  // the default --cluster_lease_ttl
 }  // namespace
 
 Coordinator::Coordinator(EtcdClient* etcd, ClusterAddress cluster, uint32_t my_id,
@@ -89,13 +90,25 @@ void Coordinator::Loop() {
     watch_from_ = 0;  // a new leadership reads everything again (ServeOnce)
     LOG(INFO) << "cluster coordinator: server " << my_id_ << " leads (fencing token "
               << e.fencing_token() << ")";
+    auto last_ok = std::chrono::steady_clock::now();
     while (!Stopping() && lease_() == lease) {
       s = ServeOnce(&e);
-      if (!s.ok()) {
-        LOG(WARNING) << "cluster coordinator: " << s.ToString();
-        if (s.code() == Code::kUnauthenticated) break;  // no longer the leader
-        Pause(kRetryMs);
+      if (s.ok()) {
+        last_ok = std::chrono::steady_clock::now();
+        continue;
       }
+      LOG(WARNING) << "cluster coordinator: " << s.ToString();
+      if (s.code() == Code::kUnauthenticated) break;  // no longer the leader
+      // Cut off from etcd for longer than a lease: another may lead by now, and this one could
+      // act on no verdict anyway. The probe stops until an upkeep succeeds again.
+      if (std::chrono::steady_clock::now() - last_ok > std::chrono::milliseconds(kNoEtcdMs) &&
+          !targets_.empty()) {
+        if (probe_ != nullptr) probe_->SetTargets({});
+        targets_.clear();
+        LOG(WARNING) << "cluster coordinator: no etcd answer for " << kNoEtcdMs
+                     << " ms; the liveness probe stops until etcd answers";
+      }
+      Pause(kRetryMs);
     }
     leading_.store(false);
     if (probe_ != nullptr) probe_->SetTargets({});  // only the leader probes
