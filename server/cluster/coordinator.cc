@@ -196,21 +196,22 @@ Status Coordinator::ServeOnce(Election* e) {
       {EtcdClient::Op::Delete(Key("request")), EtcdClient::Op::Put(Key("result"), res.Encode())},
       {}, &ok);
   if (!s.ok()) return s;
-  if (!ok) {  // the request was replaced meanwhile (served next), or this leader was deposed
-    std::string leader;
-    int64_t token = 0;
-    bool any = false;
-    s = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
-    if (s.ok() && (!any || token != e->fencing_token()))
-      return Status(Code::kUnauthenticated, "no longer the coordinator");
-    return s;
-  }
-  if (ok) {
-    requests_done_.fetch_add(1);
-    LOG(INFO) << "cluster coordinator: request " << req.nonce << " done: " << CodeName(res.code)
-              << " " << res.message;
-  }
+  // The request was replaced meanwhile (served next), or this leader was deposed.
+  if (!ok) return CheckStillLeader(*e);
+  requests_done_.fetch_add(1);
+  LOG(INFO) << "cluster coordinator: request " << req.nonce << " done: " << CodeName(res.code)
+            << " " << res.message;
   return Status::Ok();
+}
+
+Status Coordinator::CheckStillLeader(const Election& e) {
+  std::string leader;
+  int64_t token = 0;
+  bool any = false;
+  Status s = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
+  if (s.ok() && (!any || token != e.fencing_token()))
+    return Status(Code::kUnauthenticated, "no longer the coordinator");
+  return s;
 }
 
 Status Coordinator::ReadLive(bool replicated, std::vector<EtcdKv>* members,
@@ -312,12 +313,8 @@ Status Coordinator::Carry(Election* e, const ClusterRequest& req, ClusterResult*
       if (!s.ok()) return s;
       if (!ok) {
         // The map changed under us, or we no longer lead: find out which.
-        std::string leader;
-        int64_t token = 0;
-        bool any = false;
-        s = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
-        if (s.ok() && (!any || token != e->fencing_token()))
-          return Status(Code::kUnauthenticated, "no longer the coordinator");
+        s = CheckStillLeader(*e);
+        if (s.code() == Code::kUnauthenticated) return s;
         Pause(kRetryMs);
         continue;
       }

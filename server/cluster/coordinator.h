@@ -127,6 +127,9 @@ class Coordinator {
   // DrainRecord if it is live, then runs Upkeep until the map gives it no replica role.
   Status Drain(Election* e, const SlotMap& map, const std::vector<EtcdKv>& members, uint32_t id,
                ClusterResult* res);
+  // After a transaction whose StillLeader compare may have failed: UNAUTHENTICATED if the
+  // election now has another leader (or none), the read's error if it failed, else OK.
+  [[nodiscard]] Status CheckStillLeader(const Election& e);
   // Carries out one decoded request; fills the result.
   Status Carry(Election* e, const ClusterRequest& req, ClusterResult* res);
   std::string Key(const char* rest) const { return cluster_.Prefix() + rest; }

@@ -228,13 +228,8 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
         {EtcdClient::Op::Put(Key("map"), value)}, {}, &ok);
     if (!t.ok()) return t;
     if (!ok) {  // the map changed meanwhile (look again next time), or we were deposed
-      std::string leader;
-      int64_t token = 0;
-      bool any = false;
-      t = Election::Leader(etcd_, Key("coordinator/"), &leader, &token, &any);
-      if (t.ok() && (!any || token != e->fencing_token()))
-        return Status(Code::kUnauthenticated, "no longer the coordinator");
-      return Status::Ok();
+      t = CheckStillLeader(*e);
+      return t.code() == Code::kUnauthenticated ? t : Status::Ok();
     }
     LOG(INFO) << "cluster coordinator: " << what << "; map epoch " << next.epoch();
     *changed = true;

@@ -97,11 +97,13 @@ void Replicator::Release(uint32_t /*id*/, Link* link, bool broken) {
   links_cv_.notify_one();
 }
 
-bool Replicator::Attempt::Dropped() {
-  const uint64_t e = r->map_epoch_.load();
-  if (e == epoch) return false;
-  epoch = e;
-  return !r->StillWanted(slot, backup);
+bool Replicator::Attempt::Dropped() { return r->DroppedSince(slot, backup, &epoch); }
+
+bool Replicator::DroppedSince(uint32_t slot, uint32_t backup, uint64_t* seen_epoch) const {
+  const uint64_t e = map_epoch_.load(std::memory_order_relaxed);
+  if (e == *seen_epoch) return false;
+  *seen_epoch = e;
+  return !StillWanted(slot, backup);
 }
 
 Status Replicator::Begin(uint32_t slot, uint64_t epoch, const Backup& b, const std::string& key,

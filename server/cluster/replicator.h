@@ -314,6 +314,9 @@ class Replicator {
   // Whether the applied map still wants `backup`'s ack for `slot` (this server its primary,
   // `backup` one of its backups).
   bool StillWanted(uint32_t slot, uint32_t backup) const;
+  // Whether the applied map moved past *seen_epoch (then updated) and no longer wants
+  // `backup`'s ack for `slot` (Attempt::Dropped, FastDropped); no lock while it did not move.
+  bool DroppedSince(uint32_t slot, uint32_t backup, uint64_t* seen_epoch) const;
   // Under the slot's lock (replicator_kept.cc): drops a kept write of an older stint as
   // primary, then resends the slot's kept write to every backup of `snap` it has not reached
   // and applies it here, unless it is of `key` (*superseded: the caller's write of that key

@@ -69,10 +69,7 @@ void Replicator::FailFast(FastWrite* fw, const Status* status, const bool* maybe
 }
 
 bool Replicator::FastDropped(const FastWrite& fw, uint32_t backup, uint64_t* seen_epoch) const {
-  const uint64_t e = map_epoch_.load(std::memory_order_relaxed);
-  if (e == *seen_epoch) return false;
-  *seen_epoch = e;
-  return !StillWanted(fw.slot, backup);
+  return DroppedSince(fw.slot, backup, seen_epoch);
 }
 
 void Replicator::AbortFast(FastWrite* fw) {
