@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/cluster/replica_ring.h"
+
+#include <glog/logging.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace rkv::cluster {
+
+void ReplicaRing::Free::operator()(uint8_t* p) const { std::free(p); }
+
+ReplicaRing::ReplicaRing(uint32_t writer, uint64_t grant_epoch, size_t size)
+    : writer_(writer), grant_epoch_(grant_epoch), layout_(size) {
+  CHECK(size % 8 == 0 && size >= kRingControlBytes + 8 * kRingHeaderBytes)
+      << "ring of " << size << " bytes";
+  void* p = nullptr;
+  CHECK_EQ(posix_memalign(&p, 4096, size), 0) << "ring of " << size << " bytes";
+  std::memset(p, 0, size);
+  mem_.reset(static_cast<uint8_t*>(p));
+}
+
+ReplicaRing::~ReplicaRing() { Revoke(); }
+
+void ReplicaRing::Revoke() {
+  if (state_ == State::kRevoked) return;
+  if (revoker_) revoker_();
+  state_ = State::kRevoked;
+}
+
+bool ReplicaRing::Peek(RingRecordView* out) {
+  for (;;) {
+    if (layout_.ImplicitWrap(at_)) {
+      Skip(layout_.size() - at_);
+      continue;
+    }
+    const size_t room = layout_.size() - at_;
+    // The length first, then the record: bytes the NIC may still write are copied, never read
+    // twice (what is checked is what is applied).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    uint8_t head[8];
+    std::memcpy(head, mem_.get() + at_, sizeof head);
+    size_t length = PeekRingLength(std::string_view(reinterpret_cast<char*>(head), sizeof head));
+    if (length < kRingHeaderBytes || length > room) length = kRingHeaderBytes;  // refused below
+    copy_.assign(reinterpret_cast<const char*>(mem_.get() + at_), length);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    RingRecordView v;
+    if (!DecodeRingRecord(copy_, index_, &v).ok()) return false;
+    if (v.wrap) {
+      peeked_ = 0;
+      ++index_;
+      Skip(layout_.size() - at_);  // the wrap record included
+      continue;
+    }
+    peeked_ = v.length;
+    *out = v;
+    return true;
+  }
+}
+
+void ReplicaRing::Consume() {
+  CHECK_GT(peeked_, 0u) << "ReplicaRing::Consume without a record";
+  std::memset(mem_.get() + at_, 0, peeked_);
+  at_ += peeked_;
+  consumed_ += peeked_;
+  ++index_;
+  peeked_ = 0;
+  Publish();
+}
+
+void ReplicaRing::Skip(size_t bytes) {
+  std::memset(mem_.get() + at_, 0, bytes);
+  consumed_ += bytes;
+  at_ = kRingControlBytes;
+  Publish();
+}
+
+void ReplicaRing::Publish() {
+  // Whole u64 stores (8-byte aligned): the writer's RDMA READ sees each field whole. The
+  // zeroing above is ordered before them, so room the writer sees is zero.
+  std::atomic_thread_fence(std::memory_order_release);
+  auto* control = reinterpret_cast<RingControl*>(mem_.get());
+  __atomic_store_n(&control->consumed_index, index_ - 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&control->consumed, consumed_, __ATOMIC_RELEASE);
+}
+
+bool ReplicaRing::Drained() {
+  if (state_ != State::kRevoked) return false;
+  RingRecordView v;
+  return !Peek(&v);
+}
+
+}  // namespace rkv::cluster

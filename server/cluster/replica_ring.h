@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// ReplicaRing: one log ring a backup granted to a primary's replication link, as the backup's
+// drainer reads it (docs/replication-rings.md; the record format in
+// common/cluster/ring_record.h). The primary's NIC places records in `data()` with RDMA
+// WRITEs; this object finds the complete ones in order, hands each out (Peek) until it is
+// consumed (Consume: its bytes zeroed, the control block's counters advanced, so the writer
+// sees the room with an RDMA READ), and skips wraps.
+// Lifecycle (State): kOpen (granted: the NIC may place records) -> kRevoked (Revoke ran the
+// registration's revoker: the NIC places nothing more, so a head that is not a complete record
+// is the ring's end) -> freed by its owner once drained (Drained()).
+// Thread safety: none; its owner (RingDrainer) serialises every call. The NIC writes data()
+// concurrently: records are copied out before they are checked, so a record checked is the
+// record applied.
+// Ownership: owns the memory (page-aligned, zeroed) and the revoker, which must make the NIC
+// stop placing into it before it returns (the registration or window is invalidated, or the
+// link's QP leaves RTS); the registration itself is owned by whoever the revoker closes over,
+// and must be gone before this object is destroyed (the destructor revokes an open ring).
+#ifndef RKV_SERVER_CLUSTER_REPLICA_RING_H_
+#define RKV_SERVER_CLUSTER_REPLICA_RING_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/cluster/ring_record.h"
+
+namespace rkv::cluster {
+
+class ReplicaRing {
+ public:
+  enum class State { kOpen, kRevoked };
+  // size: a multiple of 8, at least kRingControlBytes + 8 x kRingHeaderBytes. writer: the
+  // primary's server id (records must name it). grant_epoch: the backup's map epoch when granted.
+  ReplicaRing(uint32_t writer, uint64_t grant_epoch, size_t size);
+  ~ReplicaRing();
+  ReplicaRing(const ReplicaRing&) = delete;
+  ReplicaRing& operator=(const ReplicaRing&) = delete;
+
+  uint8_t* data() { return mem_.get(); }
+  size_t size() const { return layout_.size(); }
+  uint32_t writer() const { return writer_; }
+  uint64_t grant_epoch() const { return grant_epoch_; }
+  State state() const { return state_; }
+  // Runs before the ring is Revoked (or destroyed open); see Ownership above.
+  void set_revoker(std::function<void()> revoker) { revoker_ = std::move(revoker); }
+
+  // The next complete record (wraps consumed on the way), into *out (its key and value point
+  // into this object's copy, valid until the next call); false: none complete now.
+  bool Peek(RingRecordView* out);
+  // Consumes the record the last Peek returned.
+  void Consume();
+  // Makes the NIC place nothing more (the revoker), then kRevoked. Idempotent.
+  void Revoke();
+  // Revoked, and no complete record left: nothing will ever be read from it again.
+  bool Drained();
+  uint64_t consumed_index() const { return index_ - 1; }
+
+ private:
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  void Skip(size_t bytes);  // zeroes and consumes bytes at the read offset (a wrap)
+  void Publish();           // the control block's counters
+
+  const uint32_t writer_;
+  const uint64_t grant_epoch_;
+  const RingLayout layout_;
+  std::unique_ptr<uint8_t[], Free> mem_;
+  std::function<void()> revoker_;
+  State state_ = State::kOpen;
+  size_t at_ = kRingControlBytes;  // the read offset
+  uint64_t index_ = 1;             // the next record's index
+  uint64_t consumed_ = 0;          // bytes consumed (wraps' skips included)
+  size_t peeked_ = 0;              // the length of the record Peek returned (0: none)
+  std::string copy_;               // the record Peek returned, copied out of data()
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_REPLICA_RING_H_

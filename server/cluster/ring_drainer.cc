@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/cluster/ring_drainer.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace rkv::cluster {
+
+RingDrainer::RingDrainer(ApplyFn apply) : apply_(std::move(apply)) {}
+
+RingDrainer::~RingDrainer() {
+  Stop();
+  RevokeAll();
+}
+
+Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (rings_.size() >= kMaxRings)
+      return Status(Code::kBusy,
+                    "this backup holds " + std::to_string(kMaxRings) + " log rings already");
+    *id = next_id_++;
+    rings_.emplace(*id, std::move(ring));
+    kick_ = true;
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+void RingDrainer::RevokeRing(uint64_t id) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = rings_.find(id);
+  if (it == rings_.end()) return;
+  it->second->Revoke();
+  DrainLocked();
+}
+
+void RingDrainer::RevokeWriters(const std::vector<uint32_t>& writers) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (uint32_t w : writers) RevokeWriterLocked(w);
+  DrainLocked();
+}
+
+void RingDrainer::RevokeAll() {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, ring] : rings_) ring->Revoke();
+  DrainLocked();
+}
+
+void RingDrainer::RevokeWriterLocked(uint32_t writer) {
+  for (auto& [id, ring] : rings_)
+    if (ring->writer() == writer) ring->Revoke();
+}
+
+size_t RingDrainer::Drain() {
+  std::lock_guard<std::mutex> l(mu_);
+  return DrainLocked();
+}
+
+size_t RingDrainer::DrainLocked() {
+  size_t consumed = 0;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (auto& [id, ring] : rings_) {
+      RingRecordView v;
+      while (ring->Peek(&v)) {
+        const Outcome o = apply_(*ring, v);
+        if (o == Outcome::kWait) break;
+        ring->Consume();
+        ++consumed;
+        moved = true;
+        if (o == Outcome::kApplied) {
+          applied_.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        refused_.fetch_add(1, std::memory_order_relaxed);
+        LOG_EVERY_N(WARNING, 20) << "log ring of server " << ring->writer() << ": record "
+                                 << v.index << " refused; its rings are revoked";
+        RevokeWriterLocked(ring->writer());
+      }
+    }
+  }
+  for (auto it = rings_.begin(); it != rings_.end();) {
+    if (it->second->Drained()) {
+      it = rings_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return consumed;
+}
+
+bool RingDrainer::HasRecords(uint32_t writer) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, ring] : rings_) {
+    RingRecordView v;
+    if (ring->writer() == writer && ring->Peek(&v)) return true;
+  }
+  return false;
+}
+
+size_t RingDrainer::rings() {
+  std::lock_guard<std::mutex> l(mu_);
+  return rings_.size();
+}
+
+void RingDrainer::Start() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (thread_.joinable() || stop_) return;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void RingDrainer::Stop() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void RingDrainer::Loop() {
+  int sleep_us = kMinSleepUs;
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_) {
+    if (DrainLocked() > 0) {
+      sleep_us = kMinSleepUs;
+      // Let a synchronous Drain or a revocation in; then look again at once.
+      l.unlock();
+      std::this_thread::yield();
+      l.lock();
+      continue;
+    }
+    if (rings_.empty()) {
+      cv_.wait(l, [this] { return stop_ || kick_; });
+    } else {
+      cv_.wait_for(l, std::chrono::microseconds(sleep_us), [this] { return stop_ || kick_; });
+      sleep_us = std::min(sleep_us * 2, kMaxSleepUs);
+    }
+    kick_ = false;
+  }
+}
+
+}  // namespace rkv::cluster

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// RingDrainer: a backup's log rings (docs/replication-rings.md) and the thread that applies
+// their records. Every complete record of every ring is handed, in ring order, to the apply
+// function, which checks it and applies it exactly as a REPLICATE that arrived then
+// (RpcExecutor's replication code) and says:
+//   kApplied  done (also a resend of the last number, taken without a change): consumed;
+//   kWait     not now (its slot's previous number is in another ring of the same writer, or
+//             its epoch is newer than this server's map): the ring waits, the others go on;
+//   kRefused  never (a record its writer could not validly have written): consumed, counted,
+//             and every ring of its writer revoked, so the writer's next WRITE fails and its
+//             writes go two-sided, where they are checked on arrival.
+// Passes over the rings repeat until none moves, so a record waiting for another ring's record
+// is applied in the same Drain. No deadlock: a writer places a slot's record n + 1 only after
+// the WRITE of n completed, so two ring heads cannot each wait for a record behind the other.
+// Who drains: the thread (Start), which sleeps between empty passes (50 us doubling to 2 ms;
+// woken at once by Add and Stop); and whoever must see every placed record applied first
+// (Drain): a two-sided REPLICATE or QUERY, a promotion, and the map's revocation
+// (RevokeWriters: before a map that changes a writer's role is applied, its rings are revoked,
+// so the NIC places nothing more, then drained under the map still applied).
+// Bounds: at most kMaxRings rings (Add refuses more); a ring is freed once revoked and drained.
+// Thread safety: every method from any thread; one mutex serialises the rings and the apply
+// function (which must not call back into this object).
+// Ownership: owns the rings (shared with nobody after Add); the apply function is borrowed
+// for this object's lifetime. The destructor stops the thread and revokes every ring.
+#ifndef RKV_SERVER_CLUSTER_RING_DRAINER_H_
+#define RKV_SERVER_CLUSTER_RING_DRAINER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rkv/status.h"
+#include "server/cluster/replica_ring.h"
+
+namespace rkv::cluster {
+
+class RingDrainer {
+ public:
+  enum class Outcome { kApplied, kWait, kRefused };
+  using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record)>;
+  static constexpr size_t kMaxRings = 256;
+  static constexpr int kMinSleepUs = 50;
+  static constexpr int kMaxSleepUs = 2000;
+
+  explicit RingDrainer(ApplyFn apply);
+  ~RingDrainer();
+  RingDrainer(const RingDrainer&) = delete;
+  RingDrainer& operator=(const RingDrainer&) = delete;
+
+  // Takes a granted ring; *id names it for RevokeRing. kBusy at kMaxRings.
+  [[nodiscard]] Status Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id);
+  // Revokes one ring (its link closed): it is drained to its end, then freed. Unknown ids are
+  // ignored (already freed).
+  void RevokeRing(uint64_t id);
+  // Revokes every ring of these writers, then drains.
+  void RevokeWriters(const std::vector<uint32_t>& writers);
+  void RevokeAll();
+  // Applies every record that can be applied now; returns how many were consumed.
+  size_t Drain();
+  // True while a ring of `writer` holds a complete record not consumed yet (one waiting).
+  bool HasRecords(uint32_t writer);
+  size_t rings();
+
+  void Start();
+  void Stop();
+
+  uint64_t applied() const { return applied_.load(std::memory_order_relaxed); }
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+
+ private:
+  size_t DrainLocked();
+  void RevokeWriterLocked(uint32_t writer);
+  void Loop();
+
+  const ApplyFn apply_;
+  std::mutex mu_;
+  std::map<uint64_t, std::unique_ptr<ReplicaRing>> rings_;  // guarded by mu_
+  uint64_t next_id_ = 1;                                    // guarded by mu_
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  bool kick_ = false;  // guarded by mu_: a ring was added
+  std::thread thread_;
+  std::atomic<uint64_t> applied_{0}, refused_{0};
+};
+
+}  // namespace rkv::cluster
+
+#endif  // RKV_SERVER_CLUSTER_RING_DRAINER_H_

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// ReplicaRing and RingDrainer (server/cluster/): a backup's log rings, with records placed in
+// plain memory as a primary's NIC would place them. Records are applied in ring order over
+// several laps (wrap records and implicit wraps), a record still being placed waits, records of
+// one slot spread over two rings are applied in sequence order in one Drain, a refused record
+// revokes its writer's rings, a revoked ring is drained to its end and freed, the thread
+// drains on its own, and the ring count is bounded.
+#include "server/cluster/ring_drainer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rkv::cluster {
+namespace {
+
+constexpr size_t kRingBytes = kRingControlBytes + 1024;
+
+// Places records as the primary would: at the tail, wrapping as RingLayout says, only into
+// room the control block says was consumed.
+class FakeWriter {
+ public:
+  explicit FakeWriter(ReplicaRing* ring) : ring_(ring), layout_(ring->size()) {}
+  // False: no room now.
+  bool Place(uint64_t sequence, const std::string& key, const std::string& value,
+             size_t placed_bytes = SIZE_MAX, uint32_t sender = 3) {
+    const size_t bytes = RingRecordBytes(key.size(), value.size());
+    bool wrap_record = false;
+    size_t skipped = 0, need = bytes;
+    const bool wrap = layout_.MustWrap(at_, bytes, &wrap_record, &skipped);
+    if (wrap) need += skipped;
+    const auto* control = reinterpret_cast<const RingControl*>(ring_->data());
+    if (written_ + need - __atomic_load_n(&control->consumed, __ATOMIC_ACQUIRE) >
+        layout_.capacity())
+      return false;
+    if (wrap) {
+      if (wrap_record) EncodeRingWrap(index_++, ring_->data() + at_);
+      written_ += skipped;
+      at_ = kRingControlBytes;
+    }
+    wire::ReplicateHeader h{};
+    h.epoch = 1;
+    h.sequence = sequence;
+    h.sender_id = sender;
+    h.kind = wire::kReplicatePut;
+    h.digest = wire::ReplicateDigest(h.kind, key, value);
+    std::string rec(bytes, '\0');
+    EncodeRingRecord(index_++, h, key, value, reinterpret_cast<uint8_t*>(rec.data()));
+    std::memcpy(ring_->data() + at_, rec.data(), std::min(placed_bytes, bytes));
+    last_at_ = at_;
+    last_ = rec;
+    at_ += bytes;
+    written_ += bytes;
+    return true;
+  }
+  // Places the rest of the last record (it was placed in part).
+  void Complete() { std::memcpy(ring_->data() + last_at_, last_.data(), last_.size()); }
+
+ private:
+  ReplicaRing* ring_;
+  RingLayout layout_;
+  size_t at_ = kRingControlBytes, last_at_ = 0;
+  uint64_t index_ = 1, written_ = 0;
+  std::string last_;
+};
+
+// Applies per key "slot" (the key's first byte) in sequence order, as the backup's checks do.
+struct Applier {
+  std::map<char, uint64_t> next;  // a slot's next sequence (1 at first)
+  std::vector<std::string> applied;
+  std::string refuse_key;
+  RingDrainer::Outcome operator()(const ReplicaRing&, const RingRecordView& v) {
+    const std::string key(v.key);
+    if (key == refuse_key) return RingDrainer::Outcome::kRefused;
+    uint64_t& n = next.try_emplace(key[0], 1).first->second;
+    if (v.header.sequence != n) return RingDrainer::Outcome::kWait;
+    ++n;
+    applied.push_back(key + "=" + std::string(v.value));
+    return RingDrainer::Outcome::kApplied;
+  }
+};
+
+std::unique_ptr<ReplicaRing> NewRing(uint32_t writer, int* revoked = nullptr) {
+  auto r = std::make_unique<ReplicaRing>(writer, 1, kRingBytes);
+  if (revoked != nullptr) r->set_revoker([revoked] { ++*revoked; });
+  return r;
+}
+
+TEST(RingDrainer, AppliesInOrderOverManyLaps) {
+  Applier a;
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  auto ring = NewRing(3);
+  ReplicaRing* raw = ring.get();
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+  FakeWriter w(raw);
+  std::vector<std::string> want;
+  uint64_t seq = 1;
+  // Values of varied sizes so that wraps fall at varied offsets (records and implicit wraps).
+  for (int i = 0; i < 200; ++i) {
+    const std::string key = "a" + std::to_string(i);
+    const std::string value(size_t(i * 7 % 61), char('a' + i % 26));
+    while (!w.Place(seq, key, value)) ASSERT_GT(d.Drain(), 0u) << "no room and nothing drained";
+    ++seq;
+    want.push_back(key + "=" + value);
+    if (i % 3 == 0) d.Drain();
+  }
+  d.Drain();
+  EXPECT_EQ(a.applied, want);
+  EXPECT_EQ(d.applied(), 200u);
+  const auto* control = reinterpret_cast<const RingControl*>(raw->data());
+  EXPECT_EQ(control->consumed_index, raw->consumed_index());
+  EXPECT_GT(control->consumed, 1024u * 5);  // several laps
+}
+
+TEST(RingDrainer, ARecordStillBeingPlacedWaits) {
+  Applier a;
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  auto ring = NewRing(3);
+  ReplicaRing* raw = ring.get();
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+  FakeWriter w(raw);
+  ASSERT_TRUE(w.Place(1, "a1", std::string(100, 'x'), 70));
+  EXPECT_EQ(d.Drain(), 0u);
+  EXPECT_TRUE(a.applied.empty());
+  w.Complete();
+  EXPECT_EQ(d.Drain(), 1u);
+  EXPECT_EQ(a.applied.size(), 1u);
+}
+
+TEST(RingDrainer, ASlotsRecordsOverTwoRingsApplyInSequenceOrder) {
+  Applier a;
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  auto r1 = NewRing(3), r2 = NewRing(3);
+  FakeWriter w1(r1.get()), w2(r2.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(r1), &id).ok());
+  ASSERT_TRUE(d.Add(std::move(r2), &id).ok());
+  // Ring 1 (looked at first) holds slot a's 2 and 4; ring 2 its 1 and 3, and slot b's 1.
+  ASSERT_TRUE(w2.Place(1, "a-1", "v"));
+  ASSERT_TRUE(w1.Place(2, "a-2", "v"));
+  ASSERT_TRUE(w2.Place(3, "a-3", "v"));
+  ASSERT_TRUE(w2.Place(1, "b-1", "v"));
+  ASSERT_TRUE(w1.Place(4, "a-4", "v"));
+  EXPECT_EQ(d.Drain(), 5u);
+  EXPECT_EQ(a.applied, (std::vector<std::string>{"a-1=v", "a-2=v", "a-3=v", "b-1=v", "a-4=v"}));
+}
+
+TEST(RingDrainer, ARefusedRecordRevokesItsWritersRings) {
+  Applier a;
+  a.refuse_key = "a-2";
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  int revoked3 = 0, revoked4 = 0, revoked3b = 0;
+  auto r1 = NewRing(3, &revoked3), r2 = NewRing(3, &revoked3b), r3 = NewRing(4, &revoked4);
+  FakeWriter w1(r1.get()), w2(r2.get()), w3(r3.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(r1), &id).ok());
+  ASSERT_TRUE(d.Add(std::move(r2), &id).ok());
+  ASSERT_TRUE(d.Add(std::move(r3), &id).ok());
+  ASSERT_TRUE(w1.Place(1, "a-1", "v"));
+  ASSERT_TRUE(w1.Place(2, "a-2", "v"));
+  ASSERT_TRUE(w2.Place(2, "b-2", "v", 30));           // waits, and is never completed
+  ASSERT_TRUE(w3.Place(2, "c-2", "v", SIZE_MAX, 4));  // waits for its 1
+  d.Drain();
+  EXPECT_EQ(d.refused(), 1u);
+  EXPECT_EQ(revoked3, 1);
+  EXPECT_EQ(revoked3b, 1);
+  EXPECT_EQ(revoked4, 0);  // another writer's ring stays
+  // Writer 3's rings are revoked and hold nothing complete: freed.
+  EXPECT_EQ(d.rings(), 1u);
+  EXPECT_FALSE(d.HasRecords(3));
+  EXPECT_TRUE(d.HasRecords(4));
+}
+
+TEST(RingDrainer, ARevokedRingIsDrainedToItsEndThenFreed) {
+  Applier a;
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  int revoked = 0;
+  auto ring = NewRing(3, &revoked);
+  FakeWriter w(ring.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+  ASSERT_TRUE(w.Place(1, "a-1", "v"));
+  ASSERT_TRUE(w.Place(2, "a-2", "v"));
+  ASSERT_TRUE(w.Place(3, "a-3", "v", 16));  // cut short: its WRITE failed
+  d.RevokeRing(id);
+  EXPECT_EQ(revoked, 1);
+  EXPECT_EQ(a.applied, (std::vector<std::string>{"a-1=v", "a-2=v"}));
+  EXPECT_EQ(d.rings(), 0u);
+  d.RevokeRing(id);  // gone: ignored
+  d.RevokeWriters({3});
+  EXPECT_EQ(revoked, 1);
+}
+
+TEST(RingDrainer, RevokingAWriterFirstDrainsWhatWasPlaced) {
+  Applier a;
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  int revoked = 0;
+  auto ring = NewRing(3, &revoked);
+  FakeWriter w(ring.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+  for (uint64_t s = 1; s <= 5; ++s) ASSERT_TRUE(w.Place(s, "a-" + std::to_string(s), "v"));
+  d.RevokeWriters({3});
+  EXPECT_EQ(revoked, 1);
+  EXPECT_EQ(a.applied.size(), 5u);
+  EXPECT_EQ(d.rings(), 0u);
+}
+
+TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
+  std::mutex mu;
+  Applier a;
+  RingDrainer d([&](const ReplicaRing& r, const RingRecordView& v) {
+    std::lock_guard<std::mutex> l(mu);
+    return a(r, v);
+  });
+  auto ring = NewRing(3);
+  FakeWriter w(ring.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+  d.Start();
+  for (uint64_t s = 1; s <= 100; ++s) {
+    // The writer waits for room the thread frees (up to 10 s: a bound, not a timing check).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!w.Place(s, "a-" + std::to_string(s), std::string(40, 'v'))) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (d.applied() < 100 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  d.Stop();
+  EXPECT_EQ(d.applied(), 100u);
+}
+
+TEST(RingDrainer, TheRingCountIsBounded) {
+  RingDrainer d(
+      [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
+  uint64_t id = 0;
+  for (size_t i = 0; i < RingDrainer::kMaxRings; ++i) ASSERT_TRUE(d.Add(NewRing(3), &id).ok());
+  EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kBusy);
+}
+
+}  // namespace
+}  // namespace rkv::cluster
