@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // ReplicaRing and RingDrainer (server/cluster/): a backup's log rings, with records placed in
-// plain memory as a primary's NIC would place them. Records are applied in ring order over
+// plain memory where a primary's RingTail (common/cluster/ring_tail.h) plans them. Records are applied in ring order over
 // several laps (wrap records and implicit wraps), a record still being placed waits, records of
 // one slot spread over two rings are applied in sequence order in one Drain, a refused record
 // revokes its writer's rings, a revoked ring is drained to its end and freed, the thread
 // drains on its own, and the ring count is bounded.
+#include "common/cluster/ring_tail.h"
 #include "server/cluster/ring_drainer.h"
 
 #include <gtest/gtest.h>
@@ -26,24 +27,18 @@ constexpr size_t kRingBytes = kRingControlBytes + 1024;
 // room the control block says was consumed.
 class FakeWriter {
  public:
-  explicit FakeWriter(ReplicaRing* ring) : ring_(ring), layout_(ring->size()) {}
+  explicit FakeWriter(ReplicaRing* ring) : ring_(ring), tail_(ring->size()) {}
   // False: no room now.
   bool Place(uint64_t sequence, const std::string& key, const std::string& value,
              size_t placed_bytes = SIZE_MAX, uint32_t sender = 3) {
-    const size_t bytes = RingRecordBytes(key.size(), value.size());
-    bool wrap_record = false;
-    size_t skipped = 0, need = bytes;
-    const bool wrap = layout_.MustWrap(at_, bytes, &wrap_record, &skipped);
-    if (wrap) need += skipped;
     const auto* control = reinterpret_cast<const RingControl*>(ring_->data());
-    if (written_ + need - __atomic_load_n(&control->consumed, __ATOMIC_ACQUIRE) >
-        layout_.capacity())
-      return false;
-    if (wrap) {
-      if (wrap_record) EncodeRingWrap(index_++, ring_->data() + at_);
-      written_ += skipped;
-      at_ = kRingControlBytes;
-    }
+    EXPECT_TRUE(tail_.SeeConsumed(__atomic_load_n(&control->consumed, __ATOMIC_ACQUIRE)));
+    const size_t bytes = RingRecordBytes(key.size(), value.size());
+    RingTail::Placement p;
+    if (!tail_.Plan(bytes, &p)) return false;
+    if (p.wrap_at >= 0) EncodeRingWrap(p.wrap_index, ring_->data() + p.wrap_at);
+    if (p.wrap_at >= 0) ++wrap_records;
+    if (p.wrap_at < 0 && p.at == kRingControlBytes && p.index > 1) ++implicit_wraps;
     wire::ReplicateHeader h{};
     h.epoch = 1;
     h.sequence = sequence;
@@ -51,22 +46,21 @@ class FakeWriter {
     h.kind = wire::kReplicatePut;
     h.digest = wire::ReplicateDigest(h.kind, key, value);
     std::string rec(bytes, '\0');
-    EncodeRingRecord(index_++, h, key, value, reinterpret_cast<uint8_t*>(rec.data()));
-    std::memcpy(ring_->data() + at_, rec.data(), std::min(placed_bytes, bytes));
-    last_at_ = at_;
+    EncodeRingRecord(p.index, h, key, value, reinterpret_cast<uint8_t*>(rec.data()));
+    std::memcpy(ring_->data() + p.at, rec.data(), std::min(placed_bytes, bytes));
+    tail_.Commit(bytes, p);
+    last_at_ = p.at;
     last_ = rec;
-    at_ += bytes;
-    written_ += bytes;
     return true;
   }
   // Places the rest of the last record (it was placed in part).
   void Complete() { std::memcpy(ring_->data() + last_at_, last_.data(), last_.size()); }
+  int wrap_records = 0, implicit_wraps = 0;
 
  private:
   ReplicaRing* ring_;
-  RingLayout layout_;
-  size_t at_ = kRingControlBytes, last_at_ = 0;
-  uint64_t index_ = 1, written_ = 0;
+  RingTail tail_;
+  size_t last_at_ = 0;
   std::string last_;
 };
 
@@ -117,6 +111,8 @@ TEST(RingDrainer, AppliesInOrderOverManyLaps) {
   const auto* control = reinterpret_cast<const RingControl*>(raw->data());
   EXPECT_EQ(control->consumed_index, raw->consumed_index());
   EXPECT_GT(control->consumed, 1024u * 5);  // several laps
+  EXPECT_GT(w.wrap_records, 0);              // both kinds of wrap
+  EXPECT_GT(w.implicit_wraps, 0);
 }
 
 TEST(RingDrainer, ARecordStillBeingPlacedWaits) {
@@ -127,7 +123,7 @@ TEST(RingDrainer, ARecordStillBeingPlacedWaits) {
   uint64_t id = 0;
   ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
   FakeWriter w(raw);
-  ASSERT_TRUE(w.Place(1, "a1", std::string(100, 'x'), 70));
+  ASSERT_TRUE(w.Place(1, "a1", std::string(50, 'x'), 70));
   EXPECT_EQ(d.Drain(), 0u);
   EXPECT_TRUE(a.applied.empty());
   w.Complete();
@@ -247,6 +243,33 @@ TEST(RingDrainer, TheRingCountIsBounded) {
   uint64_t id = 0;
   for (size_t i = 0; i < RingDrainer::kMaxRings; ++i) ASSERT_TRUE(d.Add(NewRing(3), &id).ok());
   EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kBusy);
+}
+
+}  // namespace
+}  // namespace rkv::cluster
+
+namespace rkv::cluster {
+namespace {
+
+TEST(RingTail, RefusesWhatDoesNotFitAndOldOrImpossibleNews) {
+  RingTail t(kRingBytes);
+  RingTail::Placement p;
+  EXPECT_FALSE(t.Plan(t.layout().max_record() + 8, &p));  // bigger than a ring takes
+  EXPECT_FALSE(t.Plan(60, &p));                            // not a record's size
+  size_t placed = 0;
+  while (t.Plan(128, &p)) {
+    t.Commit(128, p);
+    placed += 128;
+  }
+  EXPECT_EQ(placed, 1024u);  // exactly the data area
+  EXPECT_FALSE(t.SeeConsumed(t.written() + 8));  // more than was written: a broken peer
+  EXPECT_TRUE(t.SeeConsumed(256));
+  EXPECT_TRUE(t.SeeConsumed(128));  // older news: ignored
+  EXPECT_EQ(t.consumed(), 256u);
+  ASSERT_TRUE(t.Plan(128, &p));  // the tail went to the start once it reached the end
+  EXPECT_EQ(p.wrap_at, -1);
+  EXPECT_EQ(p.at, kRingControlBytes);
+  EXPECT_EQ(p.index, 9u);
 }
 
 }  // namespace
