@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // ReplicaRing and RingDrainer (server/cluster/): a backup's log rings, with records placed in
-// plain memory where a primary's RingTail (common/cluster/ring_tail.h) plans them. Records are applied in ring order over
-// several laps (wrap records and implicit wraps), a record still being placed waits, records of
-// one slot spread over two rings are applied in sequence order in one Drain, a refused record
-// revokes its writer's rings, a revoked ring is drained to its end and freed, the thread
-// drains on its own, and the ring count is bounded.
-#include "common/cluster/ring_tail.h"
+// plain memory where a primary's RingTail (common/cluster/ring_tail.h) plans them. Records are
+// applied in ring order over several laps (wrap records and implicit wraps), a record still being
+// placed waits, records of one slot spread over two rings are applied in sequence order in one
+// Drain, a refused record revokes its writer's rings, a revoked ring is drained to its end and
+// freed, the thread drains on its own, and the ring count is bounded.
 #include "server/cluster/ring_drainer.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -18,10 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/cluster/ring_tail.h"
+
 namespace rkv::cluster {
 namespace {
 
 constexpr size_t kRingBytes = kRingControlBytes + 1024;
+std::atomic<uint64_t> next_order{1};  // the writer's posting order, across its rings
 
 // Places records as the primary would: at the tail, wrapping as RingLayout says, only into
 // room the control block says was consumed.
@@ -46,7 +49,8 @@ class FakeWriter {
     h.kind = wire::kReplicatePut;
     h.digest = wire::ReplicateDigest(h.kind, key, value);
     std::string rec(bytes, '\0');
-    EncodeRingRecord(p.index, h, key, value, reinterpret_cast<uint8_t*>(rec.data()));
+    const uint64_t order = next_order.fetch_add(1);
+    EncodeRingRecord(p.index, order, h, key, value, reinterpret_cast<uint8_t*>(rec.data()));
     std::memcpy(ring_->data() + p.at, rec.data(), std::min(placed_bytes, bytes));
     tail_.Commit(bytes, p);
     last_at_ = p.at;
@@ -69,10 +73,11 @@ struct Applier {
   std::map<char, uint64_t> next;  // a slot's next sequence (1 at first)
   std::vector<std::string> applied;
   std::string refuse_key;
+  bool take_any_first = false;  // a new backup: its first number is whatever comes first
   RingDrainer::Outcome operator()(const ReplicaRing&, const RingRecordView& v) {
     const std::string key(v.key);
     if (key == refuse_key) return RingDrainer::Outcome::kRefused;
-    uint64_t& n = next.try_emplace(key[0], 1).first->second;
+    uint64_t& n = next.try_emplace(key[0], take_any_first ? v.header.sequence : 1).first->second;
     if (v.header.sequence != n) return RingDrainer::Outcome::kWait;
     ++n;
     applied.push_back(key + "=" + std::string(v.value));
@@ -99,7 +104,7 @@ TEST(RingDrainer, AppliesInOrderOverManyLaps) {
   // Values of varied sizes so that wraps fall at varied offsets (records and implicit wraps).
   for (int i = 0; i < 200; ++i) {
     const std::string key = "a" + std::to_string(i);
-    const std::string value(size_t(i * 7 % 61), char('a' + i % 26));
+    const std::string value(size_t(i * 7 % 53), char('a' + i % 26));
     while (!w.Place(seq, key, value)) ASSERT_GT(d.Drain(), 0u) << "no room and nothing drained";
     ++seq;
     want.push_back(key + "=" + value);
@@ -111,7 +116,7 @@ TEST(RingDrainer, AppliesInOrderOverManyLaps) {
   const auto* control = reinterpret_cast<const RingControl*>(raw->data());
   EXPECT_EQ(control->consumed_index, raw->consumed_index());
   EXPECT_GT(control->consumed, 1024u * 5);  // several laps
-  EXPECT_GT(w.wrap_records, 0);              // both kinds of wrap
+  EXPECT_GT(w.wrap_records, 0);             // both kinds of wrap
   EXPECT_GT(w.implicit_wraps, 0);
 }
 
@@ -147,6 +152,23 @@ TEST(RingDrainer, ASlotsRecordsOverTwoRingsApplyInSequenceOrder) {
   ASSERT_TRUE(w1.Place(4, "a-4", "v"));
   EXPECT_EQ(d.Drain(), 5u);
   EXPECT_EQ(a.applied, (std::vector<std::string>{"a-1=v", "a-2=v", "a-3=v", "b-1=v", "a-4=v"}));
+}
+
+TEST(RingDrainer, ABackupThatTakesAnyFirstNumberStillGetsTheFirstOne) {
+  // Ring 1 is looked at first and holds the later write: without the posting order the new
+  // backup would start at 8 and refuse 7.
+  Applier a;
+  a.take_any_first = true;
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  auto r1 = NewRing(3), r2 = NewRing(3);
+  FakeWriter w1(r1.get()), w2(r2.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(r1), &id).ok());
+  ASSERT_TRUE(d.Add(std::move(r2), &id).ok());
+  ASSERT_TRUE(w2.Place(7, "a-7", "v"));
+  ASSERT_TRUE(w1.Place(8, "a-8", "v"));
+  EXPECT_EQ(d.Drain(), 2u);
+  EXPECT_EQ(a.applied, (std::vector<std::string>{"a-7=v", "a-8=v"}));
 }
 
 TEST(RingDrainer, ARefusedRecordRevokesItsWritersRings) {
@@ -255,13 +277,13 @@ TEST(RingTail, RefusesWhatDoesNotFitAndOldOrImpossibleNews) {
   RingTail t(kRingBytes);
   RingTail::Placement p;
   EXPECT_FALSE(t.Plan(t.layout().max_record() + 8, &p));  // bigger than a ring takes
-  EXPECT_FALSE(t.Plan(60, &p));                            // not a record's size
+  EXPECT_FALSE(t.Plan(60, &p));                           // not a record's size
   size_t placed = 0;
   while (t.Plan(128, &p)) {
     t.Commit(128, p);
     placed += 128;
   }
-  EXPECT_EQ(placed, 1024u);  // exactly the data area
+  EXPECT_EQ(placed, 1024u);                      // exactly the data area
   EXPECT_FALSE(t.SeeConsumed(t.written() + 8));  // more than was written: a broken peer
   EXPECT_TRUE(t.SeeConsumed(256));
   EXPECT_TRUE(t.SeeConsumed(128));  // older news: ignored

@@ -25,7 +25,7 @@ wire::ReplicateHeader Header(uint8_t kind, std::string_view key, std::string_vie
 
 std::string Encoded(uint64_t index, std::string_view key, std::string_view value) {
   std::string out(RingRecordBytes(key.size(), value.size()), '\x55');
-  EncodeRingRecord(index, Header(wire::kReplicatePut, key, value), key, value,
+  EncodeRingRecord(index, index * 10, Header(wire::kReplicatePut, key, value), key, value,
                    reinterpret_cast<uint8_t*>(out.data()));
   return out;
 }
@@ -40,6 +40,7 @@ TEST(RingRecord, AWriteRoundTrips) {
   ASSERT_TRUE(DecodeRingRecord(ring, 9, &v).ok());
   EXPECT_FALSE(v.wrap);
   EXPECT_EQ(v.index, 9u);
+  EXPECT_EQ(v.order, 90u);
   EXPECT_EQ(v.length, bytes.size());
   EXPECT_EQ(v.key, key);
   EXPECT_EQ(v.value, value);
@@ -52,7 +53,7 @@ TEST(RingRecord, AWriteRoundTrips) {
 
 TEST(RingRecord, ADeleteAndAWrapRoundTrip) {
   std::string del(RingRecordBytes(3, 0), '\0');
-  EncodeRingRecord(1, Header(wire::kReplicateDelete, "abc", ""), "abc", "",
+  EncodeRingRecord(1, 10, Header(wire::kReplicateDelete, "abc", ""), "abc", "",
                    reinterpret_cast<uint8_t*>(del.data()));
   RingRecordView v;
   ASSERT_TRUE(DecodeRingRecord(del, 1, &v).ok());
@@ -110,17 +111,17 @@ TEST(RingRecord, WriterAndReaderWrapAlike) {
   size_t skipped = 0;
   // Room: no wrap.
   EXPECT_FALSE(ring.MustWrap(kRingControlBytes, 128, &wrap_record, &skipped));
-  // 64 bytes left, a record of 72: a wrap record fits, and the reader finds it.
-  const size_t at = ring.size() - 64;
-  ASSERT_TRUE(ring.MustWrap(at, 72, &wrap_record, &skipped));
+  // 72 bytes left, a record of 80: a wrap record fits, and the reader finds it.
+  const size_t at = ring.size() - 72;
+  ASSERT_TRUE(ring.MustWrap(at, 80, &wrap_record, &skipped));
   EXPECT_TRUE(wrap_record);
-  EXPECT_EQ(skipped, 64u);
+  EXPECT_EQ(skipped, 72u);
   EXPECT_FALSE(ring.ImplicitWrap(at));
-  // 56 bytes left: no wrap record, and the reader wraps on its own there.
-  ASSERT_TRUE(ring.MustWrap(ring.size() - 56, 64, &wrap_record, &skipped));
+  // 72 bytes left: no wrap record, and the reader wraps on its own there.
+  ASSERT_TRUE(ring.MustWrap(ring.size() - 64, 72, &wrap_record, &skipped));
   EXPECT_FALSE(wrap_record);
-  EXPECT_EQ(skipped, 56u);
-  EXPECT_TRUE(ring.ImplicitWrap(ring.size() - 56));
+  EXPECT_EQ(skipped, 64u);
+  EXPECT_TRUE(ring.ImplicitWrap(ring.size() - 64));
 }
 
 }  // namespace

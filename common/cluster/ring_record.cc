@@ -10,8 +10,8 @@
 namespace rkv::cluster {
 namespace {
 
-constexpr size_t kLengthAt = 4, kIndexAt = 8, kSumAt = 16, kHeaderAt = 24, kKeySizeAt = 56,
-                 kValueSizeAt = 60;
+constexpr size_t kLengthAt = 4, kIndexAt = 8, kSumAt = 16, kOrderAt = 24, kHeaderAt = 32,
+                 kKeySizeAt = 64, kValueSizeAt = 68;
 static_assert(kHeaderAt + sizeof(wire::ReplicateHeader) == kKeySizeAt, "ring record layout");
 static_assert(kValueSizeAt + 4 == kRingHeaderBytes, "ring record layout");
 
@@ -44,10 +44,11 @@ Status Bad(const std::string& why) { return Status(Code::kProtocolError, "ring r
 
 }  // namespace
 
-void EncodeRingRecord(uint64_t index, const wire::ReplicateHeader& h, std::string_view key,
-                      std::string_view value, uint8_t* out) {
+void EncodeRingRecord(uint64_t index, uint64_t order, const wire::ReplicateHeader& h,
+                      std::string_view key, std::string_view value, uint8_t* out) {
   const size_t length = RingRecordBytes(key.size(), value.size());
   std::memset(out, 0, length);
+  Put(out, kOrderAt, order, 8);
   std::memcpy(out + kHeaderAt, &h, sizeof h);  // little-endian fields (x86 and ARM)
   Put(out, kKeySizeAt, key.size(), 4);
   Put(out, kValueSizeAt, value.size(), 4);
@@ -81,6 +82,7 @@ Status DecodeRingRecord(std::string_view in, uint64_t index, RingRecordView* out
   RingRecordView v;
   v.index = index;
   v.length = length;
+  v.order = Get(p, kOrderAt, 8);
   std::memcpy(&v.header, p + kHeaderAt, sizeof v.header);
   const size_t key_size = size_t(Get(p, kKeySizeAt, 4)),
                value_size = size_t(Get(p, kValueSizeAt, 4));

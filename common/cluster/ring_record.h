@@ -13,6 +13,9 @@
 // Record encoding (little-endian, fixed width; x86 and ARM):
 //   magic u32 "RKRR" | length u32 (the record's bytes, a multiple of 8) | index u64 |
 //   checksum u64 (XXH3-64 of the record's `length` bytes with this field read as zero) |
+//   order u64 (the writer's posting order, across all its rings to this backup: a record posted
+//   after another's WRITE completed has a greater order; the drainer applies a writer's ring
+//   heads smallest order first) |
 //   wire::ReplicateHeader (32 bytes; kind 0: a wrap record, no key, no value) |
 //   key_size u32 | value_size u32 | key | value | zero padding to a multiple of 8
 // Thread safety: pure functions and a value type.
@@ -29,7 +32,7 @@
 namespace rkv::cluster {
 
 inline constexpr uint32_t kRingRecordMagic = 0x52524b52;  // "RKRR" little-endian
-inline constexpr size_t kRingHeaderBytes = 64;            // a record without key and value
+inline constexpr size_t kRingHeaderBytes = 72;            // a record without key and value
 inline constexpr size_t kRingControlBytes = 64;
 inline constexpr uint8_t kRingWrapKind = 0;
 
@@ -49,13 +52,14 @@ inline constexpr size_t RingRecordBytes(size_t key_size, size_t value_size) {
 
 // Writes the record of write `h` (kind PUT or DELETE) with its key and value, as record number
 // `index`, at out[0 .. RingRecordBytes(key.size(), value.size())).
-void EncodeRingRecord(uint64_t index, const wire::ReplicateHeader& h, std::string_view key,
-                      std::string_view value, uint8_t* out);
+void EncodeRingRecord(uint64_t index, uint64_t order, const wire::ReplicateHeader& h,
+                      std::string_view key, std::string_view value, uint8_t* out);
 // Writes a wrap record numbered `index` at out[0 .. kRingHeaderBytes).
 void EncodeRingWrap(uint64_t index, uint8_t* out);
 
 struct RingRecordView {
   uint64_t index = 0;
+  uint64_t order = 0;
   size_t length = 0;  // the bytes it takes in the ring
   bool wrap = false;
   wire::ReplicateHeader header{};

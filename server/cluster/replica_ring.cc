@@ -30,6 +30,10 @@ void ReplicaRing::Revoke() {
 }
 
 bool ReplicaRing::Peek(RingRecordView* out) {
+  if (peeked_ > 0) {
+    *out = view_;
+    return true;
+  }
   for (;;) {
     if (layout_.ImplicitWrap(at_)) {
       Skip(layout_.size() - at_);
@@ -54,6 +58,7 @@ bool ReplicaRing::Peek(RingRecordView* out) {
       continue;
     }
     peeked_ = v.length;
+    view_ = v;
     *out = v;
     return true;
   }

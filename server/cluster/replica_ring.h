@@ -47,7 +47,8 @@ class ReplicaRing {
   void set_revoker(std::function<void()> revoker) { revoker_ = std::move(revoker); }
 
   // The next complete record (wraps consumed on the way), into *out (its key and value point
-  // into this object's copy, valid until the next call); false: none complete now.
+  // into this object's copy, valid until Consume); false: none complete now. Until Consume,
+  // the same record again (copied once).
   bool Peek(RingRecordView* out);
   // Consumes the record the last Peek returned.
   void Consume();
@@ -74,6 +75,7 @@ class ReplicaRing {
   uint64_t index_ = 1;             // the next record's index
   uint64_t consumed_ = 0;          // bytes consumed (wraps' skips included)
   size_t peeked_ = 0;              // the length of the record Peek returned (0: none)
+  RingRecordView view_;            // that record
   std::string copy_;               // the record Peek returned, copied out of data()
 };
 

@@ -61,25 +61,35 @@ size_t RingDrainer::Drain() {
 
 size_t RingDrainer::DrainLocked() {
   size_t consumed = 0;
+  std::vector<std::pair<uint64_t, ReplicaRing*>> heads;
   for (bool moved = true; moved;) {
     moved = false;
+    // Every ring's complete head, smallest order first: a record its writer posted after
+    // another's WRITE completed is applied after it, whichever ring holds it. After each
+    // record consumed the heads are looked at again (that ring's next may come first).
+    heads.clear();
     for (auto& [id, ring] : rings_) {
       RingRecordView v;
-      while (ring->Peek(&v)) {
-        const Outcome o = apply_(*ring, v);
-        if (o == Outcome::kWait) break;
-        ring->Consume();
-        ++consumed;
-        moved = true;
-        if (o == Outcome::kApplied) {
-          applied_.fetch_add(1, std::memory_order_relaxed);
-          continue;
-        }
+      if (ring->Peek(&v)) heads.emplace_back(v.order, ring.get());
+    }
+    std::sort(heads.begin(), heads.end());
+    for (auto& [order, ring] : heads) {
+      RingRecordView v;
+      if (!ring->Peek(&v)) continue;
+      const Outcome o = apply_(*ring, v);
+      if (o == Outcome::kWait) continue;
+      ring->Consume();
+      ++consumed;
+      moved = true;
+      if (o == Outcome::kApplied) {
+        applied_.fetch_add(1, std::memory_order_relaxed);
+      } else {
         refused_.fetch_add(1, std::memory_order_relaxed);
         LOG_EVERY_N(WARNING, 20) << "log ring of server " << ring->writer() << ": record "
                                  << v.index << " refused; its rings are revoked";
         RevokeWriterLocked(ring->writer());
       }
+      break;
     }
   }
   for (auto it = rings_.begin(); it != rings_.end();) {

@@ -9,9 +9,10 @@
 //   kRefused  never (a record its writer could not validly have written): consumed, counted,
 //             and every ring of its writer revoked, so the writer's next WRITE fails and its
 //             writes go two-sided, where they are checked on arrival.
-// Passes over the rings repeat until none moves, so a record waiting for another ring's record
-// is applied in the same Drain. No deadlock: a writer places a slot's record n + 1 only after
-// the WRITE of n completed, so two ring heads cannot each wait for a record behind the other.
+// Passes over the rings repeat until none moves. A writer posts a slot's record n + 1 only
+// after the WRITE of n completed, so n has the smaller order and is applied first, also by a
+// backup that takes whatever number comes first (a new backup, one kept by a failover);
+// records of one order's neighbourhood that were in flight together are of other slots.
 // Who drains: the thread (Start), which sleeps between empty passes (50 us doubling to 2 ms;
 // woken at once by Add and Stop); and whoever must see every placed record applied first
 // (Drain): a two-sided REPLICATE or QUERY, a promotion, and the map's revocation
