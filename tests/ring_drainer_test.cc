@@ -259,6 +259,24 @@ TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
   EXPECT_EQ(d.applied(), 100u);
 }
 
+TEST(RingDrainer, DestroyedItAppliesNothingMore) {
+  int calls = 0;
+  int revoked = 0;
+  {
+    RingDrainer d([&calls](const ReplicaRing&, const RingRecordView&) {
+      ++calls;
+      return RingDrainer::Outcome::kApplied;
+    });
+    auto ring = NewRing(3, &revoked);
+    FakeWriter w(ring.get());
+    uint64_t id = 0;
+    ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+    ASSERT_TRUE(w.Place(1, "a-1", "v"));
+  }
+  EXPECT_EQ(calls, 0);  // the server is stopping: its executor may be gone
+  EXPECT_EQ(revoked, 1);
+}
+
 TEST(RingDrainer, TheRingCountIsBounded) {
   RingDrainer d(
       [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });

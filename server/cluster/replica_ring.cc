@@ -34,7 +34,9 @@ bool ReplicaRing::Peek(RingRecordView* out) {
     *out = view_;
     return true;
   }
-  for (;;) {
+  // At most two wraps per call: a writer that only ever places wrap records cannot keep the
+  // drainer here.
+  for (int wraps = 0; wraps <= 2; ++wraps) {
     if (layout_.ImplicitWrap(at_)) {
       Skip(layout_.size() - at_);
       continue;
@@ -62,6 +64,7 @@ bool ReplicaRing::Peek(RingRecordView* out) {
     *out = v;
     return true;
   }
+  return false;
 }
 
 void ReplicaRing::Consume() {

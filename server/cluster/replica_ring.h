@@ -11,10 +11,10 @@
 // Thread safety: none; its owner (RingDrainer) serialises every call. The NIC writes data()
 // concurrently: records are copied out before they are checked, so a record checked is the
 // record applied.
-// Ownership: owns the memory (page-aligned, zeroed) and the revoker, which must make the NIC
-// stop placing into it before it returns (the registration or window is invalidated, or the
-// link's QP leaves RTS); the registration itself is owned by whoever the revoker closes over,
-// and must be gone before this object is destroyed (the destructor revokes an open ring).
+// Ownership: owns the memory (page-aligned, zeroed) and the revoker, which must deregister
+// every registration and window of the memory before it returns (so the NIC places nothing
+// more, and the memory may be freed once drained, whoever still holds the link's connection);
+// the destructor revokes an open ring.
 #ifndef RKV_SERVER_CLUSTER_REPLICA_RING_H_
 #define RKV_SERVER_CLUSTER_REPLICA_RING_H_
 

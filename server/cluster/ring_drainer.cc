@@ -12,7 +12,9 @@ RingDrainer::RingDrainer(ApplyFn apply) : apply_(std::move(apply)) {}
 
 RingDrainer::~RingDrainer() {
   Stop();
-  RevokeAll();
+  // Revoked, not drained: the apply function's owner may be going too (the server stops).
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, ring] : rings_) ring->Revoke();
 }
 
 Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id) {
@@ -67,10 +69,15 @@ size_t RingDrainer::DrainLocked() {
     // Every ring's complete head, smallest order first: a record its writer posted after
     // another's WRITE completed is applied after it, whichever ring holds it. After each
     // record consumed the heads are looked at again (that ring's next may come first).
-    heads.clear();
-    for (auto& [id, ring] : rings_) {
-      RingRecordView v;
-      if (ring->Peek(&v)) heads.emplace_back(v.order, ring.get());
+    // Twice: a ring found empty by the first look may have got a record since that precedes a
+    // head the first look found (its WRITE completed before that head was posted); the second
+    // look sees it, since such a record was placed before the first look found the later one.
+    for (int look = 0; look < 2; ++look) {
+      heads.clear();
+      for (auto& [id, ring] : rings_) {
+        RingRecordView v;
+        if (ring->Peek(&v)) heads.emplace_back(v.order, ring.get());
+      }
     }
     std::sort(heads.begin(), heads.end());
     for (auto& [order, ring] : heads) {

@@ -22,7 +22,8 @@
 // Thread safety: every method from any thread; one mutex serialises the rings and the apply
 // function (which must not call back into this object).
 // Ownership: owns the rings (shared with nobody after Add); the apply function is borrowed
-// for this object's lifetime. The destructor stops the thread and revokes every ring.
+// for this object's lifetime. The destructor stops the thread and revokes every ring without
+// applying anything more.
 #ifndef RKV_SERVER_CLUSTER_RING_DRAINER_H_
 #define RKV_SERVER_CLUSTER_RING_DRAINER_H_
 
