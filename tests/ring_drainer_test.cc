@@ -259,6 +259,33 @@ TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
   EXPECT_EQ(d.applied(), 100u);
 }
 
+TEST(RingDrainer, AMalformedCompleteHeadRevokesItsWriter) {
+  Applier a;
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  int revoked = 0, revoked_other = 0;
+  auto ring = NewRing(3, &revoked), other = NewRing(3, &revoked_other);
+  ReplicaRing* raw = ring.get();
+  FakeWriter w(other.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+  ASSERT_TRUE(d.Add(std::move(other), &id).ok());
+  ASSERT_TRUE(w.Place(1, "b-1", "v"));  // the writer's other ring: read to its end
+  // A complete record (its checksum holds) numbered 5 where the ring's first is due.
+  wire::ReplicateHeader h{};
+  h.epoch = 1;
+  h.sequence = 1;
+  h.sender_id = 3;
+  h.kind = wire::kReplicatePut;
+  h.digest = wire::ReplicateDigest(h.kind, "a-1", "v");
+  EncodeRingRecord(5, 1, h, "a-1", "v", raw->data() + kRingControlBytes);
+  d.Drain();
+  EXPECT_EQ(d.refused(), 1u);
+  EXPECT_EQ(revoked, 1);
+  EXPECT_EQ(revoked_other, 1);
+  EXPECT_EQ(a.applied, (std::vector<std::string>{"b-1=v"}));
+  EXPECT_EQ(d.rings(), 0u);
+}
+
 TEST(RingDrainer, DestroyedItAppliesNothingMore) {
   int calls = 0;
   int revoked = 0;

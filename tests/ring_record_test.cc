@@ -83,11 +83,12 @@ TEST(RingRecord, EveryCorruptedByteIsRefused) {
   }
 }
 
-TEST(RingRecord, AFormerLapsIndexIsRefused) {
+TEST(RingRecord, AnotherIndexIsMalformed) {
+  // Complete (the checksum holds) but out of step: malformed, not unfinished.
   const std::string bytes = Encoded(5, "k", "v");
   RingRecordView v;
-  EXPECT_EQ(DecodeRingRecord(bytes, 6, &v).code(), Code::kProtocolError);
-  EXPECT_EQ(DecodeRingRecord(bytes, 4, &v).code(), Code::kProtocolError);
+  EXPECT_EQ(DecodeRingRecord(bytes, 6, &v).code(), Code::kBadRequest);
+  EXPECT_EQ(DecodeRingRecord(bytes, 4, &v).code(), Code::kBadRequest);
 }
 
 TEST(RingRecord, ARecordPastTheRingsEndOrStillBeingWrittenIsRefused) {

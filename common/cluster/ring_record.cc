@@ -41,6 +41,9 @@ void Finish(uint64_t index, size_t length, uint8_t* out) {
   Put(out, kSumAt, Checksum(out, length), 8);
 }
 Status Bad(const std::string& why) { return Status(Code::kProtocolError, "ring record: " + why); }
+Status Malformed(const std::string& why) {
+  return Status(Code::kBadRequest, "ring record: " + why);
+}
 
 }  // namespace
 
@@ -76,9 +79,11 @@ Status DecodeRingRecord(std::string_view in, uint64_t index, RingRecordView* out
   const size_t length = size_t(Get(p, kLengthAt, 4));
   if (length < kRingHeaderBytes || length % 8 != 0 || length > in.size())
     return Bad("length " + std::to_string(length) + " out of range");
-  if (Get(p, kIndexAt, 8) != index)
-    return Bad("index " + std::to_string(Get(p, kIndexAt, 8)) + ", not " + std::to_string(index));
   if (Checksum(p, length) != Get(p, kSumAt, 8)) return Bad("checksum mismatch");
+  // Complete from here on (the checksum holds): what fails now is malformed, not unfinished.
+  if (Get(p, kIndexAt, 8) != index)
+    return Malformed("index " + std::to_string(Get(p, kIndexAt, 8)) + ", not " +
+                     std::to_string(index));
   RingRecordView v;
   v.index = index;
   v.length = length;
@@ -87,13 +92,13 @@ Status DecodeRingRecord(std::string_view in, uint64_t index, RingRecordView* out
   const size_t key_size = size_t(Get(p, kKeySizeAt, 4)),
                value_size = size_t(Get(p, kValueSizeAt, 4));
   if (key_size > length || value_size > length || RingRecordBytes(key_size, value_size) != length)
-    return Bad("key and value sizes do not match the length");
+    return Malformed("key and value sizes do not match the length");
   v.wrap = v.header.kind == kRingWrapKind;
-  if (v.wrap && length != kRingHeaderBytes) return Bad("a wrap record with a key or value");
+  if (v.wrap && length != kRingHeaderBytes) return Malformed("a wrap record with a key or value");
   v.key = in.substr(kRingHeaderBytes, key_size);
   v.value = in.substr(kRingHeaderBytes + key_size, value_size);
   for (size_t i = kRingHeaderBytes + key_size + value_size; i < length; ++i)
-    if (p[i] != 0) return Bad("non-zero padding");
+    if (p[i] != 0) return Malformed("non-zero padding");
   *out = v;
   return Status::Ok();
 }

@@ -68,8 +68,10 @@ struct RingRecordView {
 
 // Decodes the record numbered `index` at in[0..]; `in` runs to the ring's end (a private copy:
 // the caller must not decode bytes the NIC may still write). kNotFound: nothing there yet
-// (zero bytes); kProtocolError: not a complete, well-formed record of that index (still being
-// written, or garbage), with what failed.
+// (zero bytes); kProtocolError: not complete (still being written, or garbage: the magic,
+// length or checksum fails); kBadRequest: complete (its checksum holds) but malformed (another
+// index, sizes that do not add up, a wrap record with a key, non-zero padding): a writer that
+// is out of step or broken.
 [[nodiscard]] Status DecodeRingRecord(std::string_view in, uint64_t index, RingRecordView* out);
 // The length field of the bytes at `in` (0 when fewer than 8 bytes): how much to copy before
 // decoding. Not checked: DecodeRingRecord checks it.

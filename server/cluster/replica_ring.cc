@@ -52,7 +52,9 @@ bool ReplicaRing::Peek(RingRecordView* out) {
     copy_.assign(reinterpret_cast<const char*>(mem_.get() + at_), length);
     std::atomic_thread_fence(std::memory_order_acquire);
     RingRecordView v;
-    if (!DecodeRingRecord(copy_, index_, &v).ok()) return false;
+    const Status st = DecodeRingRecord(copy_, index_, &v);
+    malformed_ = st.code() == Code::kBadRequest;
+    if (!st.ok()) return false;
     if (v.wrap) {
       peeked_ = 0;
       ++index_;

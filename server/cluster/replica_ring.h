@@ -50,6 +50,9 @@ class ReplicaRing {
   // into this object's copy, valid until Consume); false: none complete now. Until Consume,
   // the same record again (copied once).
   bool Peek(RingRecordView* out);
+  // The last Peek found a complete but malformed head (DecodeRingRecord's kBadRequest): the
+  // ring cannot go on past it.
+  bool malformed_head() const { return malformed_; }
   // Consumes the record the last Peek returned.
   void Consume();
   // Makes the NIC place nothing more (the revoker), then kRevoked. Idempotent.
@@ -76,7 +79,8 @@ class ReplicaRing {
   uint64_t consumed_ = 0;          // bytes consumed (wraps' skips included)
   size_t peeked_ = 0;              // the length of the record Peek returned (0: none)
   RingRecordView view_;            // that record
-  std::string copy_;               // the record Peek returned, copied out of data()
+  bool malformed_ = false;
+  std::string copy_;  // the record Peek returned, copied out of data()
 };
 
 }  // namespace rkv::cluster

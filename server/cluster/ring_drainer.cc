@@ -76,7 +76,17 @@ size_t RingDrainer::DrainLocked() {
       heads.clear();
       for (auto& [id, ring] : rings_) {
         RingRecordView v;
-        if (ring->Peek(&v)) heads.emplace_back(v.order, ring.get());
+        if (ring->Peek(&v)) {
+          heads.emplace_back(v.order, ring.get());
+        } else if (ring->malformed_head() && ring->state() == ReplicaRing::State::kOpen) {
+          // A complete record that is malformed: its writer is out of step or broken. Nothing
+          // after it in this ring can be read; its writer's writes go two-sided from now on.
+          refused_.fetch_add(1, std::memory_order_relaxed);
+          LOG_EVERY_N(WARNING, 20) << "log ring of server " << ring->writer()
+                                   << ": a malformed record; its rings are revoked";
+          RevokeWriterLocked(ring->writer());
+          moved = true;  // the writer's other rings are read to their ends
+        }
       }
     }
     std::sort(heads.begin(), heads.end());

@@ -9,6 +9,8 @@
 //   kRefused  never (a record its writer could not validly have written): consumed, counted,
 //             and every ring of its writer revoked, so the writer's next WRITE fails and its
 //             writes go two-sided, where they are checked on arrival.
+// A complete but malformed head (ReplicaRing::malformed_head) is refused the same way without
+// reaching the apply function; nothing after it in its ring is read.
 // Passes over the rings repeat until none moves. A writer posts a slot's record n + 1 only
 // after the WRITE of n completed, so n has the smaller order and is applied first, also by a
 // backup that takes whatever number comes first (a new backup, one kept by a failover);
