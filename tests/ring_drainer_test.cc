@@ -91,6 +91,21 @@ std::unique_ptr<ReplicaRing> NewRing(uint32_t writer, int* revoked = nullptr) {
   return r;
 }
 
+// An applier, a drainer over it, and rings added with a writer each.
+struct Rig {
+  Applier a;
+  RingDrainer d{[this](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); }};
+  std::vector<std::unique_ptr<FakeWriter>> writers;
+  uint64_t last_id = 0;
+  // A ring of `writer` given to the drainer; its FakeWriter (valid while the ring lives).
+  FakeWriter* AddRing(uint32_t writer = 3, int* revoked = nullptr) {
+    auto ring = NewRing(writer, revoked);
+    writers.push_back(std::make_unique<FakeWriter>(ring.get()));
+    EXPECT_TRUE(d.Add(std::move(ring), &last_id).ok());
+    return writers.back().get();
+  }
+};
+
 TEST(RingDrainer, AppliesInOrderOverManyLaps) {
   Applier a;
   RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
@@ -137,99 +152,80 @@ TEST(RingDrainer, ARecordStillBeingPlacedWaits) {
 }
 
 TEST(RingDrainer, ASlotsRecordsOverTwoRingsApplyInSequenceOrder) {
-  Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
-  auto r1 = NewRing(3), r2 = NewRing(3);
-  FakeWriter w1(r1.get()), w2(r2.get());
-  uint64_t id = 0;
-  ASSERT_TRUE(d.Add(std::move(r1), &id).ok());
-  ASSERT_TRUE(d.Add(std::move(r2), &id).ok());
+  Rig rig;
+  FakeWriter* w1 = rig.AddRing();
+  FakeWriter* w2 = rig.AddRing();
   // Ring 1 (looked at first) holds slot a's 2 and 4; ring 2 its 1 and 3, and slot b's 1.
-  ASSERT_TRUE(w2.Place(1, "a-1", "v"));
-  ASSERT_TRUE(w1.Place(2, "a-2", "v"));
-  ASSERT_TRUE(w2.Place(3, "a-3", "v"));
-  ASSERT_TRUE(w2.Place(1, "b-1", "v"));
-  ASSERT_TRUE(w1.Place(4, "a-4", "v"));
-  EXPECT_EQ(d.Drain(), 5u);
-  EXPECT_EQ(a.applied, (std::vector<std::string>{"a-1=v", "a-2=v", "a-3=v", "b-1=v", "a-4=v"}));
+  ASSERT_TRUE(w2->Place(1, "a-1", "v"));
+  ASSERT_TRUE(w1->Place(2, "a-2", "v"));
+  ASSERT_TRUE(w2->Place(3, "a-3", "v"));
+  ASSERT_TRUE(w2->Place(1, "b-1", "v"));
+  ASSERT_TRUE(w1->Place(4, "a-4", "v"));
+  EXPECT_EQ(rig.d.Drain(), 5u);
+  EXPECT_EQ(rig.a.applied, (std::vector<std::string>{"a-1=v", "a-2=v", "a-3=v", "b-1=v", "a-4=v"}));
 }
 
 TEST(RingDrainer, ABackupThatTakesAnyFirstNumberStillGetsTheFirstOne) {
   // Ring 1 is looked at first and holds the later write: without the posting order the new
   // backup would start at 8 and refuse 7.
-  Applier a;
-  a.take_any_first = true;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
-  auto r1 = NewRing(3), r2 = NewRing(3);
-  FakeWriter w1(r1.get()), w2(r2.get());
-  uint64_t id = 0;
-  ASSERT_TRUE(d.Add(std::move(r1), &id).ok());
-  ASSERT_TRUE(d.Add(std::move(r2), &id).ok());
-  ASSERT_TRUE(w2.Place(7, "a-7", "v"));
-  ASSERT_TRUE(w1.Place(8, "a-8", "v"));
-  EXPECT_EQ(d.Drain(), 2u);
-  EXPECT_EQ(a.applied, (std::vector<std::string>{"a-7=v", "a-8=v"}));
+  Rig rig;
+  rig.a.take_any_first = true;
+  FakeWriter* w1 = rig.AddRing();
+  FakeWriter* w2 = rig.AddRing();
+  ASSERT_TRUE(w2->Place(7, "a-7", "v"));
+  ASSERT_TRUE(w1->Place(8, "a-8", "v"));
+  EXPECT_EQ(rig.d.Drain(), 2u);
+  EXPECT_EQ(rig.a.applied, (std::vector<std::string>{"a-7=v", "a-8=v"}));
 }
 
 TEST(RingDrainer, ARefusedRecordRevokesItsWritersRings) {
-  Applier a;
-  a.refuse_key = "a-2";
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  Rig rig;
+  rig.a.refuse_key = "a-2";
   int revoked3 = 0, revoked4 = 0, revoked3b = 0;
-  auto r1 = NewRing(3, &revoked3), r2 = NewRing(3, &revoked3b), r3 = NewRing(4, &revoked4);
-  FakeWriter w1(r1.get()), w2(r2.get()), w3(r3.get());
-  uint64_t id = 0;
-  ASSERT_TRUE(d.Add(std::move(r1), &id).ok());
-  ASSERT_TRUE(d.Add(std::move(r2), &id).ok());
-  ASSERT_TRUE(d.Add(std::move(r3), &id).ok());
-  ASSERT_TRUE(w1.Place(1, "a-1", "v"));
-  ASSERT_TRUE(w1.Place(2, "a-2", "v"));
-  ASSERT_TRUE(w2.Place(2, "b-2", "v", 30));           // waits, and is never completed
-  ASSERT_TRUE(w3.Place(2, "c-2", "v", SIZE_MAX, 4));  // waits for its 1
-  d.Drain();
-  EXPECT_EQ(d.refused(), 1u);
+  FakeWriter* w1 = rig.AddRing(3, &revoked3);
+  FakeWriter* w2 = rig.AddRing(3, &revoked3b);
+  FakeWriter* w3 = rig.AddRing(4, &revoked4);
+  ASSERT_TRUE(w1->Place(1, "a-1", "v"));
+  ASSERT_TRUE(w1->Place(2, "a-2", "v"));
+  ASSERT_TRUE(w2->Place(2, "b-2", "v", 30));           // waits, and is never completed
+  ASSERT_TRUE(w3->Place(2, "c-2", "v", SIZE_MAX, 4));  // waits for its 1
+  rig.d.Drain();
+  EXPECT_EQ(rig.d.refused(), 1u);
   EXPECT_EQ(revoked3, 1);
   EXPECT_EQ(revoked3b, 1);
   EXPECT_EQ(revoked4, 0);  // another writer's ring stays
   // Writer 3's rings are revoked and hold nothing complete: freed.
-  EXPECT_EQ(d.rings(), 1u);
-  EXPECT_FALSE(d.HasRecords(3));
-  EXPECT_TRUE(d.HasRecords(4));
+  EXPECT_EQ(rig.d.rings(), 1u);
+  EXPECT_FALSE(rig.d.HasRecords(3));
+  EXPECT_TRUE(rig.d.HasRecords(4));
 }
 
 TEST(RingDrainer, ARevokedRingIsDrainedToItsEndThenFreed) {
-  Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  Rig rig;
   int revoked = 0;
-  auto ring = NewRing(3, &revoked);
-  FakeWriter w(ring.get());
-  uint64_t id = 0;
-  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
-  ASSERT_TRUE(w.Place(1, "a-1", "v"));
-  ASSERT_TRUE(w.Place(2, "a-2", "v"));
-  ASSERT_TRUE(w.Place(3, "a-3", "v", 16));  // cut short: its WRITE failed
-  d.RevokeRing(id);
+  FakeWriter* w = rig.AddRing(3, &revoked);
+  const uint64_t id = rig.last_id;
+  ASSERT_TRUE(w->Place(1, "a-1", "v"));
+  ASSERT_TRUE(w->Place(2, "a-2", "v"));
+  ASSERT_TRUE(w->Place(3, "a-3", "v", 16));  // cut short: its WRITE failed
+  rig.d.RevokeRing(id);
   EXPECT_EQ(revoked, 1);
-  EXPECT_EQ(a.applied, (std::vector<std::string>{"a-1=v", "a-2=v"}));
-  EXPECT_EQ(d.rings(), 0u);
-  d.RevokeRing(id);  // gone: ignored
-  d.RevokeWriters({3});
+  EXPECT_EQ(rig.a.applied, (std::vector<std::string>{"a-1=v", "a-2=v"}));
+  EXPECT_EQ(rig.d.rings(), 0u);
+  rig.d.RevokeRing(id);  // gone: ignored
+  rig.d.RevokeWriters({3});
   EXPECT_EQ(revoked, 1);
 }
 
 TEST(RingDrainer, RevokingAWriterFirstDrainsWhatWasPlaced) {
-  Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  Rig rig;
   int revoked = 0;
-  auto ring = NewRing(3, &revoked);
-  FakeWriter w(ring.get());
-  uint64_t id = 0;
-  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
-  for (uint64_t s = 1; s <= 5; ++s) ASSERT_TRUE(w.Place(s, "a-" + std::to_string(s), "v"));
-  d.RevokeWriters({3});
+  FakeWriter* w = rig.AddRing(3, &revoked);
+  for (uint64_t s = 1; s <= 5; ++s) ASSERT_TRUE(w->Place(s, "a-" + std::to_string(s), "v"));
+  rig.d.RevokeWriters({3});
   EXPECT_EQ(revoked, 1);
-  EXPECT_EQ(a.applied.size(), 5u);
-  EXPECT_EQ(d.rings(), 0u);
+  EXPECT_EQ(rig.a.applied.size(), 5u);
+  EXPECT_EQ(rig.d.rings(), 0u);
 }
 
 TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
