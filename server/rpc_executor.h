@@ -21,6 +21,7 @@
 #include "common/wire.h"
 #include "server/cluster/ownership_table.h"
 #include "server/cluster/replicator.h"
+#include "server/cluster/ring_drainer.h"
 #include "server/metrics/counters.h"
 #include "server/store/table.h"
 
@@ -58,6 +59,15 @@ class RpcExecutor {
   // kvserver --cluster with replicas: a client's PUT/DELETE reaches the slot's backups first
   // (server/cluster/replicator.h). Set before the workers start; outlives the workers.
   void SetReplicator(cluster::Replicator* r) { replicator_ = r; }
+  // A memory-only backup's log rings (docs/replication-rings.md): a REPLICATE first drains its
+  // sender's rings. Set before the workers start; outlives the workers.
+  void SetRingDrainer(cluster::RingDrainer* rings) { rings_ = rings; }
+  // The drainer's apply function (RingDrainer::ApplyFn) for a ring record: ApplyReplica's
+  // checks, its verdict mapped as docs/replication-rings.md says (applied or a resend:
+  // applied; a gap: wait; no room: kept; anything else: refused). A record must name the
+  // ring's writer as its sender.
+  cluster::RingDrainer::Outcome ApplyRingRecord(const cluster::ReplicaRing& ring,
+                                                const cluster::RingRecordView& record);
   // kvserver --cluster: MIGRATE_BEGIN's check that etcd's migration record (NAME/migration)
   // is a copy to this server of those slots with that nonce (ClusterNode::CheckImport); none
   // set: every MIGRATE_BEGIN is refused. Set before the workers start; outlives the workers.
@@ -100,11 +110,31 @@ class RpcExecutor {
   std::function<std::string()> snapshot_;
   cluster::OwnershipTable* owners_ = nullptr;
   cluster::Replicator* replicator_ = nullptr;
+  cluster::RingDrainer* rings_ = nullptr;
   ImportCheck import_check_;
   static constexpr size_t kReplStripes = 256;
   std::unique_ptr<std::mutex[]> repl_mu_{new std::mutex[kReplStripes]};
-  // REPLICATE (rpc_executor_replication.cc): a backup applying its primary's write.
+  // REPLICATE (rpc_executor_replication.cc): a backup applying its primary's write; the
+  // sender's log rings are drained first.
   Status ExecuteReplicate(const wire::Request& req, std::string* payload);
+  // What ApplyReplica found: REPLICATE answers with its Status, a ring record's drainer maps
+  // it to an outcome (ApplyRingRecord).
+  enum class ReplicaVerdict {
+    kApplied,
+    kDuplicate,  // the last number again with its digest: taken, nothing applied
+    kMalformed,
+    kNotBackup,    // the slot is not a BACKUP here
+    kOldEpoch,     // older than the epoch this server became the slot's backup at
+    kNewerEpoch,   // newer than this server's map
+    kWrongSender,  // not the slot's primary in this server's map
+    kGap,          // past the next number
+    kUsed,         // a number already taken by another write
+    kTableError,   // the table refused it (no room)
+  };
+  // The checks and the apply of one replicated write, after its header was read: the same for
+  // a REPLICATE and a ring record. Takes the slot's stripe; never drains the rings.
+  Status ApplyReplica(const wire::ReplicateHeader& h, std::string_view key, std::string_view value,
+                      std::string* payload, ReplicaVerdict* verdict);
   // PUT/DELETE's table write (*payload: the entry's location for the client's cache).
   Status ApplyWrite(bool put, std::string_view key, std::string_view value, std::string* payload);
   // The reply: `code` unless OK and `s` failed (then s's code and message, counted).

@@ -17,6 +17,7 @@
 // (ClusterNode::Apply) waits for it before the slot takes clients' writes.
 #include <cstring>
 
+#include "server/cluster/replica_ring.h"
 #include "server/rpc_executor.h"
 
 namespace rkv {
@@ -68,25 +69,37 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   }
   std::memcpy(&h, req.key.data(), sizeof h);
   const std::string_view key = req.key.substr(sizeof h);
+  // What the sender placed in this server's log rings before it sent this is applied first
+  // (docs/replication-rings.md), before any stripe is taken (the drainer takes them).
+  if (rings_ != nullptr) rings_->DrainWriter(h.sender_id);
   if (h.kind == wire::kReplicateQuery) return ExecuteReplicaQuery(h, key, req.value, payload);
+  ReplicaVerdict verdict;
+  return ApplyReplica(h, key, req.value, payload, &verdict);
+}
+
+Status RpcExecutor::ApplyReplica(const wire::ReplicateHeader& h, std::string_view key,
+                                 std::string_view value, std::string* payload,
+                                 ReplicaVerdict* verdict) {
   const bool put = h.kind == wire::kReplicatePut;
   if (key.size() > wire::kMaxKeySize || (!put && h.kind != wire::kReplicateDelete) ||
-      h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 ||
-      (!put && !req.value.empty()) || h.sequence == 0 ||
-      h.sequence == cluster::OwnershipTable::kSequenceUnset ||
-      h.digest != wire::ReplicateDigest(h.kind, key, req.value)) {
+      h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 || (!put && !value.empty()) ||
+      h.sequence == 0 || h.sequence == cluster::OwnershipTable::kSequenceUnset ||
+      h.digest != wire::ReplicateDigest(h.kind, key, value)) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    *verdict = ReplicaVerdict::kMalformed;
     return Status(Code::kBadRequest, "REPLICATE: malformed header or key");
   }
   const uint32_t slot = owners_->SlotOf(key);
   const ReplicaAdmission admit(owners_, slot);
   if (!admit.admitted()) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    *verdict = ReplicaVerdict::kNotBackup;
     return admit.Refusal("REPLICATE");
   }
   const uint64_t word = admit.word();
   if (h.epoch < cluster::WordEpoch(word)) {
     counters_->repl_refused_epoch.fetch_add(1, std::memory_order_relaxed);
+    *verdict = ReplicaVerdict::kOldEpoch;
     return Status(Code::kInvalidArgument, "REPLICATE: epoch " + std::to_string(h.epoch) +
                                               " is older than this backup's (" +
                                               std::to_string(cluster::WordEpoch(word)) + ")");
@@ -97,11 +110,14 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   uint64_t map_epoch = 0;
   uint32_t primary = wire::kNoOwner;
   owners_->Route(slot, &map_epoch, &primary);
-  if (h.epoch > map_epoch)
+  if (h.epoch > map_epoch) {
+    *verdict = ReplicaVerdict::kNewerEpoch;
     return Status(Code::kUnavailable, "REPLICATE: this backup has not applied map epoch " +
                                           std::to_string(h.epoch) + " yet");
+  }
   if (h.sender_id != primary) {
     counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
+    *verdict = ReplicaVerdict::kWrongSender;
     return Status(Code::kInvalidArgument,
                   "REPLICATE: server " + std::to_string(h.sender_id) + " is not slot " +
                       std::to_string(slot) + "'s primary (server " + std::to_string(primary) + ")");
@@ -110,25 +126,55 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
   if (applied != cluster::OwnershipTable::kSequenceUnset) {
     if (h.sequence == applied && h.digest == owners_->Digest(slot)) {
       counters_->repl_duplicates.fetch_add(1, std::memory_order_relaxed);
+      *verdict = ReplicaVerdict::kDuplicate;
       *payload = "already applied";
       return Status::Ok();
     }
     if (h.sequence != applied + 1) {
       counters_->repl_refused_sequence.fetch_add(1, std::memory_order_relaxed);
+      *verdict = h.sequence > applied + 1 ? ReplicaVerdict::kGap : ReplicaVerdict::kUsed;
       return Status(Code::kInvalidArgument,
                     "REPLICATE: slot " + std::to_string(slot) + " sequence " +
                         std::to_string(h.sequence) + " is not the next one here" +
                         (h.sequence == applied ? " (another write has that number)" : ""));
     }
   }
-  Status s = put ? table_->Put(key, req.value) : table_->Delete(key);
+  Status s = put ? table_->Put(key, value) : table_->Delete(key);
   if (s.IsNotFound()) s = Status::Ok();
-  if (!s.ok()) return s;
+  if (!s.ok()) {
+    *verdict = ReplicaVerdict::kTableError;
+    return s;
+  }
   owners_->SetSequence(slot, h.sequence);
   owners_->SetDigest(slot, h.digest);
   owners_->SetLastWrite(slot, h.digest, key, h.sender_id);
   counters_->repl_applied.fetch_add(1, std::memory_order_relaxed);
+  *verdict = ReplicaVerdict::kApplied;
   return Status::Ok();
+}
+
+cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::ReplicaRing& ring,
+                                                           const cluster::RingRecordView& r) {
+  using Outcome = cluster::RingDrainer::Outcome;
+  if (owners_ == nullptr) return Outcome::kRefused;
+  if (r.header.sender_id != ring.writer()) {  // a ring carries its own writer's writes only
+    counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
+    return Outcome::kRefused;
+  }
+  std::string payload;
+  ReplicaVerdict verdict = ReplicaVerdict::kMalformed;
+  (void)ApplyReplica(r.header, r.key, r.value, &payload, &verdict);
+  switch (verdict) {
+    case ReplicaVerdict::kApplied:
+    case ReplicaVerdict::kDuplicate:
+      return Outcome::kApplied;
+    case ReplicaVerdict::kGap:  // its predecessor is not placed yet: never for a correct writer
+      return Outcome::kWait;
+    case ReplicaVerdict::kTableError:  // acknowledged already: kept, never dropped
+      return Outcome::kKept;
+    default:  // a writer that wrote at an epoch this server had not applied, or out of step
+      return Outcome::kRefused;
+  }
 }
 
 Status RpcExecutor::ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::string_view key,

@@ -95,6 +95,7 @@ std::unique_ptr<ReplicaRing> NewRing(uint32_t writer, int* revoked = nullptr) {
 struct Rig {
   Applier a;
   RingDrainer d{[this](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); }};
+  Rig() { d.EndMap(1, true); }
   std::vector<std::unique_ptr<FakeWriter>> writers;
   uint64_t last_id = 0;
   // A ring of `writer` given to the drainer; its FakeWriter (valid while the ring lives).
@@ -109,6 +110,7 @@ struct Rig {
 TEST(RingDrainer, AppliesInOrderOverManyLaps) {
   Applier a;
   RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
   ReplicaRing* raw = ring.get();
   uint64_t id = 0;
@@ -138,6 +140,7 @@ TEST(RingDrainer, AppliesInOrderOverManyLaps) {
 TEST(RingDrainer, ARecordStillBeingPlacedWaits) {
   Applier a;
   RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
   ReplicaRing* raw = ring.get();
   uint64_t id = 0;
@@ -235,6 +238,7 @@ TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
     std::lock_guard<std::mutex> l(mu);
     return a(r, v);
   });
+  d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
   FakeWriter w(ring.get());
   uint64_t id = 0;
@@ -258,6 +262,7 @@ TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
 TEST(RingDrainer, AMalformedCompleteHeadRevokesItsWriter) {
   Applier a;
   RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  d.EndMap(1, true);  // rings may be granted
   int revoked = 0, revoked_other = 0;
   auto ring = NewRing(3, &revoked), other = NewRing(3, &revoked_other);
   ReplicaRing* raw = ring.get();
@@ -282,6 +287,47 @@ TEST(RingDrainer, AMalformedCompleteHeadRevokesItsWriter) {
   EXPECT_EQ(d.rings(), 0u);
 }
 
+TEST(RingDrainer, NoRingIsAddedWhileAMapIsAppliedOrGrantsAreOff) {
+  RingDrainer d(
+      [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
+  uint64_t id = 0, epoch = 0;
+  EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kUnavailable);  // no map applied yet
+  d.EndMap(7, true);
+  auto ring = NewRing(3);
+  ReplicaRing* raw = ring.get();
+  ASSERT_TRUE(d.Add(std::move(ring), &id, &epoch).ok());
+  EXPECT_EQ(epoch, 7u);  // the grant's epoch, also in the control block
+  const auto* control = reinterpret_cast<const RingControl*>(raw->data());
+  EXPECT_EQ(control->applied_epoch, 7u);
+  d.BeginMap({});
+  EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kUnavailable);  // between revocation and end
+  d.EndMap(8, true);
+  EXPECT_EQ(control->applied_epoch, 8u);  // published in the rings there were
+  ASSERT_TRUE(d.Add(NewRing(3), &id, &epoch).ok());
+  EXPECT_EQ(epoch, 8u);
+  d.BeginMap({});
+  d.EndMap(9, false);  // a stale role: no ring
+  EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kUnavailable);
+}
+
+TEST(RingDrainer, BeginMapRevokesAndDrainsTheWritersNamed) {
+  Rig rig;
+  int revoked3 = 0, revoked4 = 0;
+  FakeWriter* w3 = rig.AddRing(3, &revoked3);
+  FakeWriter* w4 = rig.AddRing(4, &revoked4);
+  ASSERT_TRUE(w3->Place(1, "a-1", "v"));
+  ASSERT_TRUE(w3->Place(3, "a-3", "v"));  // waits for its 2, which never comes
+  ASSERT_TRUE(w4->Place(1, "b-1", "v"));
+  rig.d.BeginMap({3});
+  EXPECT_EQ(revoked3, 1);
+  EXPECT_EQ(revoked4, 0);
+  EXPECT_EQ(rig.a.applied, (std::vector<std::string>{"a-1=v"}));  // writer 4's not yet: not named
+  EXPECT_TRUE(rig.d.HasRevoked(3));  // a record waits in its revoked ring: promotions wait
+  EXPECT_TRUE(rig.d.HasRevoked(RingDrainer::kAnyWriter));
+  EXPECT_FALSE(rig.d.HasRevoked(4));
+  rig.d.EndMap(2, true);
+}
+
 TEST(RingDrainer, DestroyedItAppliesNothingMore) {
   int calls = 0;
   int revoked = 0;
@@ -290,6 +336,7 @@ TEST(RingDrainer, DestroyedItAppliesNothingMore) {
       ++calls;
       return RingDrainer::Outcome::kApplied;
     });
+    d.EndMap(1, true);  // rings may be granted
     auto ring = NewRing(3, &revoked);
     FakeWriter w(ring.get());
     uint64_t id = 0;
@@ -303,6 +350,7 @@ TEST(RingDrainer, DestroyedItAppliesNothingMore) {
 TEST(RingDrainer, TheRingCountIsBounded) {
   RingDrainer d(
       [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
+  d.EndMap(1, true);  // rings may be granted
   uint64_t id = 0;
   for (size_t i = 0; i < RingDrainer::kMaxRings; ++i) ASSERT_TRUE(d.Add(NewRing(3), &id).ok());
   EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kBusy);

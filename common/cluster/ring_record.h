@@ -36,12 +36,15 @@ inline constexpr size_t kRingHeaderBytes = 72;            // a record without ke
 inline constexpr size_t kRingControlBytes = 64;
 inline constexpr uint8_t kRingWrapKind = 0;
 
-// The control block at the ring's start, written by the backup's drainer only (8-byte aligned
-// u64 stores: an RDMA READ sees each field whole).
+// The control block at the ring's start, written by the backup only (8-byte aligned u64
+// stores: an RDMA READ sees each field whole).
 struct RingControl {
   uint64_t consumed;        // bytes consumed since the ring was granted (wraps' skips included)
   uint64_t consumed_index;  // the index of the last record consumed (0: none)
-  uint64_t reserved[6];
+  // The newest map epoch the backup applied completely (every word): its writer writes a
+  // record of epoch e to the ring only when e <= this (docs/replication-rings.md, rule 1).
+  uint64_t applied_epoch;
+  uint64_t reserved[5];
 };
 static_assert(sizeof(RingControl) == kRingControlBytes);
 

@@ -53,6 +53,13 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
   return replicator_.get();
 }
 
+RingDrainer* ClusterNode::MakeRingDrainer(RingDrainer::ApplyFn apply) {
+  if (replicas_ <= 1 || o_.durable) return nullptr;  // a durable backup's OK follows its log
+  rings_ = std::make_unique<RingDrainer>(std::move(apply));
+  rings_->Start();
+  return rings_.get();
+}
+
 ClusterNode::~ClusterNode() {
   disk_.reset();
   sweeper_.reset();  // takes words_mu_ and reports to the reclaimer
@@ -68,6 +75,7 @@ ClusterNode::~ClusterNode() {
   coordinator_.reset();  // resigns first: the next candidate leads at once
   probe_.reset();
   watcher_.reset();
+  rings_.reset();       // after the watcher (Apply revokes through it); applies nothing more
   reclaimer_.reset();   // after the watcher: Apply reports to it
   membership_.reset();  // revokes the lease
 }

@@ -28,6 +28,7 @@
 #include "common/cluster/cluster_address.h"
 #include "common/cluster/map_watcher.h"
 #include "common/etcd/etcd_client.h"
+#include "common/wire.h"
 #include "server/cluster/coordinator.h"
 #include "server/cluster/disk_step_down.h"
 #include "server/cluster/import_sweeper.h"
@@ -35,6 +36,7 @@
 #include "server/cluster/migrator.h"
 #include "server/cluster/ownership_table.h"
 #include "server/cluster/replicator.h"
+#include "server/cluster/ring_drainer.h"
 #include "server/cluster/sender_addresses.h"
 #include "server/cluster/slot_reclaimer.h"
 #include "server/cluster/suspect_reporter.h"
@@ -82,6 +84,12 @@ class ClusterNode {
   // (owned by the node; the server stops its write pools before destroying the node). Null
   // without replicas. Call once, before Join, with the table Join will get.
   Replicator* MakeReplicator(OwnershipTable* owners, Table* table);
+  // A memory-only server of a replicated cluster taking log rings (docs/replication-rings.md):
+  // the drainer, owned by the node and started here; `apply` is the executor's
+  // (RpcExecutor::ApplyRingRecord), which must outlive the node. Maps are applied with its
+  // revocations (BeginMap/EndMap), and a promotion waits for the former primary's revoked
+  // rings. Call once, before Join.
+  RingDrainer* MakeRingDrainer(RingDrainer::ApplyFn apply);
   uint16_t replicas() const { return replicas_; }
   void AppendStats(std::vector<StatValue>* v) const;
   // Where the applied map's servers registered: a REPLICATE is taken only from its sender's
@@ -120,6 +128,7 @@ class ClusterNode {
   // fails; destroyed first.
   std::unique_ptr<DiskStepDown> disk_;
   std::unique_ptr<Replicator> replicator_;
+  std::unique_ptr<RingDrainer> rings_;  // destroyed before the replicator (declared after)
   std::atomic<uint64_t> promotions_{0};
   // Applying maps (cluster_node_apply.cc): the watcher thread's Apply and the promoter thread
   // change words under words_mu_.
@@ -133,6 +142,9 @@ class ClusterNode {
     // False for a HANDOVER's (the former primary a backup of the slot in the next map): every
     // replica's entries are equal then, nothing to resync (docs/design.md).
     bool resync = true;
+    // The slot's primary in the map applied before (kNoOwner: unknown, after skipped maps):
+    // OWNED waits until its revoked log rings are drained and freed.
+    uint32_t former = wire::kNoOwner;
   };
   std::vector<Promotion> promoting_;         // guarded by words_mu_
   std::shared_ptr<const SlotMap> last_map_;  // guarded by words_mu_

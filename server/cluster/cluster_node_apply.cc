@@ -23,6 +23,7 @@
 #include "common/cluster/map_lease.h"
 #include "common/wire.h"
 #include "server/cluster/cluster_node.h"
+#include "server/cluster/ring_revocations.h"
 
 namespace rkv::cluster {
 
@@ -34,9 +35,13 @@ void ClusterNode::Apply(const SlotMap& map) {
   }
   senders_.Update(map);  // names resolved here, outside the lock
   std::lock_guard<std::mutex> words(words_mu_);
+  const uint32_t my_id = membership_ ? membership_->id() : 0;
+  // Log rings (docs/replication-rings.md): the primaries whose role towards this backup the
+  // map changes are cut off first, and what they placed is applied under the map applied so
+  // far; no ring is granted until the new map is applied completely (EndMap, below).
+  if (rings_) rings_->BeginMap(RingWritersToRevoke(last_map_.get(), map, my_id));
   // The replicator and the routing learn the map before any word changes.
   if (replicator_) replicator_->SetMap(map);
-  const uint32_t my_id = membership_ ? membership_->id() : 0;
   const uint16_t me = membership_ ? map.IndexOf(my_id) : kUnassigned;
   std::vector<uint32_t> owner_ids(map.num_slots(), wire::kNoOwner);
   for (uint32_t slot = 0; slot < map.num_slots(); ++slot) {
@@ -95,7 +100,7 @@ void ClusterNode::Apply(const SlotMap& map) {
         // it (Resume takes MOVING only).
         owners_->FenceWrites(slot, now + PromotionFence());
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kPromoting));
-        promoting_.push_back({slot, map.epoch(), now + PromotionFence(), {}, true});
+        promoting_.push_back({slot, map.epoch(), now + PromotionFence(), {}, true, wire::kNoOwner});
         ++promoted;
       }
       continue;
@@ -116,7 +121,13 @@ void ClusterNode::Apply(const SlotMap& map) {
             handover = true;
         owners_->FenceWrites(slot, now + PromotionFence());
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kPromoting));
-        promoting_.push_back({slot, map.epoch(), now + PromotionFence(), {}, !handover});
+        const bool skipped = last_map_ && map.epoch() > last_map_->epoch() + 1;
+        promoting_.push_back({slot,
+                              map.epoch(),
+                              now + PromotionFence(),
+                              {},
+                              !handover,
+                              skipped ? wire::kNoOwner : before});
         ++promoted;
       } else {
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
@@ -140,6 +151,11 @@ void ClusterNode::Apply(const SlotMap& map) {
   }
   last_map_ = std::make_shared<const SlotMap>(map);
   applied_epoch_.store(map.epoch());
+  // Every word is set: writers may write at this epoch. No ring while a role is stale (a
+  // record of such a slot could only be refused after it was acknowledged).
+  if (rings_)
+    rings_->EndMap(map.epoch(), std::none_of(stale_role_.begin(), stale_role_.end(),
+                                             [](uint8_t stale) { return stale != 0; }));
   promotions_.fetch_add(promoted);
   if (promoted > 0) promote_cv_.notify_all();
   LOG(INFO) << "cluster map epoch " << map.epoch() << " applied: " << gained << " slot(s) gained, "
@@ -159,7 +175,11 @@ void ClusterNode::Promote() {
         promoting_.erase(promoting_.begin() + long(i));  // changed since: nothing to do
         continue;
       }
-      if (now >= p.after && now >= p.retry && owners_->WaitIdle(p.slot, now)) {
+      // Also the former primary's revoked log rings drained and freed (one holding a record
+      // that waits or was kept holds the slot: unavailable, never without that write).
+      if (now >= p.after && now >= p.retry && owners_->WaitIdle(p.slot, now) &&
+          !(rings_ &&
+            rings_->HasRevoked(p.former == wire::kNoOwner ? RingDrainer::kAnyWriter : p.former))) {
         due.push_back(p);
       } else {
         next = std::min(next, std::max({p.after, p.retry, now + std::chrono::milliseconds(10)}));

@@ -95,6 +95,11 @@ void ReplicaRing::Publish() {
   __atomic_store_n(&control->consumed, consumed_, __ATOMIC_RELEASE);
 }
 
+void ReplicaRing::PublishEpoch(uint64_t epoch) {
+  auto* control = reinterpret_cast<RingControl*>(mem_.get());
+  __atomic_store_n(&control->applied_epoch, epoch, __ATOMIC_RELEASE);
+}
+
 bool ReplicaRing::Drained() {
   if (state_ != State::kRevoked) return false;
   RingRecordView v;

@@ -60,6 +60,8 @@ class ReplicaRing {
   // Revoked, and no complete record left: nothing will ever be read from it again.
   bool Drained();
   uint64_t consumed_index() const { return index_ - 1; }
+  // Stores the backup's applied map epoch in the control block (RingControl::applied_epoch).
+  void PublishEpoch(uint64_t epoch);
 
  private:
   struct Free {

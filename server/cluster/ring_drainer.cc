@@ -17,13 +17,18 @@ RingDrainer::~RingDrainer() {
   for (auto& [id, ring] : rings_) ring->Revoke();
 }
 
-Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id) {
+Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id, uint64_t* epoch) {
   {
     std::lock_guard<std::mutex> l(mu_);
+    if (in_map_ || !grants_)
+      return Status(Code::kUnavailable, in_map_ ? "this backup is applying a map: no log ring now"
+                                                : "this backup takes no log ring now");
     if (rings_.size() >= kMaxRings)
       return Status(Code::kBusy,
                     "this backup holds " + std::to_string(kMaxRings) + " log rings already");
     *id = next_id_++;
+    ring->PublishEpoch(epoch_);
+    if (epoch != nullptr) *epoch = epoch_;
     rings_.emplace(*id, std::move(ring));
     kick_ = true;
   }
@@ -36,13 +41,13 @@ void RingDrainer::RevokeRing(uint64_t id) {
   auto it = rings_.find(id);
   if (it == rings_.end()) return;
   it->second->Revoke();
-  DrainLocked();
+  DrainLocked(it->second->writer());
 }
 
 void RingDrainer::RevokeWriters(const std::vector<uint32_t>& writers) {
   std::lock_guard<std::mutex> l(mu_);
   for (uint32_t w : writers) RevokeWriterLocked(w);
-  DrainLocked();
+  for (uint32_t w : writers) DrainLocked(w);  // revoked: bounded by what was placed
 }
 
 void RingDrainer::RevokeAll() {
@@ -61,10 +66,18 @@ size_t RingDrainer::Drain() {
   return DrainLocked();
 }
 
-size_t RingDrainer::DrainLocked() {
+size_t RingDrainer::DrainWriter(uint32_t writer) {
+  std::lock_guard<std::mutex> l(mu_);
+  size_t max = 0;
+  for (auto& [id, ring] : rings_)
+    if (ring->writer() == writer) max += ring->size() / kRingHeaderBytes;
+  return max == 0 ? 0 : DrainLocked(writer, max);
+}
+
+size_t RingDrainer::DrainLocked(uint32_t writer, size_t max) {
   size_t consumed = 0;
   std::vector<std::pair<uint64_t, ReplicaRing*>> heads;
-  for (bool moved = true; moved;) {
+  for (bool moved = true; moved && consumed < max;) {
     moved = false;
     // Every ring's complete head, smallest order first: a record its writer posted after
     // another's WRITE completed is applied after it, whichever ring holds it. After each
@@ -75,6 +88,7 @@ size_t RingDrainer::DrainLocked() {
     for (int look = 0; look < 2; ++look) {
       heads.clear();
       for (auto& [id, ring] : rings_) {
+        if (writer != kAnyWriter && ring->writer() != writer) continue;
         RingRecordView v;
         if (ring->Peek(&v)) {
           heads.emplace_back(v.order, ring.get());
@@ -95,6 +109,15 @@ size_t RingDrainer::DrainLocked() {
       if (!ring->Peek(&v)) continue;
       const Outcome o = apply_(*ring, v);
       if (o == Outcome::kWait) continue;
+      if (o == Outcome::kKept) {
+        if (ring->state() == ReplicaRing::State::kOpen) {
+          kept_.fetch_add(1, std::memory_order_relaxed);
+          LOG_EVERY_N(WARNING, 20) << "log ring of server " << ring->writer() << ": record "
+                                   << v.index << " has no room here; kept, its rings revoked";
+          RevokeWriterLocked(ring->writer());
+        }
+        continue;
+      }
       ring->Consume();
       ++consumed;
       moved = true;
@@ -126,6 +149,30 @@ bool RingDrainer::HasRecords(uint32_t writer) {
     if (ring->writer() == writer && ring->Peek(&v)) return true;
   }
   return false;
+}
+
+bool RingDrainer::HasRevoked(uint32_t writer) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& [id, ring] : rings_)
+    if ((writer == kAnyWriter || ring->writer() == writer) &&
+        ring->state() == ReplicaRing::State::kRevoked)
+      return true;
+  return false;
+}
+
+void RingDrainer::BeginMap(const std::vector<uint32_t>& writers) {
+  std::lock_guard<std::mutex> l(mu_);
+  in_map_ = true;
+  for (uint32_t w : writers) RevokeWriterLocked(w);
+  for (uint32_t w : writers) DrainLocked(w);  // revoked: bounded by what was placed
+}
+
+void RingDrainer::EndMap(uint64_t epoch, bool grants) {
+  std::lock_guard<std::mutex> l(mu_);
+  in_map_ = false;
+  grants_ = grants;
+  epoch_ = epoch;
+  for (auto& [id, ring] : rings_) ring->PublishEpoch(epoch);
 }
 
 size_t RingDrainer::rings() {

@@ -9,6 +9,10 @@
 //   kRefused  never (a record its writer could not validly have written): consumed, counted,
 //             and every ring of its writer revoked, so the writer's next WRITE fails and its
 //             writes go two-sided, where they are checked on arrival.
+//   kKept     not now, and its writer was told so (the table has no room: the record was
+//             acknowledged already, so it is never dropped): the ring waits behind it, every
+//             ring of its writer is revoked (its writes go two-sided, where a refusal is
+//             precise), and it is tried again on every pass until it applies. Counted.
 // A complete but malformed head (ReplicaRing::malformed_head) is refused the same way without
 // reaching the apply function; nothing after it in its ring is read.
 // Passes over the rings repeat until none moves. A writer posts a slot's record n + 1 only
@@ -47,19 +51,24 @@ namespace rkv::cluster {
 
 class RingDrainer {
  public:
-  enum class Outcome { kApplied, kWait, kRefused };
+  enum class Outcome { kApplied, kWait, kRefused, kKept };
   using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record)>;
   static constexpr size_t kMaxRings = 256;
   static constexpr int kMinSleepUs = 50;
   static constexpr int kMaxSleepUs = 2000;
+  static constexpr uint32_t kAnyWriter = 0;  // server ids start at 1
 
   explicit RingDrainer(ApplyFn apply);
   ~RingDrainer();
   RingDrainer(const RingDrainer&) = delete;
   RingDrainer& operator=(const RingDrainer&) = delete;
 
-  // Takes a granted ring; *id names it for RevokeRing. kBusy at kMaxRings.
-  [[nodiscard]] Status Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id);
+  // Takes a granted ring; *id names it for RevokeRing, *epoch (may be null) is the epoch
+  // published in it: the grant's, which its writer must have applied before it writes.
+  // kBusy at kMaxRings; kUnavailable while a map is being applied, before the first map, or
+  // while EndMap said no (ask again later).
+  [[nodiscard]] Status Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id,
+                           uint64_t* epoch = nullptr);
   // Revokes one ring (its link closed): it is drained to its end, then freed. Unknown ids are
   // ignored (already freed).
   void RevokeRing(uint64_t id);
@@ -68,8 +77,23 @@ class RingDrainer {
   void RevokeAll();
   // Applies every record that can be applied now; returns how many were consumed.
   size_t Drain();
+  // The same for `writer`'s rings only, and at most as many records as its rings can hold
+  // (a writer that never stops cannot keep the caller here): before a two-sided REPLICATE
+  // from it is checked.
+  size_t DrainWriter(uint32_t writer);
   // True while a ring of `writer` holds a complete record not consumed yet (one waiting).
   bool HasRecords(uint32_t writer);
+  // True while a revoked ring of `writer` (kAnyWriter: of anyone) is not freed yet (it holds a
+  // record that waits or was kept): a promotion of a slot `writer` was deposed from waits for it.
+  bool HasRevoked(uint32_t writer);
+  // A map is being applied (ClusterNode::Apply): from BeginMap, which revokes `writers` and
+  // drains, to EndMap, Add refuses new rings, so none is granted at the old epoch after the
+  // revocation (rule 3). EndMap publishes the epoch applied completely in every ring's control
+  // block (rule 1), and in every ring added later, from its grant on; with `grants` false
+  // (this server holds a role it does not serve: rule 2) Add refuses rings until an EndMap
+  // allows them again.
+  void BeginMap(const std::vector<uint32_t>& writers);
+  void EndMap(uint64_t epoch, bool grants);
   size_t rings();
 
   void Start();
@@ -77,9 +101,11 @@ class RingDrainer {
 
   uint64_t applied() const { return applied_.load(std::memory_order_relaxed); }
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
+  uint64_t kept() const { return kept_.load(std::memory_order_relaxed); }
 
  private:
-  size_t DrainLocked();
+  // At most `max` records, of `writer`'s rings only unless kAnyWriter.
+  size_t DrainLocked(uint32_t writer = kAnyWriter, size_t max = SIZE_MAX);
   void RevokeWriterLocked(uint32_t writer);
   void Loop();
 
@@ -87,11 +113,14 @@ class RingDrainer {
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<ReplicaRing>> rings_;  // guarded by mu_
   uint64_t next_id_ = 1;                                    // guarded by mu_
+  uint64_t epoch_ = 0;                                      // guarded by mu_: the epoch published
+  bool in_map_ = false;  // guarded by mu_: between BeginMap and EndMap
+  bool grants_ = false;  // guarded by mu_: EndMap's; none before the first map
   std::condition_variable cv_;
   bool stop_ = false;  // guarded by mu_
   bool kick_ = false;  // guarded by mu_: a ring was added
   std::thread thread_;
-  std::atomic<uint64_t> applied_{0}, refused_{0};
+  std::atomic<uint64_t> applied_{0}, refused_{0}, kept_{0};
 };
 
 }  // namespace rkv::cluster
