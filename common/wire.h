@@ -139,9 +139,28 @@ enum class Op : uint8_t {
   // wire::ReplicateHeader (epoch, sequence, sender, PUT or DELETE, digest) followed by the entry's
   // key; the value is the entry's value (empty for a DELETE). Only a backup of the key's slot at
   // the header's epoch applies it, in sequence order, from the slot's primary.
-  kReplicate = 10
+  kReplicate = 10,
+  // One-sided replication (docs/replication-rings.md): a primary asks a memory-only backup for
+  // a log ring on this connection. The key is a wire::RingGrantRequest; no value. The OK
+  // reply's payload is a wire::RingGrantReply. Answered by the connection's worker.
+  kRingGrant = 11
 };
-inline constexpr uint8_t kMaxOp = 10;
+inline constexpr uint8_t kMaxOp = 11;
+
+// RING_GRANT's key and its answer (little-endian; x86 and ARM: the structs' layout).
+struct __attribute__((packed)) RingGrantRequest {
+  uint64_t epoch;      // the asker's applied map epoch (its sender check, as REPLICATE's)
+  uint32_t writer_id;  // the asker's server id: the only sender its ring's records may name
+  uint32_t reserved;   // zero
+};
+static_assert(sizeof(RingGrantRequest) == 16);
+struct __attribute__((packed)) RingGrantReply {
+  uint32_t rkey;   // for RDMA WRITEs (and READs of its control block) on this connection only
+  uint32_t size;   // the ring's bytes; its address is 0 (zero-based)
+  uint64_t epoch;  // the grant's epoch G: the asker writes only once its own map is that new
+  uint64_t reserved;
+};
+static_assert(sizeof(RingGrantReply) == 24);
 
 // The prefix of a REPLICATE request's key (little-endian; x86 and ARM: the struct's layout).
 struct __attribute__((packed)) ReplicateHeader {

@@ -108,6 +108,13 @@ DEFINE_bool(replicate_on_worker, true,
             "the worker that received it, with no hand-off to a write thread (docs/cluster.md, "
             "\"The replicated write's fast path\"); false: every replicated write goes through "
             "the write pool");
+DEFINE_bool(replication_rings, false,
+            "--cluster with replicas, no --data_dir: grant primaries log rings for one-sided "
+            "replication (docs/replication-rings.md; being built: no primary writes to them "
+            "yet)");
+DEFINE_int32(replication_ring_kib, 1024,
+             "--replication_rings: KiB per log ring (64..16384; a record larger than an eighth "
+             "of it goes two-sided)");
 DEFINE_int32(
     cluster_suspect_after_ms, -1,
     "--cluster with replicas: a backup this server (its primary) cannot reach for this "
@@ -159,7 +166,7 @@ rkv::cli::Usage KvserverUsage() {
        {"Durability", {"data_dir", "fsync", "recover", "snapshot_log_size", "write_threads"}},
        {"Cluster",
         {"cluster", "zone", "cluster_lease_ttl", "cluster_suspect_after_ms", "cluster_disk_hold_ms",
-         "migration_rate", "replicate_on_worker"}},
+         "migration_rate", "replicate_on_worker", "replication_rings", "replication_ring_kib"}},
        {"Operation", {"check_config", "metrics_listen", "test_mode"}}},
       "Exit status: 0 after SIGTERM or SIGINT (a clean stop), or for --check_config, --help,\n"
       "--version; 2 for a bad flag or a failed start (the message names the flag or the call).\n"
@@ -278,6 +285,10 @@ int main(int argc, char** argv) {
     o.zone = FLAGS_zone;
     o.cluster_lease_ttl_s = FLAGS_cluster_lease_ttl;
     o.replicate_on_worker = FLAGS_replicate_on_worker;
+    if (FLAGS_replication_ring_kib < 64 || FLAGS_replication_ring_kib > 16384)
+      return Fail("--replication_ring_kib must be 64..16384");
+    o.replication_rings = FLAGS_replication_rings;
+    o.replication_ring_bytes = size_t(FLAGS_replication_ring_kib) << 10;
     if (FLAGS_cluster_suspect_after_ms < -1 || FLAGS_cluster_suspect_after_ms > 600000)
       return Fail("--cluster_suspect_after_ms must be -1, 0 or up to 600000");
     o.cluster_suspect_after_ms = FLAGS_cluster_suspect_after_ms < 0

@@ -61,6 +61,8 @@ size_t RpcExecutor::Execute(ibv_qp* qp, uint32_t qp_num, uint32_t granted_rkey, 
     s = ExecuteMigration(req, qp_num, &payload);
   } else if (req.op == wire::Op::kReplicate) {
     s = ExecuteReplicate(req, &payload);
+  } else if (req.op == wire::Op::kRingGrant) {  // the worker answers it (worker_ring.cc)
+    s = Status(Code::kInvalidArgument, "RING_GRANT: this server takes no log rings");
   } else if (req.op == wire::Op::kSnapshot) {
     counters_->rpc_snapshot.fetch_add(1, std::memory_order_relaxed);
     if (snapshot_) {

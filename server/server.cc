@@ -255,6 +255,15 @@ Status Server::Start() {
     });
   cluster::Replicator* replicator =
       cluster_ ? cluster_->MakeReplicator(owners_.get(), table_.get()) : nullptr;
+  // Log rings (docs/replication-rings.md): a memory-only server of a replicated cluster.
+  cluster::RingDrainer* rings = nullptr;
+  if (replicator != nullptr && opt_.replication_rings) {
+    rings = cluster_->MakeRingDrainer(
+        [exec = exec_.get()](const cluster::ReplicaRing& r, const cluster::RingRecordView& v) {
+          return exec->ApplyRingRecord(r, v);
+        });
+    exec_->SetRingDrainer(rings);
+  }
   if (replicator != nullptr) {
     exec_->SetReplicator(replicator);
     repl_writes_ = std::make_unique<WritePool>(
@@ -289,6 +298,8 @@ Status Server::Start() {
     wenv.owner_slots = owners_->num_slots();
   }
   wenv.log = log_.get();
+  wenv.rings = rings;
+  wenv.ring_bytes = opt_.replication_ring_bytes;
   if (cluster_) {
     // The node outlives the workers (destroyed after StopThreads joined them).
     const cluster::SenderAddresses* senders = &cluster_->senders();

@@ -30,6 +30,10 @@ struct ServerOptions {
   // A replicated write goes to the backups from the worker that received it
   // (server/conn/replica_fast_path.h); false: through the write pool.
   bool replicate_on_worker = true;
+  // A memory-only backup takes log rings (docs/replication-rings.md; being built: nothing
+  // writes to them yet), of this many bytes each.
+  bool replication_rings = false;
+  size_t replication_ring_bytes = 1 << 20;
   // With --data_dir: a server whose log fails steps down, and probes its directory again after
   // this long (doubling; docs/cluster.md, "A failing disk").
   int cluster_disk_hold_ms = 30000;

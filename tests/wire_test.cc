@@ -26,7 +26,7 @@ TEST(Wire, MalformedRequests) {
   EXPECT_EQ(DecodeRequest(buf.data(), 10, &r).code(), Code::kBadRequest);     // truncated
   EXPECT_EQ(DecodeRequest(buf.data(), n - 1, &r).code(), Code::kBadRequest);  // length mismatch
   EXPECT_EQ(DecodeRequest(buf.data(), n + 1, &r).code(), Code::kBadRequest);
-  buf[6] = 11;  // unknown op (10, REPLICATE, is the last one)
+  buf[6] = 12;  // unknown op (11, RING_GRANT, is the last one)
   EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);
   buf[6] = 0;
   EXPECT_EQ(DecodeRequest(buf.data(), n, &r).code(), Code::kBadRequest);

@@ -17,7 +17,8 @@ RingDrainer::~RingDrainer() {
   for (auto& [id, ring] : rings_) ring->Revoke();
 }
 
-Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id, uint64_t* epoch) {
+Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id, uint64_t* epoch,
+                        const std::function<Status()>& before) {
   {
     std::lock_guard<std::mutex> l(mu_);
     if (in_map_ || !grants_)
@@ -26,6 +27,10 @@ Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id, uint64_
     if (rings_.size() >= kMaxRings)
       return Status(Code::kBusy,
                     "this backup holds " + std::to_string(kMaxRings) + " log rings already");
+    if (before) {
+      Status s = before();
+      if (!s.ok()) return s;
+    }
     *id = next_id_++;
     ring->PublishEpoch(epoch_);
     if (epoch != nullptr) *epoch = epoch_;

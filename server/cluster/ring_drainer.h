@@ -67,8 +67,12 @@ class RingDrainer {
   // published in it: the grant's, which its writer must have applied before it writes.
   // kBusy at kMaxRings; kUnavailable while a map is being applied, before the first map, or
   // while EndMap said no (ask again later).
+  // `before` (may be empty) runs under the lock once the ring is accepted, before any other
+  // thread can see it (its window's bind: a revocation cannot overtake it); its failure
+  // refuses the ring (destroyed: revoked, with nothing of `before`'s in flight).
   [[nodiscard]] Status Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id,
-                           uint64_t* epoch = nullptr);
+                           uint64_t* epoch = nullptr,
+                           const std::function<Status()>& before = nullptr);
   // Revokes one ring (its link closed): it is drained to its end, then freed. Unknown ids are
   // ignored (already freed).
   void RevokeRing(uint64_t id);

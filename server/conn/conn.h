@@ -183,6 +183,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
     bool close_after_reply = false;
     std::string close_after_reply_reason;
     uint32_t granted_rkey = 0;  // the rkey OPEN gave it (Worker::Grant); PARAMS reports it
+    // The log ring RING_GRANT gave it (RingDrainer's id; 0: none): revoked when it closes.
+    uint64_t ring_id = 0;
   } w;
 
   // Owner-only: the manual-mode control channel (its closing means the client left), and

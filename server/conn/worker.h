@@ -81,6 +81,10 @@ struct WorkerEnv {
   // INVALID_ARGUMENT (counted in repl_refused_sender) (server/cluster/sender_addresses.h).
   // Empty: not checked.
   std::function<Status(uint32_t sender, uint64_t epoch, uint32_t peer_ipv4)> replicate_sender;
+  // A memory-only backup of a replicated cluster with --replication_rings: RING_GRANT gives a
+  // log ring of ring_bytes (docs/replication-rings.md). Null: RING_GRANT is refused.
+  cluster::RingDrainer* rings = nullptr;
+  size_t ring_bytes = 0;
   ConnRegistry* registry = nullptr;
   ServerCounters* counters = nullptr;
   uint8_t* send_base = nullptr;  // registered: max_connections * ReplySlots() * kSendSlotSize
@@ -203,6 +207,11 @@ class Worker {
   // A REPLICATE over a connection that does not come from its sender's address: refused
   // (answered and counted here). False for anything else.
   bool RefuseReplicate(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  // RING_GRANT (worker_ring.cc): true when `msg` is one (answered here).
+  bool HandleRingGrant(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len);
+  // The ring itself: registered for this connection's QP only, given to the drainer.
+  [[nodiscard]] Status GrantRing(const std::shared_ptr<Conn>& c, const wire::Request& req,
+                                 std::string* payload);
   // Takes a decoded PUT/DELETE for the write pool (false: no pool, execute it here).
   bool Offload(const std::shared_ptr<Conn>& c, const uint8_t* msg, uint32_t len,
                Clock::time_point received);

@@ -100,6 +100,10 @@ void Worker::FinishDrain(const std::shared_ptr<Conn>& c, bool leak) {
   }
   conns_.erase(keep->qpn);
   env_.registry->Remove(*keep);
+  // Its log ring: the QP places nothing more (drained); what it placed is applied, then the
+  // ring's registration goes, before the owner destroys the connection's PD.
+  if (keep->w.ring_id != 0 && env_.rings != nullptr) env_.rings->RevokeRing(keep->w.ring_id);
+  keep->w.ring_id = 0;
   if (leak) env_.counters->qps_leaked.fetch_add(1, std::memory_order_relaxed);
   keep->w.leak_qp = leak;  // read by the owner after OnDrained
   keep->MarkDrained();

@@ -35,6 +35,7 @@ void Worker::HandleRequest(const std::shared_ptr<Conn>& c, const uint8_t* msg, u
     return;
   }
   if (RefuseReplicate(c, msg, len)) return;
+  if (HandleRingGrant(c, msg, len)) return;
   if (Offload(c, msg, len, received)) return;
   uint8_t* out = NextReplyBuffer(*c);
   bool malformed = false;
