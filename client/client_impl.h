@@ -120,6 +120,8 @@ class ClientImpl {
   Status RearmCompletions() {
     return conn_ ? conn_->RearmEvents() : Status(Code::kConnectionLost, "not connected");
   }
+  // A replication link's log ring chains (Connection::PostRingChain; null conn_: not posted).
+  Connection* connection() { return conn_.get(); }
 
  private:
   enum class Step { kDone, kRetry };

@@ -202,8 +202,8 @@ Status Connection::Rpc(wire::Op op, std::string_view key, std::string_view value
   size_t len =
       wire::EncodeRequest(op, rid, key, value, buf_.get() + kSendArea, kRecvArea - kSendArea);
   if (len == 0) return Status(Code::kTooLarge, "request does not fit the send buffer");
-  if (window_.outstanding() > 0)
-    return Status(Code::kInvalidArgument, "pipelined requests are outstanding");
+  if (window_.outstanding() > 0 || ring_chains_ > 0)
+    return Status(Code::kInvalidArgument, "pipelined requests or ring writes are outstanding");
   return Exchange(len, rid, server_status, payload);
 }
 

@@ -106,6 +106,25 @@ class Connection {
   int completion_fd() const { return comp_ ? comp_->fd : -1; }
   Status RearmEvents();
 
+  // One-sided replication (connection_ring.cc; a server worker's replication links,
+  // server/conn/replica_fast_path.h; docs/replication-rings.md). A ring chain is RDMA WRITEs
+  // of bytes staged in ring_staging() to a backup's log ring (`rkey`, zero-based, valid on
+  // this QP only), optionally followed by a READ of the ring's control block into
+  // ring_control(); only its last work request is signalled, so its completion (taken by
+  // PollReply; a failed one breaks the connection) says every WRITE of the chain was placed.
+  // The staging area is the synchronous requests' send area: no Rpc while a chain is out
+  // (refused), and a chain's bytes are not staged again before RingIdle().
+  static constexpr uint32_t kRingStagingSize = 72 * 1024 - 64;
+  struct RingPiece {
+    uint64_t remote_offset;   // into the ring
+    uint32_t staging_offset;  // into ring_staging()
+    uint32_t length;
+  };
+  uint8_t* ring_staging() { return buf_.get() + kSendArea; }
+  const uint8_t* ring_control() const { return buf_.get() + kSendArea + kRingStagingSize; }
+  Status PostRingChain(uint32_t rkey, const RingPiece* pieces, int n, bool read_control);
+  bool RingIdle() const { return ring_chains_ == 0; }
+
   // Test hook: sends `len` raw bytes as a request and waits for a reply (for malformed-input
   // tests). The bytes are not validated.
   Status SendRaw(const void* data, size_t len, Code* server_status, std::string* payload);
@@ -146,6 +165,7 @@ class Connection {
   int chains_posted_ = 0;    // READ chains posted and not yet waited for
   RpcWindow window_{kPipeSendSize, kMaxPipeline};
   uint64_t pipe_arrived_ = 0;             // pipelined replies received (taken or not)
+  int ring_chains_ = 0;                   // ring chains posted and not yet completed
   uint32_t pipe_len_[kMaxPipeline] = {};  // byte length of the reply in each receive slot
   // Sends OPEN (with the mac when options_.auth_token is set) and checks the server's proof;
   // fills hello_. UNAUTHENTICATED if either side fails to prove the token.

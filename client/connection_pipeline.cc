@@ -87,7 +87,9 @@ bool Connection::PollReply() {
       window_.SendDone();
     } else if (kind == kPipeRecv) {  // receives complete in posting order
       pipe_len_[pipe_arrived_++ % kMaxPipeline] = wc[k].byte_len;
-    } else {  // only pipelined requests run on such a connection
+    } else if (kind == kRing && ring_chains_ > 0) {  // connection_ring.cc
+      --ring_chains_;
+    } else {  // only pipelined requests and ring chains run on such a connection
       (void)Broken(Status(Code::kProtocolError, "unexpected completion kind"));
       return false;
     }

@@ -8,7 +8,14 @@
 #include <cstdint>
 
 namespace rkv::wr_id {
-enum WrId : uint64_t { kRead = 1, kSend = 2, kRecv = 3, kPipeSend = 4, kPipeRecv = 5 };
+enum WrId : uint64_t {
+  kRead = 1,
+  kSend = 2,
+  kRecv = 3,
+  kPipeSend = 4,
+  kPipeRecv = 5,
+  kRing = 6  // the signalled end of a log ring chain (connection_ring.cc)
+};
 }  // namespace rkv::wr_id
 
 #endif  // RKV_CLIENT_WR_ID_H_

@@ -13,13 +13,14 @@
 namespace rkv {
 
 ReplicaFastPath::ReplicaFastPath(RpcExecutor* exec, Options link_options, uint32_t owner_slots,
-                                 size_t reply_cap, const WriteLog* log, ReplyFn reply)
+                                 size_t reply_cap, const WriteLog* log, ReplyFn reply, bool rings)
     : exec_(exec),
       options_(std::move(link_options)),
       owner_slots_(owner_slots),
       reply_cap_(reply_cap),
       log_(log),
-      reply_(std::move(reply)) {
+      reply_(std::move(reply)),
+      rings_(rings) {
   connector_ = std::thread([this] { ConnectorLoop(); });
 }
 
@@ -73,7 +74,8 @@ ReplicaFastPath::Link* ReplicaFastPath::FreeLink(uint32_t backup) {
   return nullptr;
 }
 
-void ReplicaFastPath::AskForLink(const cluster::Replicator::Backup& b) {
+void ReplicaFastPath::AskForLink(const cluster::Replicator::Backup& b,
+                                 const cluster::Replicator::Snapshot& snap) {
   const auto now = Clock::now();
   if (auto it = backoff_.find(b.id); it != backoff_.end() && now < it->second) return;
   const size_t have = links_.count(b.id) ? links_[b.id].size() : 0;
@@ -84,6 +86,8 @@ void ReplicaFastPath::AskForLink(const cluster::Replicator::Backup& b) {
   c.backup = b.id;
   c.host = b.host;
   c.port = b.port;
+  c.writer = snap.primary;
+  c.epoch = snap.epoch;
   PushConnect(std::move(c));
 }
 
@@ -158,7 +162,7 @@ bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) 
   for (size_t i = 0; i < n; ++i) {
     f->links[i] = FreeLink(backups[i].id);
     if (f->links[i] == nullptr) {
-      AskForLink(backups[i]);
+      AskForLink(backups[i], f->op.fw.snap);
       all = false;
     }
   }
@@ -167,11 +171,10 @@ bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) 
     *request = std::move(f->op.request);
     return false;
   }
-  const std::string_view value = f->op.fw.put ? std::string_view(f->op.fw.value) : "";
   for (size_t i = 0; i < n; ++i) {
     Link* l = f->links[i];
     bool posted = false;
-    Status s = l->client->PostCall(wire::Op::kReplicate, f->op.fw.msg, value, &l->rid, &posted);
+    Status s = PostOn(f.get(), i, &posted);
     if (s.ok() && !posted) s = Status(Code::kIoError, "REPLICATE not posted on an idle link");
     f->maybe_sent[i] = posted;  // set only once ibv_post_send took the SEND
     if (!s.ok()) {
@@ -195,6 +198,24 @@ bool ReplicaFastPath::Try(const std::shared_ptr<Conn>& c, std::string* request) 
   return true;
 }
 
+Status ReplicaFastPath::PostOn(Flight* f, size_t i, bool* posted) {
+  Link* l = f->links[i];
+  Connection* c = l->client->connection();
+  if (l->ring != nullptr && c != nullptr) {
+    l->ring->TakeControl(*c);  // a READ that completed since: what the backup said
+    Status s = l->ring->TryPost(c, f->op.fw, posted);
+    if (!s.ok() || *posted) {
+      l->ring_flight = *posted;
+      return s;
+    }
+  }
+  const std::string_view value = f->op.fw.put ? std::string_view(f->op.fw.value) : "";
+  Status s = l->client->PostCall(wire::Op::kReplicate, f->op.fw.msg, value, &l->rid, posted);
+  // Not to the ring this time: learn the backup's epoch and room for the next write.
+  if (s.ok() && *posted && l->ring != nullptr && c != nullptr) (void)l->ring->AskControl(c);
+  return s;
+}
+
 void ReplicaFastPath::Poll(std::vector<Done>* done) {
   if (flights_.empty()) return;
   const auto now = Clock::now();
@@ -205,7 +226,14 @@ void ReplicaFastPath::Poll(std::vector<Done>* done) {
       Link* l = f->links[i];
       if (l == nullptr) continue;
       Status s;
-      if (l->client->CallReady()) {
+      // Takes the link's completions (a ring chain's too); then a ring write whose chain
+      // completed was placed in the backup's ring: its OK.
+      const bool reply = l->client->CallReady();
+      if (l->ring_flight && !reply && !l->client->broken() && !l->failed &&
+          l->client->connection()->RingIdle()) {
+        l->ring->TakeControl(*l->client->connection());
+        s = Status::Ok();
+      } else if (reply) {
         uint64_t rid = 0;
         std::string payload;
         s = l->client->TakeCall(&rid, &payload);
@@ -238,6 +266,7 @@ void ReplicaFastPath::Poll(std::vector<Done>* done) {
       } else {
         l->flight = nullptr;
       }
+      l->ring_flight = false;
     }
     if (f->waiting > 0) {
       ++k;
@@ -358,6 +387,13 @@ void ReplicaFastPath::ConnectorLoop() {
     Status s = c->Open();
     if (s.ok() && c->owner_slots() != owner_slots_)
       s = Status(Code::kProtocolError, "the backup has no ownership table of this cluster");
+    if (s.ok() && rings_) {  // no ring: the link stays two-sided
+      Status g = RingLink::Grant(c.get(), t.writer, t.epoch, &link->ring);
+      if (!g.ok()) {
+        LOG_EVERY_N(INFO, 20) << "replication link to server " << t.backup
+                              << ": no log ring: " << g.ToString();
+      }
+    }
     if (s.ok()) {
       link->client = std::move(c);
     } else {

@@ -54,6 +54,7 @@
 
 #include "rkv/client.h"
 #include "server/conn/conn.h"
+#include "server/conn/replica_ring_link.h"
 #include "server/rpc_executor.h"
 #include "server/write_log.h"
 
@@ -80,9 +81,10 @@ class ReplicaFastPath {
 
   // owner_slots: the cluster's slot count (a link's server must have that ownership table);
   // reply_cap: the largest reply (Worker::kSendSlotSize); log (may be null): a write is applied
-  // on the worker only while log->WriteInline().
+  // on the worker only while log->WriteInline(). rings: each new link asks its backup for a
+  // log ring, and writes go there when they may (server/conn/replica_ring_link.h).
   ReplicaFastPath(RpcExecutor* exec, Options link_options, uint32_t owner_slots, size_t reply_cap,
-                  const WriteLog* log, ReplyFn reply);
+                  const WriteLog* log, ReplyFn reply, bool rings = false);
   ~ReplicaFastPath();
   ReplicaFastPath(const ReplicaFastPath&) = delete;
   ReplicaFastPath& operator=(const ReplicaFastPath&) = delete;
@@ -111,6 +113,8 @@ class ReplicaFastPath {
     uint64_t rid = 0;
     bool failed = false;  // its completion channel reported an error
     Clock::time_point last_used;
+    std::unique_ptr<RingLink> ring;  // the backup's log ring for it (null: none)
+    bool ring_flight = false;        // its write went to the ring (no reply comes)
   };
   struct Flight {
     std::shared_ptr<Conn> conn;
@@ -124,13 +128,17 @@ class ReplicaFastPath {
   };
   struct Connect {  // a connector task: a link to make (or, with `dead`, one to destroy)
     uint32_t backup = 0;
+    uint32_t writer = 0;  // this server's id and applied epoch, for a ring's grant
+    uint64_t epoch = 0;
     std::string host;
     uint16_t port = 0;
     std::unique_ptr<Link> dead;
   };
 
   Link* FreeLink(uint32_t backup);
-  void AskForLink(const cluster::Replicator::Backup& b);
+  void AskForLink(const cluster::Replicator::Backup& b, const cluster::Replicator::Snapshot& snap);
+  // Posts f's write on link i: to its ring when it may go there, else as a REPLICATE.
+  Status PostOn(Flight* f, size_t i, bool* posted);
   void AdoptLinks();
   void DropLink(Link* l);                  // its destruction goes to the connector
   void HandOn(std::unique_ptr<Flight> f);  // to a helper (one is started if none is idle)
@@ -144,6 +152,7 @@ class ReplicaFastPath {
   const size_t reply_cap_;
   const WriteLog* const log_;
   const ReplyFn reply_;
+  const bool rings_;
   std::vector<Link*> polled_;  // the links of AppendFds's fds, in order (worker thread)
   // Worker thread only.
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;

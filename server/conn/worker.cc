@@ -27,11 +27,12 @@ Status Worker::Init(ibv_context* ctx, int cqe) {
   if (int rc = ibv_req_notify_cq(cq_.get(), 0); rc != 0)
     return ErrnoStatus("ibv_req_notify_cq", rc);
   if (env_.replica_links != nullptr)
-    fast_ = std::make_unique<ReplicaFastPath>(env_.exec, *env_.replica_links, env_.owner_slots,
-                                              kSendSlotSize, env_.log,
-                                              [this](std::shared_ptr<Conn> c, std::string reply) {
-                                                Reply(std::move(c), std::move(reply));
-                                              });
+    fast_ = std::make_unique<ReplicaFastPath>(
+        env_.exec, *env_.replica_links, env_.owner_slots, kSendSlotSize, env_.log,
+        [this](std::shared_ptr<Conn> c, std::string reply) {
+          Reply(std::move(c), std::move(reply));
+        },
+        env_.opt->replication_rings);
   return Status::Ok();
 }
 

@@ -93,8 +93,7 @@ Status Worker::GrantRing(const std::shared_ptr<Conn>& c, const wire::Request& re
   // From here the revoker owns the registration and the window (run once, by the drainer or
   // by the ring's destructor).
   ring->set_revoker([mr, mw] {
-    if (mw != nullptr && ibv_dealloc_mw(mw) != 0)
-      PLOG(ERROR) << "ibv_dealloc_mw(ring window)";
+    if (mw != nullptr && ibv_dealloc_mw(mw) != 0) PLOG(ERROR) << "ibv_dealloc_mw(ring window)";
     if (ibv_dereg_mr(mr) != 0) PLOG(ERROR) << "ibv_dereg_mr(ring)";
   });
   if (mw != nullptr) {
