@@ -68,6 +68,9 @@ class RpcExecutor {
   // ring's writer as its sender.
   cluster::RingDrainer::Outcome ApplyRingRecord(const cluster::ReplicaRing& ring,
                                                 const cluster::RingRecordView& record);
+  // Counts a record the fast path wrote to a backup's ring, a ring this server granted.
+  void CountRingWrite() { counters_->repl_ring_writes.fetch_add(1, std::memory_order_relaxed); }
+  void CountRingGrant() { counters_->repl_ring_grants.fetch_add(1, std::memory_order_relaxed); }
   // kvserver --cluster: MIGRATE_BEGIN's check that etcd's migration record (NAME/migration)
   // is a copy to this server of those slots with that nonce (ClusterNode::CheckImport); none
   // set: every MIGRATE_BEGIN is refused. Set before the workers start; outlives the workers.

@@ -259,6 +259,10 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("repl_fast_writes", replicator_ ? replicator_->fast_writes() : 0));
   v->push_back(
       StatValue::U("repl_fast_continued", replicator_ ? replicator_->fast_continued() : 0));
+  v->push_back(StatValue::U("repl_ring_records", rings_ ? rings_->applied() : 0));
+  v->push_back(StatValue::U("repl_ring_refused", rings_ ? rings_->refused() : 0));
+  v->push_back(StatValue::U("repl_ring_kept", rings_ ? rings_->kept() : 0));
+  v->push_back(StatValue::U("repl_rings", rings_ ? rings_->rings() : 0));
   v->push_back(StatValue::U("cluster_suspects_reported", suspects_ ? suspects_->reported() : 0));
   v->push_back(StatValue::U("cluster_suspects_healed", suspects_ ? suspects_->healed() : 0));
   v->push_back(StatValue::U("cluster_suspects", suspects_ ? suspects_->suspected() : 0));

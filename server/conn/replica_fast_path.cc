@@ -206,6 +206,7 @@ Status ReplicaFastPath::PostOn(Flight* f, size_t i, bool* posted) {
     Status s = l->ring->TryPost(c, f->op.fw, posted);
     if (!s.ok() || *posted) {
       l->ring_flight = *posted;
+      if (*posted) exec_->CountRingWrite();
       return s;
     }
   }

@@ -129,6 +129,7 @@ Status Worker::GrantRing(const std::shared_ptr<Conn>& c, const wire::Request& re
   Status s = env_.rings->Add(std::move(ring), &id, &epoch, bind);
   if (!s.ok()) return Status(s.code(), "RING_GRANT: " + s.message());
   c->w.ring_id = id;
+  env_.exec->CountRingGrant();
   wire::RingGrantReply r{};
   r.rkey = rkey;
   r.size = uint32_t(size);

@@ -47,6 +47,8 @@ std::vector<StatValue> CollectStats(const ServerCounters& c, const Table& table,
   add("repl_refused_sender", c.repl_refused_sender);
   add("repl_refused_sequence", c.repl_refused_sequence);
   add("repl_refused_state", c.repl_refused_state);
+  add("repl_ring_writes", c.repl_ring_writes);
+  add("repl_ring_grants", c.repl_ring_grants);
   add("clients_dropped", c.clients_dropped);
   add("credit_drops", c.credit_drops);
   add("keepalives_sent", c.keepalives_sent);

@@ -48,6 +48,9 @@ struct ServerCounters {
   C repl_applied{0}, repl_duplicates{0};
   C repl_queries{0};  // a promoted primary's questions answered (wire::kReplicateQuery)
   C repl_refused_epoch{0}, repl_refused_sender{0}, repl_refused_sequence{0}, repl_refused_state{0};
+  // One-sided replication (docs/replication-rings.md): as a primary, records written to
+  // backups' log rings; as a backup, rings granted.
+  C repl_ring_writes{0}, repl_ring_grants{0};
   C clients_dropped{0};  // closed for malformed requests
   C credit_drops{0};     // closed for exceeding their request credits
   C keepalives_sent{0};

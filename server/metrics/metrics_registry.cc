@@ -160,6 +160,17 @@ const Mapping kMappings[] = {
     {"repl_resync_writes", "rkv_replication_resync_writes_total", kC,
      "Replication: keys a resync wrote to the kept backups (this table's value of a key whose "
      "last write differed between the replicas)."},
+    {"repl_ring_writes", "rkv_replication_ring_writes_total", kC,
+     "Replication: records this primary wrote to backups' log rings (one-sided)."},
+    {"repl_ring_grants", "rkv_replication_ring_grants_total", kC,
+     "Replication: log rings this backup granted to primaries."},
+    {"repl_ring_records", "rkv_replication_ring_records_total", kC,
+     "Replication: log ring records this backup applied (or took as a resend)."},
+    {"repl_ring_refused", "rkv_replication_ring_refused_total", kC,
+     "Replication: log ring records this backup refused (their writer's rings revoked)."},
+    {"repl_ring_kept", "rkv_replication_ring_kept_total", kC,
+     "Replication: log ring records this backup had no room for, kept and tried again."},
+    {"repl_rings", "rkv_replication_rings", kG, "Replication: log rings this backup holds now."},
     {"repl_fast_writes", "rkv_replication_fast_writes_total", kC,
      "Replication: client writes ended on the fast path (sent to the backups by the worker "
      "that received them, no hand-off; those a backup did not apply at once end on the fast "

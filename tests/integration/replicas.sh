@@ -32,6 +32,7 @@
 #    is lost; space freed, two replicas per slot return.
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
+# RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
 # kill, zombie, coord, remove, r3, full, balance, restart, disk; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
@@ -87,7 +88,8 @@ start_server() {  # start_server I CLUSTER [MEMORY [FLAGS...]]: server I (memory
   # FLAGS name a --data_dir; starts empty) on addrs[I % 3]
   local i=$1
   "$server" --listen="${addrs[$((i % 3))]}:$(port "$i")" --memory="${3:-32M}" \
-    --allow_unauthenticated --cluster="$2" "${@:4}" >> "$logs/server$i.log" 2>&1 &
+    --allow_unauthenticated --cluster="$2" ${RKV_REPL_SERVER_FLAGS:-} "${@:4}" \
+    >> "$logs/server$i.log" 2>&1 &
   spid[$i]=$!
   pids+=("${spid[$i]}")
   for _ in $(seq 150); do
