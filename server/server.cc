@@ -38,6 +38,8 @@ Server::Server(ServerOptions options) : opt_(ResolveSpin(std::move(options))) {}
 
 Server::~Server() {
   StopThreads();
+  // Log rings hold registrations in connections' PDs: gone before the connections.
+  if (cluster_) cluster_->CloseRings();
   // Drop every connection while CQs, SRQ, PD and the event channel still exist.
   if (manual_) manual_->Shutdown();
   registry_.reset();

@@ -308,6 +308,10 @@ TEST(RingDrainer, NoRingIsAddedWhileAMapIsAppliedOrGrantsAreOff) {
   d.BeginMap({});
   d.EndMap(9, false);  // a stale role: no ring
   EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kUnavailable);
+  d.EndMap(10, true);
+  d.Close();  // the server stops
+  EXPECT_EQ(d.rings(), 0u);
+  EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kUnavailable);
 }
 
 TEST(RingDrainer, BeginMapRevokesAndDrainsTheWritersNamed) {

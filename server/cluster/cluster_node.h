@@ -90,6 +90,10 @@ class ClusterNode {
   // revocations (BeginMap/EndMap), and a promotion waits for the former primary's revoked
   // rings. Call once, before Join.
   RingDrainer* MakeRingDrainer(RingDrainer::ApplyFn apply);
+  // The server stops: the log rings are revoked and freed before its connections go.
+  void CloseRings() {
+    if (rings_) rings_->Close();
+  }
   uint16_t replicas() const { return replicas_; }
   void AppendStats(std::vector<StatValue>* v) const;
   // Where the applied map's servers registered: a REPLICATE is taken only from its sender's

@@ -10,17 +10,24 @@ namespace rkv::cluster {
 
 RingDrainer::RingDrainer(ApplyFn apply) : apply_(std::move(apply)) {}
 
-RingDrainer::~RingDrainer() {
+RingDrainer::~RingDrainer() { Close(); }
+
+void RingDrainer::Close() {
   Stop();
   // Revoked, not drained: the apply function's owner may be going too (the server stops).
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [id, ring] : rings_) ring->Revoke();
+  std::map<uint64_t, std::unique_ptr<ReplicaRing>> rings;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    rings.swap(rings_);
+  }
+  rings.clear();  // each ring's destructor revokes it
 }
 
 Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id, uint64_t* epoch,
                         const std::function<Status()>& before) {
   {
     std::lock_guard<std::mutex> l(mu_);
+    if (stop_) return Status(Code::kUnavailable, "this server is stopping");
     if (in_map_ || !grants_)
       return Status(Code::kUnavailable, in_map_ ? "this backup is applying a map: no log ring now"
                                                 : "this backup takes no log ring now");

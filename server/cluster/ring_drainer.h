@@ -53,7 +53,7 @@ class RingDrainer {
  public:
   enum class Outcome { kApplied, kWait, kRefused, kKept };
   using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record)>;
-  static constexpr size_t kMaxRings = 256;
+  static constexpr size_t kMaxRings = 64;  // 64 MiB pinned at the default ring size
   static constexpr int kMinSleepUs = 50;
   static constexpr int kMaxSleepUs = 2000;
   static constexpr uint32_t kAnyWriter = 0;  // server ids start at 1
@@ -102,6 +102,9 @@ class RingDrainer {
 
   void Start();
   void Stop();
+  // Stops the thread, revokes every ring and frees them without applying anything more; Add
+  // refuses from then on (the server stops: its connections' PDs go next). The destructor's.
+  void Close();
 
   uint64_t applied() const { return applied_.load(std::memory_order_relaxed); }
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
