@@ -19,7 +19,7 @@
 // after the WRITE of n completed, so n has the smaller order and is applied first, also by a
 // backup that takes whatever number comes first (a new backup, one kept by a failover);
 // records of one order's neighbourhood that were in flight together are of other slots.
-// Who drains: the thread (Start), which sleeps between empty passes (50 us doubling to 2 ms;
+// Who drains: the thread (Start), which sleeps between empty passes (1 ms doubling to 10 ms;
 // woken at once by Add and Stop); and whoever must see every placed record applied first
 // (Drain): a two-sided REPLICATE or QUERY, a promotion, and the map's revocation
 // (RevokeWriters: before a map that changes a writer's role is applied, its rings are revoked,
@@ -54,8 +54,8 @@ class RingDrainer {
   enum class Outcome { kApplied, kWait, kRefused, kKept };
   using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record)>;
   static constexpr size_t kMaxRings = 64;  // 64 MiB pinned at the default ring size
-  static constexpr int kMinSleepUs = 50;
-  static constexpr int kMaxSleepUs = 2000;
+  static constexpr int kMinSleepUs = 1000;
+  static constexpr int kMaxSleepUs = 10000;
   static constexpr uint32_t kAnyWriter = 0;  // server ids start at 1
 
   explicit RingDrainer(ApplyFn apply);
