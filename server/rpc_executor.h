@@ -133,7 +133,9 @@ class RpcExecutor {
     kGap,          // past the next number
     kUsed,         // a number already taken by another write
     kTableError,   // the table refused it (no room)
+    kRingLoss,     // a ring record of the slot was refused here (OwnershipTable::RingLoss)
   };
+  static Status RingLossRefusal(uint32_t slot);
   // The checks and the apply of one replicated write, after its header was read: the same for
   // a REPLICATE and a ring record. Takes the slot's stripe; never drains the rings.
   Status ApplyReplica(const wire::ReplicateHeader& h, std::string_view key, std::string_view value,

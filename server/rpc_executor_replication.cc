@@ -96,6 +96,11 @@ Status RpcExecutor::ApplyReplica(const wire::ReplicateHeader& h, std::string_vie
     *verdict = ReplicaVerdict::kNotBackup;
     return admit.Refusal("REPLICATE");
   }
+  if (owners_->RingLoss(slot)) {
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    *verdict = ReplicaVerdict::kRingLoss;
+    return RingLossRefusal(slot);
+  }
   const uint64_t word = admit.word();
   if (h.epoch < cluster::WordEpoch(word)) {
     counters_->repl_refused_epoch.fetch_add(1, std::memory_order_relaxed);
@@ -153,12 +158,19 @@ Status RpcExecutor::ApplyReplica(const wire::ReplicateHeader& h, std::string_vie
   return Status::Ok();
 }
 
+Status RpcExecutor::RingLossRefusal(uint32_t slot) {
+  return Status(Code::kInvalidArgument,
+                "REPLICATE: this backup refused a log ring record of slot " + std::to_string(slot) +
+                    " and may lack an acknowledged write: it takes none until the map drops it");
+}
+
 cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::ReplicaRing& ring,
                                                            const cluster::RingRecordView& r) {
   using Outcome = cluster::RingDrainer::Outcome;
   if (owners_ == nullptr) return Outcome::kRefused;
   if (r.header.sender_id != ring.writer()) {  // a ring carries its own writer's writes only
     counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
+    owners_->MarkRingLoss(owners_->SlotOf(r.key));  // its writer was told it was placed
     return Outcome::kRefused;
   }
   std::string payload;
@@ -172,7 +184,12 @@ cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::Replic
       return Outcome::kWait;
     case ReplicaVerdict::kTableError:  // acknowledged already: kept, never dropped
       return Outcome::kKept;
-    default:  // a writer that wrote at an epoch this server had not applied, or out of step
+    default:
+      // Its writer was told it was placed: never silently dropped. A correct primary writes
+      // none of these; a token holder that forged a REPLICATE with the primary's next number
+      // makes one. This replica of the slot may now lack an acknowledged write: marked.
+      if (verdict != ReplicaVerdict::kMalformed && verdict != ReplicaVerdict::kNotBackup)
+        owners_->MarkRingLoss(owners_->SlotOf(r.key));
       return Outcome::kRefused;
   }
 }
@@ -195,6 +212,10 @@ Status RpcExecutor::ExecuteReplicaQuery(const wire::ReplicateHeader& h, std::str
   if (!admit.admitted()) {
     counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
     return admit.Refusal("REPLICATE query");
+  }
+  if (owners_->RingLoss(slot)) {  // its answer could not name the write this backup lacks
+    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    return RingLossRefusal(slot);
   }
   const uint64_t word = admit.word();
   std::lock_guard<std::mutex> l(repl_mu_[slot % kReplStripes]);

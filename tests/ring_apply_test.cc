@@ -154,11 +154,28 @@ TEST_F(RingApplyTest, RecordsItsWriterCouldNotValidlyWriteAreRefused) {
     EXPECT_EQ(revoked, 1);
     EXPECT_EQ(Value(k), "<none>");
     EXPECT_EQ(drainer_->rings(), 0u);  // revoked and empty: freed
+    // Its writer was told it was placed: this replica may lack an acknowledged write (a slot
+    // that is not a backup here holds no replica to mark).
+    EXPECT_EQ(owners_->RingLoss(4), c.state == SlotState::kBackup);
+    owners_->ClearRingLoss(4);
     tails_.clear();
   }
 }
 
-TEST_F(RingApplyTest, ANumberAlreadyUsedIsRefused) {
+// A token holder's forged REPLICATE took the primary's next number here; the primary's own
+// write with that number then arrives through the ring, already acknowledged. It is refused,
+// and the slot's replica here is marked: never silently short of it.
+std::vector<uint8_t> Replicate(const wire::ReplicateHeader& h, const std::string& k,
+                               const std::string& value) {
+  std::string key(sizeof h, '\0');
+  std::memcpy(key.data(), &h, sizeof h);
+  key += k;
+  std::vector<uint8_t> req(4096);
+  req.resize(wire::EncodeRequest(wire::Op::kReplicate, 1, key, value, req.data(), req.size()));
+  return req;
+}
+
+TEST_F(RingApplyTest, ANumberAlreadyUsedIsRefusedAndMarksTheSlot) {
   cluster::ReplicaRing* ring = AddRing();
   const std::string k = KeyOf(5);
   Place(ring, Header(3, k, "a"), k, "a");
@@ -166,6 +183,19 @@ TEST_F(RingApplyTest, ANumberAlreadyUsedIsRefused) {
   drainer_->Drain();
   EXPECT_EQ(Value(k), "a");
   EXPECT_EQ(drainer_->refused(), 1u);
+  EXPECT_TRUE(owners_->RingLoss(5));
+  // The primary's next write, two-sided now (its rings were revoked), is refused: it fails
+  // visibly, where applying it would hide the missing one.
+  const std::vector<uint8_t> req = Replicate(Header(4, k, "c"), k, "c");
+  std::vector<uint8_t> out(4096);
+  bool malformed = false;
+  const size_t n =
+      exec_->Execute(nullptr, 0, 0, req.data(), req.size(), out.data(), out.size(), &malformed);
+  wire::Reply reply;
+  ASSERT_TRUE(wire::DecodeReply(out.data(), n, &reply).ok());
+  EXPECT_EQ(reply.status, Code::kInvalidArgument);
+  EXPECT_NE(std::string(reply.payload).find("may lack an acknowledged write"), std::string::npos);
+  EXPECT_EQ(Value(k), "a");
 }
 
 TEST_F(RingApplyTest, ARecordPastTheNextNumberWaitsForItsPredecessor) {

@@ -139,12 +139,14 @@ void ClusterNode::Apply(const SlotMap& map) {
       // next sequence number, whichever it is.
       owners_->SetSequence(slot, OwnershipTable::kSequenceUnset);
       owners_->ClearLastWrite(slot);  // none applied since the copy
+      owners_->ClearRingLoss(slot);   // the copy holds everything
       owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kBackup));
       if (slot < stale_role_.size()) stale_role_[slot] = 0;
       ++backups;
     } else if (held || st == SlotState::kBackup) {
       const uint64_t released = OwnerWord(WordEpoch(word), SlotState::kNotOwned);
       owners_->Set(slot, released);
+      owners_->ClearRingLoss(slot);                          // no replica here any more
       if (reclaimer_) reclaimer_->Released(slot, released);  // its entries are no replica's
       ++lost;
     }
@@ -177,7 +179,10 @@ void ClusterNode::Promote() {
       }
       // Also the former primary's revoked log rings drained and freed (one holding a record
       // that waits or was kept holds the slot: unavailable, never without that write).
-      if (now >= p.after && now >= p.retry && owners_->WaitIdle(p.slot, now) &&
+      // And never a slot whose replica here may lack a write its ring acknowledged
+      // (OwnershipTable::RingLoss): unavailable rather than without it.
+      if (now >= p.after && now >= p.retry && !owners_->RingLoss(p.slot) &&
+          owners_->WaitIdle(p.slot, now) &&
           !(rings_ &&
             rings_->HasRevoked(p.former == wire::kNoOwner ? RingDrainer::kAnyWriter : p.former))) {
         due.push_back(p);

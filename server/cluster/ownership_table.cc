@@ -16,6 +16,7 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
       inflight_(new std::atomic<uint32_t>[num_slots]),
       tracked_(new std::atomic<uint8_t>[num_slots]),
       handover_(new std::atomic<uint8_t>[num_slots]),
+      ring_loss_(new std::atomic<uint8_t>[num_slots]),
       reclaiming_(new std::atomic<uint32_t>[num_slots]),
       importer_(new std::atomic<uint32_t>[num_slots]),
       ticket_(new std::atomic<uint64_t>[num_slots]),
@@ -28,6 +29,7 @@ OwnershipTable::OwnershipTable(uint64_t* words, uint32_t num_slots, uint64_t slo
     inflight_[i].store(0);
     tracked_[i].store(0);
     handover_[i].store(0);
+    ring_loss_[i].store(0);
     reclaiming_[i].store(0);
     importer_[i].store(0);
     ticket_[i].store(0);

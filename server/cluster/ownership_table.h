@@ -82,6 +82,14 @@ class OwnershipTable {
   // *sender (may be null): the primary that sent it.
   bool LastWrite(uint32_t slot, uint64_t* digest, std::string* key,
                  uint32_t* sender = nullptr) const;
+  // A backup that refused a log ring record of the slot (docs/replication-rings.md): its
+  // writer was told the write was placed, so this replica may lack an acknowledged write.
+  // While marked, the slot's REPLICATEs and QUERYs are refused here (its primary's writes
+  // fail visibly and report it, until the map drops this backup) and a promotion does not
+  // store OWNED. Cleared when the slot is released or becomes a new backup by a copy.
+  void MarkRingLoss(uint32_t slot) { ring_loss_[slot].store(1); }
+  void ClearRingLoss(uint32_t slot) { ring_loss_[slot].store(0); }
+  bool RingLoss(uint32_t slot) const { return ring_loss_[slot].load() != 0; }
   uint32_t CountBackups() const { return CountState(SlotState::kBackup); }
   uint32_t CountState(SlotState st) const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
@@ -159,6 +167,7 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint32_t>[]> inflight_;
   std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
   std::unique_ptr<std::atomic<uint8_t>[]> handover_;
+  std::unique_ptr<std::atomic<uint8_t>[]> ring_loss_;
   std::unique_ptr<std::atomic<uint32_t>[]> reclaiming_;  // deletion batches under way
   std::unique_ptr<std::atomic<uint32_t>[]> importer_;    // the importing connection's QP number
   std::unique_ptr<std::atomic<uint64_t>[]> ticket_;      // the import's ticket; 0: none
