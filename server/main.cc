@@ -109,9 +109,9 @@ DEFINE_bool(replicate_on_worker, true,
             "\"The replicated write's fast path\"); false: every replicated write goes through "
             "the write pool");
 DEFINE_bool(replication_rings, false,
-            "--cluster with replicas, no --data_dir: grant primaries log rings for one-sided "
-            "replication (docs/replication-rings.md; being built: no primary writes to them "
-            "yet)");
+            "--cluster with replicas: one-sided replication through log rings (a primary "
+            "writes its replicated writes into rings its backups granted; a backup without "
+            "--data_dir grants them; docs/replication-rings.md; being built: off by default)");
 DEFINE_int32(replication_ring_kib, 1024,
              "--replication_rings: KiB per log ring (64..16384; a record larger than an eighth "
              "of it goes two-sided)");

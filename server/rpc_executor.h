@@ -64,8 +64,9 @@ class RpcExecutor {
   void SetRingDrainer(cluster::RingDrainer* rings) { rings_ = rings; }
   // The drainer's apply function (RingDrainer::ApplyFn) for a ring record: ApplyReplica's
   // checks, its verdict mapped as docs/replication-rings.md says (applied or a resend:
-  // applied; a gap: wait; no room: kept; anything else: refused). A record must name the
-  // ring's writer as its sender.
+  // applied; a gap, or a BACKUP slot being reclaimed: wait; anything else: refused, and the
+  // slot marked OwnershipTable::RingLoss where this server holds a replica of it, no room
+  // included). A record must name the ring's writer as its sender.
   cluster::RingDrainer::Outcome ApplyRingRecord(const cluster::ReplicaRing& ring,
                                                 const cluster::RingRecordView& record);
   // Counts a record the fast path wrote to a backup's ring, a ring this server granted.

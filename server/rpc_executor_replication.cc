@@ -176,20 +176,34 @@ cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::Replic
   std::string payload;
   ReplicaVerdict verdict = ReplicaVerdict::kMalformed;
   (void)ApplyReplica(r.header, r.key, r.value, &payload, &verdict);
+  const uint32_t slot = owners_->SlotOf(r.key);
   switch (verdict) {
     case ReplicaVerdict::kApplied:
     case ReplicaVerdict::kDuplicate:
       return Outcome::kApplied;
     case ReplicaVerdict::kGap:  // its predecessor is not placed yet: never for a correct writer
       return Outcome::kWait;
-    case ReplicaVerdict::kTableError:  // acknowledged already: kept, never dropped
-      return Outcome::kKept;
+    case ReplicaVerdict::kNotBackup: {
+      const SlotState st = cluster::WordState(owners_->Word(slot));
+      // A BACKUP that refused the admission is freeing entries for a moment (a reclaim
+      // batch): asked again, as a REPLICATE would be.
+      if (st == SlotState::kBackup) return Outcome::kWait;
+      // No replica here (released, or a copy under way that the map will name or drop):
+      // nothing of this server's is short of it.
+      if (st == SlotState::kNotOwned || st == SlotState::kImporting) return Outcome::kRefused;
+      // A replica that went on without it (promoted while the record waited): marked.
+      owners_->MarkRingLoss(slot);
+      return Outcome::kRefused;
+    }
+    case ReplicaVerdict::kMalformed:  // no slot to speak of; its writer's rings are revoked
+      return Outcome::kRefused;
     default:
       // Its writer was told it was placed: never silently dropped. A correct primary writes
       // none of these; a token holder that forged a REPLICATE with the primary's next number
-      // makes one. This replica of the slot may now lack an acknowledged write: marked.
-      if (verdict != ReplicaVerdict::kMalformed && verdict != ReplicaVerdict::kNotBackup)
-        owners_->MarkRingLoss(owners_->SlotOf(r.key));
+      // makes one, and a table with no room refuses one (kTableError). This replica of the
+      // slot may now lack an acknowledged write: marked (REPLICATE and QUERY refused here, no
+      // promotion to OWNED) until the slot is released or copied afresh.
+      owners_->MarkRingLoss(slot);
       return Outcome::kRefused;
   }
 }

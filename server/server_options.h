@@ -30,8 +30,8 @@ struct ServerOptions {
   // A replicated write goes to the backups from the worker that received it
   // (server/conn/replica_fast_path.h); false: through the write pool.
   bool replicate_on_worker = true;
-  // A memory-only backup takes log rings (docs/replication-rings.md; being built: nothing
-  // writes to them yet), of this many bytes each.
+  // One-sided replication (docs/replication-rings.md; being built): the fast path writes to
+  // log rings its backups granted, and a memory-only backup grants them, of this many bytes.
   bool replication_rings = false;
   size_t replication_ring_bytes = 1 << 20;
   // With --data_dir: a server whose log fails steps down, and probes its directory again after

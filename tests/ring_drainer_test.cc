@@ -87,7 +87,11 @@ struct Applier {
 
 std::unique_ptr<ReplicaRing> NewRing(uint32_t writer, int* revoked = nullptr) {
   auto r = std::make_unique<ReplicaRing>(writer, 1, kRingBytes);
-  if (revoked != nullptr) r->set_revoker([revoked] { ++*revoked; });
+  if (revoked != nullptr)
+    r->set_revoker([revoked] {
+      ++*revoked;
+      return true;
+    });
   return r;
 }
 

@@ -21,11 +21,20 @@ ReplicaRing::ReplicaRing(uint32_t writer, uint64_t grant_epoch, size_t size)
   mem_.reset(static_cast<uint8_t*>(p));
 }
 
-ReplicaRing::~ReplicaRing() { Revoke(); }
+ReplicaRing::~ReplicaRing() {
+  Revoke();
+  if (leak_) (void)mem_.release();
+}
 
 void ReplicaRing::Revoke() {
   if (state_ == State::kRevoked) return;
-  if (revoker_) revoker_();
+  if (revoker_ && !revoker_()) {
+    // Still registered: the NIC could write into the memory once reused. It stays this
+    // ring's until the ring goes, and is then leaked, never freed.
+    LOG(ERROR) << "log ring of server " << writer_ << ": revocation failed; its " << layout_.size()
+               << " bytes stay registered and are never freed";
+    leak_ = true;
+  }
   state_ = State::kRevoked;
 }
 

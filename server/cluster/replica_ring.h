@@ -43,8 +43,9 @@ class ReplicaRing {
   uint32_t writer() const { return writer_; }
   uint64_t grant_epoch() const { return grant_epoch_; }
   State state() const { return state_; }
-  // Runs before the ring is Revoked (or destroyed open); see Ownership above.
-  void set_revoker(std::function<void()> revoker) { revoker_ = std::move(revoker); }
+  // Runs before the ring is Revoked (or destroyed open); see Ownership above. False: the NIC
+  // may still place into the memory (a deregistration failed), which is then never freed.
+  void set_revoker(std::function<bool()> revoker) { revoker_ = std::move(revoker); }
 
   // The next complete record (wraps consumed on the way), into *out (its key and value point
   // into this object's copy, valid until Consume); false: none complete now. Until Consume,
@@ -74,8 +75,9 @@ class ReplicaRing {
   const uint64_t grant_epoch_;
   const RingLayout layout_;
   std::unique_ptr<uint8_t[], Free> mem_;
-  std::function<void()> revoker_;
+  std::function<bool()> revoker_;
   State state_ = State::kOpen;
+  bool leak_ = false;              // the revoker failed: the memory is never freed
   size_t at_ = kRingControlBytes;  // the read offset
   uint64_t index_ = 1;             // the next record's index
   uint64_t consumed_ = 0;          // bytes consumed (wraps' skips included)

@@ -53,7 +53,8 @@ void RingDrainer::RevokeRing(uint64_t id) {
   auto it = rings_.find(id);
   if (it == rings_.end()) return;
   it->second->Revoke();
-  DrainLocked(it->second->writer());
+  // Bounded (this runs on a worker): at most what one ring can hold.
+  DrainLocked(it->second->writer(), it->second->size() / kRingHeaderBytes);
 }
 
 void RingDrainer::RevokeWriters(const std::vector<uint32_t>& writers) {
@@ -163,6 +164,11 @@ bool RingDrainer::HasRecords(uint32_t writer) {
   return false;
 }
 
+bool RingDrainer::Accepting() {
+  std::lock_guard<std::mutex> l(mu_);
+  return !stop_ && !in_map_ && grants_ && rings_.size() < kMaxRings;
+}
+
 bool RingDrainer::HasRevoked(uint32_t writer) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& [id, ring] : rings_)
@@ -211,7 +217,9 @@ void RingDrainer::Loop() {
   int sleep_us = kMinSleepUs;
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
-    if (DrainLocked() > 0) {
+    // A batch per lock hold: a revocation, a two-sided REPLICATE's drain or a closing link
+    // waits for one batch at most, however busy the rings are.
+    if (DrainLocked(kAnyWriter, kBatch) > 0) {
       sleep_us = kMinSleepUs;
       // Let a synchronous Drain or a revocation in; then look again at once.
       l.unlock();

@@ -57,6 +57,7 @@ class RingDrainer {
   static constexpr int kMinSleepUs = 1000;
   static constexpr int kMaxSleepUs = 10000;
   static constexpr uint32_t kAnyWriter = 0;  // server ids start at 1
+  static constexpr size_t kBatch = 256;      // records the thread applies per lock hold
 
   explicit RingDrainer(ApplyFn apply);
   ~RingDrainer();
@@ -85,6 +86,9 @@ class RingDrainer {
   // (a writer that never stops cannot keep the caller here): before a two-sided REPLICATE
   // from it is checked.
   size_t DrainWriter(uint32_t writer);
+  // Whether Add would take a ring now (a hint for a grant: checked before the memory is
+  // allocated and registered; Add decides).
+  bool Accepting();
   // True while a ring of `writer` holds a complete record not consumed yet (one waiting).
   bool HasRecords(uint32_t writer);
   // True while a revoked ring of `writer` (kAnyWriter: of anyone) is not freed yet (it holds a

@@ -55,6 +55,8 @@ Status Worker::GrantRing(const std::shared_ptr<Conn>& c, const wire::Request& re
     return Status(Code::kInvalidArgument, "RING_GRANT: malformed request");
   if (c->w.ring_id != 0)
     return Status(Code::kInvalidArgument, "RING_GRANT: this connection holds a log ring already");
+  if (!env_.rings->Accepting())  // before any memory is allocated or registered
+    return Status(Code::kUnavailable, "RING_GRANT: this backup takes no log ring now");
   if (env_.replicate_sender) {  // the writer must come from where the map places it
     uint32_t peer = 0;
     if (c->id() != nullptr) {
@@ -93,8 +95,15 @@ Status Worker::GrantRing(const std::shared_ptr<Conn>& c, const wire::Request& re
   // From here the revoker owns the registration and the window (run once, by the drainer or
   // by the ring's destructor).
   ring->set_revoker([mr, mw] {
-    if (mw != nullptr && ibv_dealloc_mw(mw) != 0) PLOG(ERROR) << "ibv_dealloc_mw(ring window)";
-    if (ibv_dereg_mr(mr) != 0) PLOG(ERROR) << "ibv_dereg_mr(ring)";
+    if (mw != nullptr && ibv_dealloc_mw(mw) != 0) {
+      PLOG(ERROR) << "ibv_dealloc_mw(ring window)";
+      return false;  // the window may still grant writes: the memory is never freed
+    }
+    if (ibv_dereg_mr(mr) != 0) {
+      PLOG(ERROR) << "ibv_dereg_mr(ring)";
+      return false;
+    }
+    return true;
   });
   if (mw != nullptr) {
     uint8_t key = 0;
