@@ -40,6 +40,9 @@
 // command ("batch: put k: OK", "batch: put k: IO_ERROR: ...", "batch: get k: MISMATCH ...");
 // stops at the first PUT or DELETE that fails; exit 0 if every command did what it should, 1
 // otherwise.
+// --avoid_slots_of=K1,K2 (with --server=etcd://...): no test key falls in the slot of K1 or K2
+// (a key that would gets "~N" appended until it does not), so that the load writes nothing to
+// those slots (replicas.sh's diverge case: a primary dying mid-write writes no more).
 // Exit status: 0 linearizable and no unexpected errors; 1 violations (linearizability or the
 // durability tally), inconclusive keys, unexpected errors (any error status; TABLE_FULL on a
 // test key is a sizing problem of the driver) or a prefill short of --prefill; 2 bad flags or
@@ -67,9 +70,11 @@
 #include <vector>
 
 #include "common/auth.h"
+#include "common/cluster/slot_map.h"
 #include "common/table/layout.h"
 #include "common/verbs/conn_flags.h"
 #include "rkv/client.h"
+#include "tests/integration/read_slot_map.h"
 #include "tests/integration/stats_text.h"
 #include "tests/lincheck/checker.h"
 #include "tests/lincheck/history.h"
@@ -123,12 +128,37 @@ DEFINE_int32(owned_keys, 0,
              "keys per client written only by that client; checked by a durability tally after "
              "the final reads (implies --final_reads)");
 
+DEFINE_string(avoid_slots_of, "",
+              "comma-separated keys: no test key falls in any of their slots (a cluster address "
+              "only; the map is read once at the start)");
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using rkv::lincheck::Op;
 using rkv::lincheck::OpType;
 using rkv::lincheck::Outcome;
+
+// --avoid_slots_of: the slots no test key may fall in (empty: any), set by main before the keys.
+struct AvoidSlots {
+  std::vector<uint32_t> slots;
+  uint64_t seed = 0;
+  uint32_t num_slots = 0;
+};
+AvoidSlots g_avoid;
+
+// `k`, or k + "~N" for the first N that puts it outside every avoided slot.
+std::string Avoiding(std::string k) {
+  auto bad = [](const std::string& c) {
+    const uint32_t s = rkv::cluster::SlotMap::SlotOf(c, g_avoid.seed, g_avoid.num_slots);
+    return std::find(g_avoid.slots.begin(), g_avoid.slots.end(), s) != g_avoid.slots.end();
+  };
+  if (g_avoid.slots.empty() || !bad(k)) return k;
+  for (int n = 0;; ++n) {
+    std::string c = k + "~" + std::to_string(n);
+    if (!bad(c)) return c;
+  }
+}
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
@@ -263,7 +293,7 @@ class Worker {
       std::string k = "lin" + std::to_string(FLAGS_seed) + ".own" + std::to_string(id) + "." +
                       std::to_string(i);
       if (i % 5 == 0) k.resize(60, 'o');  // values in the heap
-      owned_.push_back(OwnedKey{k, {}, false, false, {}});
+      owned_.push_back(OwnedKey{Avoiding(k), {}, false, false, {}});
     }
   }
 
@@ -794,6 +824,18 @@ int main(int argc, char** argv) {
         "bad flags (need clients >= 1, hot_keys + keys >= 1, 0 <= prefill <= 1, "
         "max_value > 1000, duration_s >= 0, owned_keys >= 0)");
   if (FLAGS_owned_keys > 0) FLAGS_final_reads = true;
+  if (!FLAGS_avoid_slots_of.empty()) {
+    rkv::cluster::SlotMap map;
+    if (rkv::Status s = rkv::integration::ReadSlotMap(FLAGS_server, &map); !s.ok())
+      return Fail("--avoid_slots_of: " + s.ToString());
+    g_avoid.seed = map.slot_seed();
+    g_avoid.num_slots = map.num_slots();
+    std::stringstream keys(FLAGS_avoid_slots_of);
+    for (std::string k; std::getline(keys, k, ',');)
+      if (!k.empty()) g_avoid.slots.push_back(map.SlotOf(k));
+    if (g_avoid.slots.size() >= map.num_slots())
+      return Fail("--avoid_slots_of: every slot avoided");
+  }
   rkv::Options options;
   options.connect_timeout_ms = FLAGS_timeout_ms;
   options.rpc_timeout_ms = FLAGS_timeout_ms;
@@ -828,12 +870,12 @@ int main(int argc, char** argv) {
     std::string k = prefix + "hot" + std::to_string(i);
     if (i % 4 == 1) k.resize(90, 'h');  // key alone nearly fills a slot: values in the heap
     if (i % 4 == 3) k.resize(40, 'h');
-    hot.push_back(k);
+    hot.push_back(Avoiding(k));
   }
   for (int i = 0; i < FLAGS_keys; ++i) {
     std::string k = prefix + "k" + std::to_string(i);
     if (i % 5 == 0) k.resize(60, 'k');
-    cold.push_back(k);
+    cold.push_back(Avoiding(k));
   }
 
   std::vector<std::unique_ptr<Worker>> workers;

@@ -18,6 +18,11 @@
 // the case cannot be made here (elsewhere: every server registered the same address).
 // query, query_forged, query_short, query_slot: REPLICATE kind QUERY to the backup (Query
 // below); query must be answered with the key's last write, the others refused.
+// ring_grant: RING_GRANT requests to the backup (RingGrant below): a short request, writer 0,
+// a writer named from another server's address, an epoch this backup has not applied, then a
+// valid grant (as the primary, from its address) and a second one on the same connection. Each
+// must get its refusal and the valid one a ring; against servers without
+// --replication_rings every request is refused as such ("rings off" is printed).
 //   repl_probe --cluster=... --test_case=diverge --primary=HOST:PORT  (R = 3)
 // makes the replicas of two slots differ as a primary that failed mid-write leaves them: picks
 // keys A and B of slots whose primary is --primary and whose backups X (replica 1) and Y
@@ -27,10 +32,12 @@
 // `repl_probe: diverge: A=KEY B=KEY X=HOST:PORT Y=HOST:PORT`; exit 0, or 2 on a failure.
 #include <gflags/gflags.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "client/client_impl.h"
 #include "common/cluster/slot_map.h"
@@ -42,7 +49,7 @@ DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_string(primary, "", "diverge: HOST:PORT of the primary whose slots to use");
 DEFINE_string(test_case, "",
               "old_epoch | forged | gap | old_sequence | not_backup | short | bad_digest | "
-              "elsewhere | query | query_forged | query_short | query_slot | diverge");
+              "elsewhere | query | query_forged | query_short | query_slot | ring_grant | diverge");
 
 namespace {
 int Setup(const std::string& what, const rkv::Status& s) {
@@ -158,6 +165,90 @@ int Query(const std::string& c, const rkv::cluster::SlotMap& map,
               s.ToString().c_str(), named.empty() ? "" : ("; names " + named).c_str());
   return ok ? 0 : 1;
 }
+// One RING_GRANT request on `raw`; its reply's payload in *reply.
+rkv::Status Grant(rkv::ClientImpl* raw, uint64_t epoch, uint32_t writer, size_t size,
+                  std::string* reply) {
+  rkv::wire::RingGrantRequest g{};
+  g.epoch = epoch;
+  g.writer_id = writer;
+  std::string key(reinterpret_cast<const char*>(&g), sizeof g);
+  key.resize(size);
+  return raw->Call(rkv::wire::Op::kRingGrant, key, "", reply);
+}
+
+int RingGrant(const rkv::cluster::SlotMap& map, const rkv::cluster::ServerEntry& primary,
+              const rkv::cluster::ServerEntry& backup) {
+  using rkv::Code;
+  struct Case {
+    const char* name;
+    std::string from;  // the connection's local address
+    uint64_t epoch;
+    uint32_t writer;
+    size_t size;
+    Code want;
+    const char* says;
+  };
+  const uint64_t e = map.epoch();
+  const Case cases[] = {
+      {"short request", primary.host, e, primary.id, 8, Code::kInvalidArgument, "16-byte"},
+      {"writer 0", primary.host, e, 0, 16, Code::kInvalidArgument, "malformed"},
+      {"another server's id", primary.host, e, backup.id, 16, Code::kInvalidArgument,
+       "does not come from the address"},
+      {"an epoch not applied", primary.host, e + 1000, primary.id, 16, Code::kUnavailable,
+       "cannot check"},
+  };
+  rkv::Options o;
+  o.location_cache_entries = 0;
+  int bad = 0;
+  bool off = false;
+  auto check = [&](const std::string& name, const rkv::Status& s, Code want, const char* says) {
+    const bool rings_off = s.code() == Code::kInvalidArgument &&
+                           s.message().find("takes no log rings") != std::string::npos;
+    off = off || rings_off;
+    const bool ok =
+        rings_off || (s.code() == want && (s.ok() || s.message().find(says) != std::string::npos));
+    std::printf("repl_probe: ring_grant: %s: reply %s%s\n", name.c_str(), s.ToString().c_str(),
+                ok ? "" : " (UNEXPECTED)");
+    if (!ok) ++bad;
+  };
+  for (const Case& c : cases) {
+    if (c.writer == backup.id && backup.host == primary.host) continue;  // one address: no case
+    o.local_address = c.from;
+    rkv::ClientImpl raw(backup.host, backup.port, o);
+    rkv::Status s = raw.Open();
+    if (!s.ok()) return Setup("connecting to " + backup.host, s);
+    std::string reply;
+    check(c.name, Grant(&raw, c.epoch, c.writer, c.size, &reply), c.want, c.says);
+  }
+  o.local_address = primary.host;
+  rkv::ClientImpl raw(backup.host, backup.port, o);
+  rkv::Status s = raw.Open();
+  if (!s.ok()) return Setup("connecting to " + backup.host, s);
+  std::string reply;
+  // UNAVAILABLE while the backup applies a map: asked again, as the primary would.
+  for (int i = 0; i < 50; ++i) {
+    s = Grant(&raw, e, primary.id, 16, &reply);
+    if (s.code() != Code::kUnavailable) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  check("as the primary", s, Code::kOk, "");
+  if (s.ok()) {
+    rkv::wire::RingGrantReply r{};
+    if (reply.size() != sizeof r) {
+      std::printf("repl_probe: ring_grant: a reply of %zu bytes (UNEXPECTED)\n", reply.size());
+      ++bad;
+    } else {
+      std::memcpy(&r, reply.data(), sizeof r);
+      std::printf("repl_probe: ring_grant: ring of %u bytes at grant epoch %llu\n", r.size,
+                  static_cast<unsigned long long>(r.epoch));
+      if (r.size < 64 * 1024 || r.epoch < e) ++bad;
+    }
+    check("a second ring on the connection", Grant(&raw, e, primary.id, 16, &reply),
+          Code::kInvalidArgument, "holds a log ring already");
+  }
+  std::printf("repl_probe: ring_grant: %s, %d unexpected\n", off ? "rings off" : "rings on", bad);
+  return bad == 0 ? 0 : 1;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +293,7 @@ int main(int argc, char** argv) {
   rkv::ClientImpl raw(to.host, to.port, o);
   s = raw.Open();
   if (!s.ok()) return Setup("connecting to " + to.host, s);
+  if (c == "ring_grant") return RingGrant(map, primary, backup);
   if (c.rfind("query", 0) == 0) return Query(c, map, primary, backup, slot, key, &raw);
   rkv::wire::ReplicateHeader h{};
   h.epoch = c == "old_epoch" ? 1 : map.epoch();
