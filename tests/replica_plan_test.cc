@@ -288,5 +288,71 @@ TEST(ReplicaPlan, AddsNeverChooseAServerThePrimaryReported) {
   EXPECT_EQ(to[1], 2u);
 }
 
+TEST(ReplicaPlan, RingLossTakesTheReporterOutOfThatSlotOnly) {
+  const SlotMap map = MakeMap(8, 3, 4,
+                              {{0, {1, 2, 3}},
+                               {1, {1, 2, 3}},
+                               {2, {1, 3, 2}},
+                               {3, {2, 1, 3}},
+                               {4, {2, 3, 4}},
+                               {5, {4, 2, 3}}});
+  SlotMap out;
+  uint32_t dropped = 0, promoted = 0;
+  const V live{1, 2, 3, 4};
+  // 2 lacks a write of slots 0, 2, 3 and 4 (a backup; a backup; the primary: a promotion that
+  // found the mark; the primary again); 3 lacks one of slot 4 too; slot 1 and slot 5 (server
+  // 9 is in no map, slot 99 in no table) stay.
+  ASSERT_TRUE(DropRingLossReplicas(map, {{2, 0}, {2, 2}, {2, 3}, {3, 4}, {2, 4}, {9, 5}, {2, 99}},
+                                   live, &out, &dropped, &promoted)
+                  .ok());
+  EXPECT_EQ(Ids(out, 0), (V{1, 3, 0}));  // the later backup moved forward
+  EXPECT_EQ(Ids(out, 1), (V{1, 2, 3}));  // another slot: 2 stays
+  EXPECT_EQ(Ids(out, 2), (V{1, 3, 0}));
+  EXPECT_EQ(Ids(out, 3), (V{1, 3, 0}));  // 2 gave way to its first clean live backup
+  EXPECT_EQ(Ids(out, 4), (V{4, 0, 0}));  // 4 is its only clean backup
+  EXPECT_EQ(Ids(out, 5), (V{4, 2, 3}));
+  EXPECT_EQ(promoted, 2u);
+  EXPECT_EQ(dropped, 5u);
+  EXPECT_EQ(out.epoch(), map.epoch());
+}
+
+TEST(ReplicaPlan, RingLossNeverPromotesAReplicaThatLacksAWrite) {
+  const SlotMap map = MakeMap(4, 3, 4, {{0, {1, 2, 3}}, {1, {1, 2, 3}}, {2, {1, 2}}});
+  SlotMap out;
+  uint32_t dropped = 0, promoted = 0;
+  // Slot 0: primary 1 and backup 2 lack a write, 3 is down: nothing clean and live (its
+  // backup 2 lacks one too), unchanged. Slot 1: primary 1 lacks one, its clean backups 2 and 3
+  // are down: unchanged. Slot 2: every replica lacks one: unchanged.
+  ASSERT_TRUE(DropRingLossReplicas(map, {{1, 0}, {2, 0}, {1, 1}, {1, 2}, {2, 2}}, {1, 4}, &out,
+                                   &dropped, &promoted)
+                  .ok());
+  EXPECT_EQ(Ids(out, 0), (V{1, 2, 3}));
+  EXPECT_EQ(Ids(out, 1), (V{1, 2, 3}));
+  EXPECT_EQ(Ids(out, 2), (V{1, 2, 0}));
+  EXPECT_EQ(promoted, 0u);
+  // Only 3 of slot 1's clean backups is live: it leads, 2 (down) kept behind it for failover.
+  ASSERT_TRUE(DropRingLossReplicas(map, {{1, 1}}, {1, 3}, &out, &dropped, &promoted).ok());
+  EXPECT_EQ(Ids(out, 1), (V{3, 2, 0}));
+  EXPECT_EQ(promoted, 1u);
+  EXPECT_EQ(dropped, 1u);
+  // A dead primary that lacks a write is left to PlanFailover; its lacking backup goes first,
+  // so the failover promotes the clean one.
+  ASSERT_TRUE(DropRingLossReplicas(map, {{1, 1}, {2, 1}}, {2, 3}, &out, &dropped, &promoted).ok());
+  EXPECT_EQ(Ids(out, 1), (V{1, 3, 0}));
+  FailoverPlan fp;
+  ASSERT_TRUE(PlanFailover(out, {2, 3}, &fp).ok());
+  EXPECT_EQ(Ids(fp.map, 1), (V{3, 0, 0}));
+}
+
+TEST(ReplicaPlan, AddsNeverChooseAServerThatReportedALossOfTheSlot) {
+  const SlotMap map = MakeMap(4, 2, 3, {{0, {1}}, {1, {1}}});
+  ReplicaPlan plan;
+  ASSERT_TRUE(PlanReplicaAdds(map, Live({1, 2, 3}), 0, &plan, {}, {{2, 0}, {3, 0}, {2, 1}}).ok());
+  std::map<uint32_t, uint32_t> to;
+  for (const ReplicaAdd& a : plan.adds) to[a.slot] = a.to_id;
+  EXPECT_EQ(to.count(0), 0u);
+  EXPECT_EQ(to[1], 3u);
+}
+
 }  // namespace
 }  // namespace rkv::cluster

@@ -2,6 +2,8 @@
 #include "common/cluster/replica_plan.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "common/cluster/rebalance_plan.h"
@@ -119,8 +121,58 @@ Status DropSuspectBackups(const SlotMap& map, const std::vector<Avoid>& avoid, S
   return Status::Ok();
 }
 
+Status DropRingLossReplicas(const SlotMap& map, const std::vector<SlotLoss>& losses,
+                            const std::vector<uint32_t>& live_ids, SlotMap* out, uint32_t* dropped,
+                            uint32_t* promoted) {
+  *out = map;
+  *dropped = 0;
+  *promoted = 0;
+  if (map.replicas() == 0) return Status(Code::kInvalidArgument, "the map has no replicas");
+  std::map<uint32_t, std::set<uint32_t>> lossy;  // slot -> servers that reported it
+  for (const SlotLoss& l : losses)
+    if (l.slot < map.num_slots()) lossy[l.slot].insert(l.server);
+  const uint16_t replicas = map.replicas();
+  for (const auto& [s, servers] : lossy) {
+    const uint16_t primary = out->OwnerIndex(s, 0);
+    if (primary == kUnassigned) continue;
+    auto id = [&](uint16_t idx) { return out->servers()[idx].id; };
+    auto lost = [&](uint16_t idx) { return servers.count(id(idx)) != 0; };
+    auto live = [&](uint16_t idx) {
+      return std::find(live_ids.begin(), live_ids.end(), id(idx)) != live_ids.end();
+    };
+    std::vector<uint16_t> clean;  // backups that reported no loss of the slot, in order
+    uint32_t removed = 0;
+    for (uint16_t r = 1; r < replicas; ++r) {
+      const uint16_t b = out->OwnerIndex(s, r);
+      if (b == kUnassigned) continue;
+      if (lost(b)) {
+        ++removed;
+      } else {
+        clean.push_back(b);
+      }
+    }
+    std::vector<uint16_t> owners;
+    if (lost(primary) && live(primary)) {
+      const auto next = std::find_if(clean.begin(), clean.end(), live);
+      if (next == clean.end()) continue;  // no replica known to hold every write: unchanged
+      owners.push_back(*next);
+      clean.erase(next);
+      ++removed;
+      ++*promoted;
+    } else {
+      owners.push_back(primary);  // a dead one: PlanFailover's
+    }
+    if (removed == 0) continue;
+    owners.insert(owners.end(), clean.begin(), clean.end());
+    *dropped += removed;
+    if (Status st = Reassign(out, s, owners); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
 Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, size_t limit,
-                       ReplicaPlan* out, const std::vector<Avoid>& avoid) {
+                       ReplicaPlan* out, const std::vector<Avoid>& avoid,
+                       const std::vector<SlotLoss>& losses) {
   out->map = map;
   out->adds.clear();
   SlotMap& m = out->map;
@@ -164,6 +216,9 @@ Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, 
         const uint32_t pid = m.servers()[primary].id, cid = m.servers()[c].id;
         if (std::any_of(avoid.begin(), avoid.end(),
                         [&](const Avoid& a) { return a.primary == pid && a.server == cid; }))
+          continue;
+        if (std::any_of(losses.begin(), losses.end(),
+                        [&](const SlotLoss& l) { return l.slot == s && l.server == cid; }))
           continue;
         const std::tuple<bool, uint32_t, uint32_t> key{zone_taken(c), load[c], m.servers()[c].id};
         if (best == kUnassigned || key < best_key) {

@@ -11,6 +11,11 @@
 //   down).
 // - DropSuspectBackups: a primary that cannot reach a backup (a partial partition; its
 //   SuspectRecord in etcd) loses that backup on its slots (the others move forward).
+// - DropRingLossReplicas: a server that reported it may lack an acknowledged write of a slot
+//   (its RingLossRecord) leaves that slot's replicas: as a backup it is dropped; as the
+//   primary (a promotion that found the mark: it never serves) it gives way to the slot's first
+//   live backup that reported no such loss, the other clean backups kept (resynced by the
+//   promoted one, as after a failover); with no such backup the slot stays as it is.
 // - PlanReplicaAdds: which live servers should receive a copy of which slot, for slots whose
 //   primary is live and that lack backups: spread over zones first, then over servers by their
 //   replica count, never a server its primary reported (the avoid pairs). The caller copies each
@@ -64,6 +69,20 @@ struct Avoid {
 [[nodiscard]] Status DropSuspectBackups(const SlotMap& map, const std::vector<Avoid>& avoid,
                                         SlotMap* out, uint32_t* dropped);
 
+// A server's report that it may lack an acknowledged write of a slot (RingLossRecord).
+struct SlotLoss {
+  uint32_t server = 0;
+  uint32_t slot = 0;
+};
+
+// `out`: the map with every reported server taken out of the reported slot as described above;
+// `*dropped` counts the replicas removed, `*promoted` the slots whose primary changed. A
+// primary that is not live is left to PlanFailover (run on the output). The output keeps the
+// input's epoch. kInvalidArgument when the map has no replicas per slot.
+[[nodiscard]] Status DropRingLossReplicas(const SlotMap& map, const std::vector<SlotLoss>& losses,
+                                          const std::vector<uint32_t>& live_ids, SlotMap* out,
+                                          uint32_t* dropped, uint32_t* promoted);
+
 struct ReplicaAdd {
   uint32_t slot = 0;
   uint32_t from_id = 0;  // the primary's id
@@ -79,13 +98,15 @@ struct ReplicaPlan {
 // replicas assigned, the live servers holding no replica of it that should receive a copy (up
 // to the missing number): a server whose zone none of the slot's replicas has first, then the
 // one holding the fewest replicas (the map's, plus the adds planned so far), then the lowest
-// id; never a server paired with the slot's primary in `avoid`. A slot with no eligible server
+// id; never a server paired with the slot's primary in `avoid`, nor one that reported a loss of
+// the slot (`losses`: it would be dropped again at once). A slot with no eligible server
 // is skipped. Stops after `limit` adds (0: no limit).
 // kInvalidArgument when a live server cannot enter the map (table full, or its id names
 // another address).
 [[nodiscard]] Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live,
                                      size_t limit, ReplicaPlan* out,
-                                     const std::vector<Avoid>& avoid = {});
+                                     const std::vector<Avoid>& avoid = {},
+                                     const std::vector<SlotLoss>& losses = {});
 
 // How many of slot's replicas are assigned (0..map.replicas()).
 uint32_t ReplicasOf(const SlotMap& map, uint32_t slot);

@@ -61,6 +61,7 @@ RingDrainer* ClusterNode::MakeRingDrainer(RingDrainer::ApplyFn apply) {
 }
 
 ClusterNode::~ClusterNode() {
+  ring_loss_.reset();
   disk_.reset();
   sweeper_.reset();  // takes words_mu_ and reports to the reclaimer
   {
@@ -190,6 +191,16 @@ Status ClusterNode::Join(OwnershipTable* owners, Table* table, uint16_t port) {
     so.suspect_after_ms = o_.suspect_after_ms;
     suspects_ = std::make_unique<SuspectReporter>(so);
     r->SetSuspects(suspects_.get());
+    if (rings_) {  // a backup that takes log rings reports the slots it refused a record of
+      RingLossReporterOptions ro;
+      ro.etcd = etcd_.get();
+      ro.cluster = o_.cluster;
+      ro.owners = owners_;
+      ro.my_id = mem->id();
+      ro.lease = [mem] { return mem->lease(); };
+      ro.map_epoch = [this] { return applied_epoch_.load(); };
+      ring_loss_ = std::make_unique<RingLossReporter>(ro);
+    }
     if (o_.log_failures && o_.log_broken && o_.disk_probe) {
       DiskStepDownOptions d;
       d.etcd = etcd_.get();
@@ -263,6 +274,10 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("repl_ring_refused", rings_ ? rings_->refused() : 0));
   v->push_back(StatValue::U("repl_ring_kept", rings_ ? rings_->kept() : 0));
   v->push_back(StatValue::U("repl_rings", rings_ ? rings_->rings() : 0));
+  v->push_back(StatValue::U("repl_ring_loss_slots", ring_loss_ ? ring_loss_->reported() : 0));
+  v->push_back(StatValue::U("repl_ring_loss_reports", ring_loss_ ? ring_loss_->reports() : 0));
+  v->push_back(
+      StatValue::U("cluster_ring_loss_drops", coordinator_ ? coordinator_->ring_loss_drops() : 0));
   v->push_back(StatValue::U("cluster_suspects_reported", suspects_ ? suspects_->reported() : 0));
   v->push_back(StatValue::U("cluster_suspects_healed", suspects_ ? suspects_->healed() : 0));
   v->push_back(StatValue::U("cluster_suspects", suspects_ ? suspects_->suspected() : 0));

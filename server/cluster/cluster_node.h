@@ -37,6 +37,7 @@
 #include "server/cluster/ownership_table.h"
 #include "server/cluster/replicator.h"
 #include "server/cluster/ring_drainer.h"
+#include "server/cluster/ring_loss_reporter.h"
 #include "server/cluster/sender_addresses.h"
 #include "server/cluster/slot_reclaimer.h"
 #include "server/cluster/suspect_reporter.h"
@@ -128,6 +129,8 @@ class ClusterNode {
   // Replicated clusters, after Join: the replicator reports unreachable backups to it
   // (Replicator::SetSuspects); destroyed first (the write pools stopped before).
   std::unique_ptr<SuspectReporter> suspects_;
+  // Backups that take log rings, after Join: reports the slots marked RingLoss; destroyed first.
+  std::unique_ptr<RingLossReporter> ring_loss_;
   // Replicated durable clusters, after Join: gives up this server's replicas while its log
   // fails; destroyed first.
   std::unique_ptr<DiskStepDown> disk_;

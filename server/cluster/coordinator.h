@@ -55,6 +55,7 @@ class Coordinator {
   uint64_t failovers() const { return failovers_.load(); }  // slots promoted while leading
   // Backups dropped from slots because their primary reported them unreachable (while leading).
   uint64_t suspect_drops() const { return suspect_drops_.load(); }
+  uint64_t ring_loss_drops() const { return ring_loss_drops_.load(); }
 
  private:
   void Loop();
@@ -115,6 +116,12 @@ class Coordinator {
   // that do not decode, or live under another lease, are skipped (logged).
   [[nodiscard]] Status ReadSuspects(const std::map<uint32_t, int64_t>& leases,
                                     std::vector<Avoid>* out);
+  // The RingLossRecords (NAME/ringloss/) of live servers, under each one's membership lease:
+  // the (server, slot) pairs where a replica may lack an acknowledged write (a refused log
+  // ring record). Read at most every kSuspectsEveryMs (the last answer is kept in
+  // ring_losses_); others are skipped (logged).
+  [[nodiscard]] Status ReadRingLosses(const std::map<uint32_t, int64_t>& leases,
+                                      std::vector<SlotLoss>* out);
   // The DrainRecords (NAME/draining/) of live servers, under each one's membership lease: the
   // servers `cluster remove` is taking out of a replicated cluster. Read at most every 500 ms
   // (the last answer is kept in draining_); others are skipped (coordinator_drain.cc).
@@ -144,10 +151,13 @@ class Coordinator {
   std::atomic<uint64_t> requests_done_{0};
   std::atomic<uint64_t> failovers_{0};
   std::atomic<uint64_t> suspect_drops_{0};
+  std::atomic<uint64_t> ring_loss_drops_{0};
   // Re-replication pacing after a failed batch, and the pair taken next (the loop thread's).
   std::chrono::steady_clock::time_point next_rereplication_{};
   std::chrono::steady_clock::time_point next_suspects_read_{};
   std::vector<Avoid> suspects_;  // the last ReadSuspects answer (the loop thread's)
+  std::chrono::steady_clock::time_point next_ring_loss_read_{};
+  std::vector<SlotLoss> ring_losses_;  // the last ReadRingLosses answer (the loop thread's)
   std::chrono::steady_clock::time_point next_draining_read_{};
   std::vector<uint32_t> draining_;  // the last ReadDraining answer (the loop thread's)
   // The leader's idle rounds (the loop thread's; docs/cluster.md, "Failover and

@@ -10,6 +10,11 @@
 //     resyncs them: Replicator::Resync); dead backups leave their slots.
 //     One transaction puts the map at epoch + 1, comparing the map's mod revision and this
 //     coordinator's election key (a deposed coordinator commits nothing);
+//     Before it, a replica whose server reported that it may lack an acknowledged write of the
+//     slot (a RingLossRecord at NAME/ringloss/SERVER: it refused a log ring record of it;
+//     server/cluster/ring_loss_reporter.h) leaves the slot (DropRingLossReplicas), in the
+//     same transaction: as a backup it is dropped, as a promoted primary that never served it
+//     gives way to the first clean live backup;
 //  2. otherwise, if a live primary reported a backup it cannot reach (a SuspectRecord at
 //     NAME/suspects/BACKUP/PRIMARY: a partial partition; server/cluster/suspect_reporter.h),
 //     that backup leaves the primary's slots (DropSuspectBackups), in the same kind of
@@ -30,6 +35,7 @@
 #include "common/cluster/leased_records.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/replica_plan.h"
+#include "common/cluster/ring_loss_record.h"
 #include "common/cluster/slot_map.h"
 #include "common/cluster/suspect_record.h"
 #include "server/cluster/coordinator.h"
@@ -124,6 +130,26 @@ Status Coordinator::ReadSuspects(const std::map<uint32_t, int64_t>& leases,
   return Status::Ok();
 }
 
+Status Coordinator::ReadRingLosses(const std::map<uint32_t, int64_t>& leases,
+                                   std::vector<SlotLoss>* out) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_ring_loss_read_) {
+    *out = ring_losses_;
+    return Status::Ok();
+  }
+  out->clear();
+  LeasedRecords<RingLossRecord> read;
+  Status s = ReadLeasedRecords(etcd_, cluster_.Prefix(), "ringloss/", leases,
+                               &RingLossRecord::server, &read);
+  if (!s.ok()) return s;
+  LogIgnored("ringloss/", read.malformed, read.unleased, read.more);
+  for (const RingLossRecord& r : read.kept)
+    for (uint32_t slot : r.slots) out->push_back({r.server, slot});
+  ring_losses_ = *out;
+  next_ring_loss_read_ = now + std::chrono::milliseconds(kSuspectsEveryMs);
+  return Status::Ok();
+}
+
 void Coordinator::LogIgnored(const char* dir, const std::vector<std::string>& malformed,
                              size_t unleased, bool more) {
   for (const std::string& m : malformed) {
@@ -156,6 +182,7 @@ Status Coordinator::Maintain(Election* e, bool* replicated) {
   // reports are read afresh: a change may be one of them.
   dirty_ = false;
   next_suspects_read_ = {};
+  next_ring_loss_read_ = {};
   next_draining_read_ = {};
   // Verdicts in before this upkeep are acted on by it (their leases revoked, or tried: the
   // safety round tries again) and no longer cut the watch short; one that comes during it
@@ -246,18 +273,36 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   std::vector<uint32_t> serving;
   for (uint32_t id : live_ids)
     if (std::find(draining.begin(), draining.end(), id) == draining.end()) serving.push_back(id);
+  // Replicas that may lack an acknowledged write (NAME/ringloss/) leave those slots first, in
+  // the same transaction as a failover: a promotion never picks one.
+  std::vector<SlotLoss> losses;
+  if (s = ReadRingLosses(leases, &losses); !s.ok()) {  // the last answer, as for draining
+    LOG_EVERY_N(WARNING, 20) << "cluster coordinator: reading NAME/ringloss/: " << s.ToString();
+    losses = ring_losses_;
+  }
+  SlotMap base = map;
+  uint32_t loss_dropped = 0, loss_promoted = 0;
+  if (!losses.empty()) {
+    s = DropRingLossReplicas(map, losses, serving, &base, &loss_dropped, &loss_promoted);
+    if (!s.ok()) return s;
+  }
   FailoverPlan fp;
-  s = PlanFailover(map, serving, &fp);
+  s = PlanFailover(base, serving, &fp);
   if (!s.ok()) return s;
   std::string before, after;
   map.Encode(&before);
   fp.map.Encode(&after);
   if (before != after) {
     failovers_.fetch_add(fp.promoted.size());
-    const std::string what = std::to_string(fp.promoted.size()) + " slot(s) failed over, " +
-                             std::to_string(fp.backups_dropped) + " backup(s) dropped, " +
-                             std::to_string(fp.stranded) + " slot(s) with no live replica";
-    return commit(fp.map, what.c_str());
+    const std::string what =
+        std::to_string(fp.promoted.size()) + " slot(s) failed over, " +
+        std::to_string(fp.backups_dropped) + " backup(s) dropped, " + std::to_string(fp.stranded) +
+        " slot(s) with no live replica, " + std::to_string(loss_dropped) +
+        " replica(s) that may lack a write taken out (" + std::to_string(loss_promoted) +
+        " slot(s) given another primary; NAME/ringloss/)";
+    s = commit(fp.map, what.c_str());
+    if (s.ok() && *changed) ring_loss_drops_.fetch_add(loss_dropped);
+    return s;
   }
   std::vector<Avoid> avoid;
   s = ReadSuspects(leases, &avoid);
@@ -287,7 +332,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     for (const ServerEntry& x : map.servers()) apart.push_back({x.id, d});
     for (const LiveServer& x : live) apart.push_back({x.entry.id, d});
   }
-  s = PlanReplicaAdds(map, live, kAddBatch, &rp, apart);
+  s = PlanReplicaAdds(map, live, kAddBatch, &rp, apart, losses);
   if (!s.ok()) return s;
   if (rp.adds.empty()) {
     upkeep_idle_ = true;  // nothing to do until something changes

@@ -87,9 +87,24 @@ class OwnershipTable {
   // While marked, the slot's REPLICATEs and QUERYs are refused here (its primary's writes
   // fail visibly and report it, until the map drops this backup) and a promotion does not
   // store OWNED. Cleared when the slot is released or becomes a new backup by a copy.
-  void MarkRingLoss(uint32_t slot) { ring_loss_[slot].store(1); }
-  void ClearRingLoss(uint32_t slot) { ring_loss_[slot].store(0); }
+  // Each change of a mark raises RingLossGeneration (the server reports the marked slots:
+  // server/cluster/ring_loss_reporter.h).
+  void MarkRingLoss(uint32_t slot) {
+    if (ring_loss_[slot].exchange(1) == 0) ring_loss_gen_.fetch_add(1);
+  }
+  void ClearRingLoss(uint32_t slot) {
+    if (ring_loss_[slot].exchange(0) != 0) ring_loss_gen_.fetch_add(1);
+  }
   bool RingLoss(uint32_t slot) const { return ring_loss_[slot].load() != 0; }
+  uint64_t RingLossGeneration() const { return ring_loss_gen_.load(); }
+  // The marked slots, ascending (read one by one: a mark changing meanwhile raises the
+  // generation again).
+  std::vector<uint32_t> RingLossSlots() const {
+    std::vector<uint32_t> out;
+    for (uint32_t s = 0; s < num_slots_; ++s)
+      if (RingLoss(s)) out.push_back(s);
+    return out;
+  }
   uint32_t CountBackups() const { return CountState(SlotState::kBackup); }
   uint32_t CountState(SlotState st) const;
   void EndWrite(uint32_t slot) { inflight_[slot].fetch_sub(1, std::memory_order_seq_cst); }
@@ -168,6 +183,7 @@ class OwnershipTable {
   std::unique_ptr<std::atomic<uint8_t>[]> tracked_;
   std::unique_ptr<std::atomic<uint8_t>[]> handover_;
   std::unique_ptr<std::atomic<uint8_t>[]> ring_loss_;
+  std::atomic<uint64_t> ring_loss_gen_{0};
   std::unique_ptr<std::atomic<uint32_t>[]> reclaiming_;  // deletion batches under way
   std::unique_ptr<std::atomic<uint32_t>[]> importer_;    // the importing connection's QP number
   std::unique_ptr<std::atomic<uint64_t>[]> ticket_;      // the import's ticket; 0: none

@@ -171,6 +171,14 @@ const Mapping kMappings[] = {
     {"repl_ring_kept", "rkv_replication_ring_kept_total", kC,
      "Replication: log ring records this backup had no room for, kept and tried again."},
     {"repl_rings", "rkv_replication_rings", kG, "Replication: log rings this backup holds now."},
+    {"repl_ring_loss_slots", "rkv_replication_ring_loss_slots", kG,
+     "Replication: slots this backup reports (NAME/ringloss/) as possibly lacking an "
+     "acknowledged write: it refused a log ring record of theirs."},
+    {"repl_ring_loss_reports", "rkv_replication_ring_loss_reports_total", kC,
+     "Replication: puts and deletes of this server's NAME/ringloss/ record."},
+    {"cluster_ring_loss_drops", "rkv_cluster_ring_loss_drops_total", kC,
+     "Cluster: replicas the coordinator took out of slots because their server reported a "
+     "refused log ring record of the slot (NAME/ringloss/), while this server led."},
     {"repl_fast_writes", "rkv_replication_fast_writes_total", kC,
      "Replication: client writes ended on the fast path (sent to the backups by the worker "
      "that received them, no hand-off; those a backup did not apply at once end on the fast "

@@ -23,6 +23,13 @@
 // valid grant (as the primary, from its address) and a second one on the same connection. Each
 // must get its refusal and the valid one a ring; against servers without
 // --replication_rings every request is refused as such ("rings off" is printed).
+//   repl_probe --cluster=... --test_case=ring_loss  (R = 2, backups taking log rings)
+// makes a backup refuse a log ring record after its primary was told it was placed: picks a
+// key K whose slot has a primary P and a backup B, writes "v1" through the cluster, sends B, as
+// P, a REPLICATE of "forged" for K at the next number there, then PUTs "acked" through the
+// cluster (asked again until it succeeds): P's ring record at that number is refused by B,
+// which marks the slot and must report it (NAME/ringloss/). Prints
+// `repl_probe: ring_loss: K=KEY slot=S P=HOST:PORT B=HOST:PORT`; exit 0, or 2 on a failure.
 //   repl_probe --cluster=... --test_case=diverge --primary=HOST:PORT  (R = 3)
 // makes the replicas of two slots differ as a primary that failed mid-write leaves them: picks
 // keys A and B of slots whose primary is --primary and whose backups X (replica 1) and Y
@@ -47,9 +54,11 @@
 
 DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_string(primary, "", "diverge: HOST:PORT of the primary whose slots to use");
-DEFINE_string(test_case, "",
-              "old_epoch | forged | gap | old_sequence | not_backup | short | bad_digest | "
-              "elsewhere | query | query_forged | query_short | query_slot | ring_grant | diverge");
+DEFINE_string(
+    test_case, "",
+    "old_epoch | forged | gap | old_sequence | not_backup | short | bad_digest | "
+    "elsewhere | query | query_forged | query_short | query_slot | ring_grant | ring_loss | "
+    "diverge");
 
 namespace {
 int Setup(const std::string& what, const rkv::Status& s) {
@@ -123,6 +132,33 @@ int Diverge(const rkv::cluster::SlotMap& map) {
   if (!s.ok()) return Setup("forging B's write to X", s);
   std::printf("repl_probe: diverge: A=%s B=%s X=%s:%u Y=%s:%u\n", a.c_str(), b.c_str(),
               x->host.c_str(), x->port, y->host.c_str(), y->port);
+  return 0;
+}
+int RingLoss(const rkv::cluster::SlotMap& map) {
+  std::string k;
+  for (int i = 0; i < 100000 && k.empty(); ++i) {
+    const std::string c = "probe-ring_loss-" + std::to_string(i);
+    const uint32_t slot = map.SlotOf(c);
+    if (map.Owner(slot, 0) != nullptr && map.Owner(slot, 1) != nullptr) k = c;
+  }
+  if (k.empty()) return Setup("ring_loss", rkv::Status(rkv::Code::kNotFound, "no such slot"));
+  const uint32_t slot = map.SlotOf(k);
+  const rkv::cluster::ServerEntry& p = *map.Owner(slot, 0);
+  const rkv::cluster::ServerEntry& b = *map.Owner(slot, 1);
+  std::unique_ptr<rkv::Client> cl;
+  rkv::Status s = rkv::Client::Connect(FLAGS_cluster, rkv::Options(), &cl);
+  if (s.ok()) s = cl->Put(k, "v1");
+  if (!s.ok()) return Setup("writing through the cluster", s);
+  s = ForgeNext(map, p, b, k, "forged");
+  if (!s.ok()) return Setup("forging K's write to B", s);
+  for (int i = 0; i < 100; ++i) {
+    s = cl->Put(k, "acked");
+    if (s.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!s.ok()) return Setup("writing \"acked\" through the cluster", s);
+  std::printf("repl_probe: ring_loss: K=%s slot=%u P=%s:%u B=%s:%u\n", k.c_str(), slot,
+              p.host.c_str(), p.port, b.host.c_str(), b.port);
   return 0;
 }
 // The QUERY cases (a promoted primary's question, wire::kReplicateQuery), to the backup: query
@@ -259,6 +295,7 @@ int main(int argc, char** argv) {
   rkv::Status s = rkv::integration::ReadSlotMap(FLAGS_cluster, &map);
   if (!s.ok()) return Setup("setup", s);
   if (c == "diverge") return Diverge(map);
+  if (c == "ring_loss") return RingLoss(map);
   std::string key;
   uint32_t slot = 0;
   for (int i = 0; i < 100000 && key.empty(); ++i) {

@@ -34,7 +34,8 @@
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
-# kill, zombie, coord, remove, r3, full, balance, restart, disk; default all).
+# kill, zombie, coord, remove, ringloss (only with RKV_REPL_SERVER_FLAGS=--replication_rings),
+# r3, full, balance, restart, disk; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -323,6 +324,49 @@ sleep 3
 touch "$logs/remove.stop"
 wait $lpid; judge remove $? "cluster remove of a live server under load, then stopped"
 start_server "$rm_i" "$cl" || fail "server $rm_i back after the remove"
+
+fi
+
+if want ringloss && [[ " ${RKV_REPL_SERVER_FLAGS:-} " == *" --replication_rings "* ]]; then
+# 6a. with log rings: a backup that refused a ring record after its primary was told it was
+# placed (repl_probe ring_loss: a REPLICATE forged at the primary's next number, then a PUT of
+# "acked") may lack an acknowledged write. It marks the slot, reports it (NAME/ringloss/), the
+# coordinator takes it out of the slot, re-replication gives the slot a fresh backup, and when
+# the primary is then killed the key reads "acked", under a linearizable load throughout.
+lin "$cl" ringloss 27 &
+lpid=$!
+running ringloss
+d0=0; for i in 0 1 2; do d0=$((d0 + $(stat_of "$i" cluster_ring_loss_drops))); done
+"$build/repl_probe" --cluster="$cl" --test_case=ring_loss > "$logs/ring_loss.out" 2>&1 ||
+  fail "ring loss: set up (repl_probe ring_loss)" "$(cat "$logs/ring_loss.out")"
+rl=$(grep -m1 "^repl_probe: ring_loss:" "$logs/ring_loss.out")
+rk=$(sed -n 's/.* K=\([^ ]*\).*/\1/p' <<<"$rl")
+pi=$(( $(sed -n 's/.* P=[^ ]*:\([0-9]*\).*/\1/p' <<<"$rl") - 7700 ))
+bi=$(( $(sed -n 's/.* B=[^ ]*:\([0-9]*\).*/\1/p' <<<"$rl") - 7700 ))
+d=0; rp=0
+for _ in $(seq 60); do
+  d=0; for i in 0 1 2; do d=$((d + $(stat_of "$i" cluster_ring_loss_drops))); done
+  rp=$(stat_of "$bi" repl_ring_loss_reports)
+  [ "$d" -gt "$d0" ] && break
+  sleep 1
+done
+[ "$d" -gt "$d0" ] && [ "${rp:-0}" -ge 1 ] &&
+  pass "ring loss: backup $bi refused a ring record ($(stat_of "$bi" repl_ring_refused) refused), reported it ($rp report(s)) and the coordinator took it out of the slot (cluster_ring_loss_drops $d0 -> $d)" ||
+  fail "ring loss: report and drop" "drops $d0 -> $d, reports ${rp:-?}, refused $(stat_of "$bi" repl_ring_refused): $rl"
+full "$cl" 2 120 || fail "ring loss: re-replication after the drop" "$(cat "$logs/status.now")"
+kill -9 "${spid[$pi]}"
+wait_status "$cl" "server [0-9]+ [^ ]+:$(port "$pi") down slots 0 " 30 ||
+  fail "ring loss: failover of the primary" "$(cat "$logs/status.now")"
+rv=""
+for _ in $(seq 30); do rv=$(ctl --server="$cl" get "$rk" 2>&1); [ "$rv" = acked ] && break; sleep 1; done
+[ "$rv" = acked ] &&
+  pass "ring loss: the primary killed, the acknowledged write reads back from the slot's new primary ($rk = $rv)" ||
+  fail "ring loss: the acknowledged write after the failover" "$rk = $rv (wanted acked)"
+sleep 3
+touch "$logs/ringloss.stop"
+wait $lpid; judge ringloss $? "a backup lacking a ring record taken out, its primary then killed"
+start_server "$pi" "$cl" || fail "server $pi back after the ring loss case"
+full "$cl" 2 180 || fail "re-replication after the ring loss case" "$(cat "$logs/status.now")"
 
 fi
 
