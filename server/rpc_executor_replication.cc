@@ -170,7 +170,12 @@ cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::Replic
   if (owners_ == nullptr) return Outcome::kRefused;
   if (r.header.sender_id != ring.writer()) {  // a ring carries its own writer's writes only
     counters_->repl_refused_sender.fetch_add(1, std::memory_order_relaxed);
-    owners_->MarkRingLoss(owners_->SlotOf(r.key));  // its writer was told it was placed
+    // Its writer was told it was placed: marked where this server holds a replica that a
+    // promotion could serve (never a slot it does not hold, nor one it serves already: such a
+    // forgery must not make the coordinator demote a live primary).
+    const uint32_t slot = owners_->SlotOf(r.key);
+    const SlotState st = cluster::WordState(owners_->Word(slot));
+    if (st == SlotState::kBackup || st == SlotState::kPromoting) owners_->MarkRingLoss(slot);
     return Outcome::kRefused;
   }
   std::string payload;

@@ -260,9 +260,15 @@ Status Server::Start() {
   // Log rings (docs/replication-rings.md): a memory-only server of a replicated cluster.
   cluster::RingDrainer* rings = nullptr;
   if (replicator != nullptr && opt_.replication_rings) {
+    // Headroom: rings only while the table's entries and its heap are under 7/8 of their
+    // capacity (docs/replication-rings.md, "The capacity rule").
     rings = cluster_->MakeRingDrainer(
         [exec = exec_.get()](const cluster::ReplicaRing& r, const cluster::RingRecordView& v) {
           return exec->ApplyRingRecord(r, v);
+        },
+        [table = table_.get()] {
+          return table->entries() * 8 < table->entry_capacity() * 7 &&
+                 table->heap_bytes_in_use() * 8 <= table->heap_capacity() * 7;
         });
     exec_->SetRingDrainer(rings);
   }

@@ -344,6 +344,20 @@ TEST(ReplicaPlan, RingLossNeverPromotesAReplicaThatLacksAWrite) {
   EXPECT_EQ(Ids(fp.map, 1), (V{3, 0, 0}));
 }
 
+TEST(ReplicaPlan, RingLossNeverStrandsASlotItsReportedReplicasStillHold) {
+  // Primary 1 is down and both backups reported a loss: dropping them would release (free)
+  // the only live copies; the slot stays as it is (unavailable, never wrong).
+  const SlotMap map = MakeMap(4, 3, 3, {{0, {1, 2, 3}}, {1, {1, 2, 3}}});
+  SlotMap out;
+  uint32_t dropped = 0, promoted = 0;
+  ASSERT_TRUE(
+      DropRingLossReplicas(map, {{2, 0}, {3, 0}, {2, 1}}, {2, 3}, &out, &dropped, &promoted).ok());
+  EXPECT_EQ(Ids(out, 0), (V{1, 2, 3}));
+  EXPECT_EQ(Ids(out, 1), (V{1, 3, 0}));  // 3 is clean and live here: 2 goes
+  EXPECT_EQ(dropped, 1u);
+  EXPECT_EQ(promoted, 0u);
+}
+
 TEST(ReplicaPlan, AddsNeverChooseAServerThatReportedALossOfTheSlot) {
   const SlotMap map = MakeMap(4, 2, 3, {{0, {1}}, {1, {1}}});
   ReplicaPlan plan;
@@ -352,6 +366,12 @@ TEST(ReplicaPlan, AddsNeverChooseAServerThatReportedALossOfTheSlot) {
   for (const ReplicaAdd& a : plan.adds) to[a.slot] = a.to_id;
   EXPECT_EQ(to.count(0), 0u);
   EXPECT_EQ(to[1], 3u);
+  // A primary that reported a loss of its slot is copied from by no one.
+  ASSERT_TRUE(PlanReplicaAdds(map, Live({1, 2, 3}), 0, &plan, {}, {{1, 1}}).ok());
+  to.clear();
+  for (const ReplicaAdd& a : plan.adds) to[a.slot] = a.to_id;
+  EXPECT_EQ(to.count(1), 0u);
+  EXPECT_EQ(to.count(0), 1u);
 }
 
 }  // namespace

@@ -4,7 +4,8 @@
 // applied in ring order over several laps (wrap records and implicit wraps), a record still being
 // placed waits, records of one slot spread over two rings are applied in sequence order in one
 // Drain, a refused record revokes its writer's rings, a revoked ring is drained to its end and
-// freed, the thread drains on its own, and the ring count is bounded.
+// freed, the thread drains on its own, the ring count is bounded (in all and per writer), and
+// without headroom no ring is granted and those held are revoked.
 #include "server/cluster/ring_drainer.h"
 
 #include <gtest/gtest.h>
@@ -360,8 +361,59 @@ TEST(RingDrainer, TheRingCountIsBounded) {
       [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
   d.EndMap(1, true);  // rings may be granted
   uint64_t id = 0;
-  for (size_t i = 0; i < RingDrainer::kMaxRings; ++i) ASSERT_TRUE(d.Add(NewRing(3), &id).ok());
-  EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kBusy);
+  for (size_t i = 0; i < RingDrainer::kMaxRings; ++i)
+    ASSERT_TRUE(d.Add(NewRing(uint32_t(i % 8 + 1)), &id).ok());
+  EXPECT_EQ(d.Add(NewRing(9), &id).code(), Code::kBusy);
+}
+
+// One peer (one writer id) cannot hold every ring: the others still get theirs.
+TEST(RingDrainer, OneWritersRingsAreBounded) {
+  RingDrainer d(
+      [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
+  d.EndMap(1, true);
+  uint64_t id = 0;
+  for (size_t i = 0; i < RingDrainer::kMaxRingsPerWriter; ++i)
+    ASSERT_TRUE(d.Add(NewRing(3), &id).ok());
+  const Status s = d.Add(NewRing(3), &id);
+  EXPECT_EQ(s.code(), Code::kBusy);
+  EXPECT_NE(s.message().find("server 3"), std::string::npos) << s.message();
+  EXPECT_TRUE(d.Add(NewRing(4), &id).ok());
+}
+
+// Without headroom no ring is granted, and the thread revokes the rings it holds: what they
+// placed is applied, then they are freed (the writers' next writes go two-sided).
+TEST(RingDrainer, WithoutHeadroomRingsAreRefusedAndRevoked) {
+  std::atomic<bool> room{true};
+  std::mutex mu;
+  Applier a;
+  RingDrainer d(
+      [&](const ReplicaRing& r, const RingRecordView& v) {
+        std::lock_guard<std::mutex> l(mu);
+        return a(r, v);
+      },
+      [&] { return room.load(); });
+  d.EndMap(1, true);
+  int revoked = 0;
+  auto ring = NewRing(3, &revoked);
+  FakeWriter w(ring.get());
+  uint64_t id = 0;
+  ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
+  ASSERT_TRUE(w.Place(1, "a-1", "v"));
+  room = false;
+  EXPECT_FALSE(d.Accepting());
+  EXPECT_EQ(d.Add(NewRing(4), &id).code(), Code::kUnavailable);
+  d.Start();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (d.rings() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  room = true;  // room again: rings are granted again
+  EXPECT_TRUE(d.Accepting());
+  d.Stop();
+  EXPECT_EQ(d.rings(), 0u);
+  EXPECT_EQ(revoked, 1);
+  EXPECT_EQ(d.headroom_revocations(), 1u);
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_EQ(a.applied, (std::vector<std::string>{"a-1=v"}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 #include "common/cluster/rebalance_plan.h"
 
@@ -151,10 +152,14 @@ Status DropRingLossReplicas(const SlotMap& map, const std::vector<SlotLoss>& los
         clean.push_back(b);
       }
     }
+    // Only where a replica known to hold every write stays, live: otherwise the reported ones
+    // are kept (a released replica's entries are freed; one that stops at its mark keeps them).
+    const bool clean_live =
+        (!lost(primary) && live(primary)) || std::any_of(clean.begin(), clean.end(), live);
+    if (!clean_live) continue;
     std::vector<uint16_t> owners;
     if (lost(primary) && live(primary)) {
       const auto next = std::find_if(clean.begin(), clean.end(), live);
-      if (next == clean.end()) continue;  // no replica known to hold every write: unchanged
       owners.push_back(*next);
       clean.erase(next);
       ++removed;
@@ -184,6 +189,9 @@ Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, 
     if (std::find(candidates.begin(), candidates.end(), idx) == candidates.end())
       candidates.push_back(idx);
   }
+  // (slot << 32 | server) of each reported loss: looked up per slot and candidate.
+  std::unordered_set<uint64_t> lossy;
+  for (const SlotLoss& l : losses) lossy.insert(uint64_t(l.slot) << 32 | l.server);
   const size_t n = m.servers().size();
   std::vector<bool> is_live(n, false);
   std::vector<std::string> zone(n);  // "" for servers not live: unknown
@@ -200,6 +208,8 @@ Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, 
   for (uint32_t s = 0; s < m.num_slots(); ++s) {
     const uint16_t primary = m.OwnerIndex(s, 0);
     if (primary == kUnassigned || !is_live[primary]) continue;
+    // A primary that may lack a write (it stops at its mark) is copied from by no one.
+    if (lossy.count(uint64_t(s) << 32 | m.servers()[primary].id) != 0) continue;
     std::vector<uint16_t> holders;
     for (uint16_t r = 0; r < replicas; ++r)
       if (const uint16_t o = m.OwnerIndex(s, r); o != kUnassigned) holders.push_back(o);
@@ -217,9 +227,7 @@ Status PlanReplicaAdds(const SlotMap& map, const std::vector<LiveServer>& live, 
         if (std::any_of(avoid.begin(), avoid.end(),
                         [&](const Avoid& a) { return a.primary == pid && a.server == cid; }))
           continue;
-        if (std::any_of(losses.begin(), losses.end(),
-                        [&](const SlotLoss& l) { return l.slot == s && l.server == cid; }))
-          continue;
+        if (lossy.count(uint64_t(s) << 32 | cid) != 0) continue;
         const std::tuple<bool, uint32_t, uint32_t> key{zone_taken(c), load[c], m.servers()[c].id};
         if (best == kUnassigned || key < best_key) {
           best = c;

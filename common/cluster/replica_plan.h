@@ -15,7 +15,9 @@
 //   (its RingLossRecord) leaves that slot's replicas: as a backup it is dropped; as the
 //   primary (a promotion that found the mark: it never serves) it gives way to the slot's first
 //   live backup that reported no such loss, the other clean backups kept (resynced by the
-//   promoted one, as after a failover); with no such backup the slot stays as it is.
+//   promoted one, as after a failover). A slot where no replica that reported no loss of it
+//   is live stays as it is (its reported replicas keep their entries: unavailable, never
+//   wrong, never freed).
 // - PlanReplicaAdds: which live servers should receive a copy of which slot, for slots whose
 //   primary is live and that lack backups: spread over zones first, then over servers by their
 //   replica count, never a server its primary reported (the avoid pairs). The caller copies each
@@ -99,7 +101,8 @@ struct ReplicaPlan {
 // to the missing number): a server whose zone none of the slot's replicas has first, then the
 // one holding the fewest replicas (the map's, plus the adds planned so far), then the lowest
 // id; never a server paired with the slot's primary in `avoid`, nor one that reported a loss of
-// the slot (`losses`: it would be dropped again at once). A slot with no eligible server
+// the slot (`losses`: it would be dropped again at once); a slot whose primary reported a loss
+// of it gets none. A slot with no eligible server
 // is skipped. Stops after `limit` adds (0: no limit).
 // kInvalidArgument when a live server cannot enter the map (table full, or its id names
 // another address).

@@ -53,9 +53,10 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
   return replicator_.get();
 }
 
-RingDrainer* ClusterNode::MakeRingDrainer(RingDrainer::ApplyFn apply) {
+RingDrainer* ClusterNode::MakeRingDrainer(RingDrainer::ApplyFn apply,
+                                          std::function<bool()> headroom) {
   if (replicas_ <= 1 || o_.durable) return nullptr;  // a durable backup's OK follows its log
-  rings_ = std::make_unique<RingDrainer>(std::move(apply));
+  rings_ = std::make_unique<RingDrainer>(std::move(apply), std::move(headroom));
   rings_->Start();
   return rings_.get();
 }
@@ -274,6 +275,8 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("repl_ring_refused", rings_ ? rings_->refused() : 0));
   v->push_back(StatValue::U("repl_ring_kept", rings_ ? rings_->kept() : 0));
   v->push_back(StatValue::U("repl_rings", rings_ ? rings_->rings() : 0));
+  v->push_back(
+      StatValue::U("repl_ring_headroom_revocations", rings_ ? rings_->headroom_revocations() : 0));
   v->push_back(StatValue::U("repl_ring_loss_slots", ring_loss_ ? ring_loss_->reported() : 0));
   v->push_back(StatValue::U("repl_ring_loss_reports", ring_loss_ ? ring_loss_->reports() : 0));
   v->push_back(

@@ -90,7 +90,8 @@ class ClusterNode {
   // (RpcExecutor::ApplyRingRecord), which must outlive the node. Maps are applied with its
   // revocations (BeginMap/EndMap), and a promotion waits for the former primary's revoked
   // rings. Call once, before Join.
-  RingDrainer* MakeRingDrainer(RingDrainer::ApplyFn apply);
+  RingDrainer* MakeRingDrainer(RingDrainer::ApplyFn apply,
+                               std::function<bool()> headroom = nullptr);
   // The server stops: the log rings are revoked and freed before its connections go.
   void CloseRings() {
     if (rings_) rings_->Close();

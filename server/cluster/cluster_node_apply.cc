@@ -90,6 +90,7 @@ void ClusterNode::Apply(const SlotMap& map) {
         ++backups;
       } else if (role != 0 && held) {  // failed over while a migration ran
         owners_->Set(slot, OwnerWord(WordEpoch(word), SlotState::kNotOwned));
+        owners_->ClearRingLoss(slot);  // no replica here any more
         ++lost;
       } else if (role == 0 && st == SlotState::kMoving && map.replicas() > 1 &&
                  (!last_map_ || map.epoch() > last_map_->epoch() + 1)) {
@@ -181,10 +182,12 @@ void ClusterNode::Promote() {
       // that waits or was kept holds the slot: unavailable, never without that write).
       // And never a slot whose replica here may lack a write its ring acknowledged
       // (OwnershipTable::RingLoss): unavailable rather than without it.
-      if (now >= p.after && now >= p.retry && !owners_->RingLoss(p.slot) &&
-          owners_->WaitIdle(p.slot, now) &&
+      // The rings first: the drainer marks a slot before it frees the ring whose record it
+      // refused, so a mark from the former primary's last records is seen once they are gone.
+      if (now >= p.after && now >= p.retry &&
           !(rings_ &&
-            rings_->HasRevoked(p.former == wire::kNoOwner ? RingDrainer::kAnyWriter : p.former))) {
+            rings_->HasRevoked(p.former == wire::kNoOwner ? RingDrainer::kAnyWriter : p.former)) &&
+          !owners_->RingLoss(p.slot) && owners_->WaitIdle(p.slot, now)) {
         due.push_back(p);
       } else {
         next = std::min(next, std::max({p.after, p.retry, now + std::chrono::milliseconds(10)}));
@@ -216,6 +219,11 @@ void ClusterNode::Promote() {
       if (!s.ok()) {
         LOG_EVERY_N(WARNING, 20) << "cluster: promoted slot " << d.slot
                                  << " not yet resynced (tried again): " << s.ToString();
+        it->retry = std::chrono::steady_clock::now() + std::chrono::milliseconds(kResyncRetryMs);
+        continue;
+      }
+      // Marked during the resync: never OWNED (the resync itself refuses a marked slot).
+      if (owners_->RingLoss(d.slot)) {
         it->retry = std::chrono::steady_clock::now() + std::chrono::milliseconds(kResyncRetryMs);
         continue;
       }

@@ -293,7 +293,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   map.Encode(&before);
   fp.map.Encode(&after);
   if (before != after) {
-    failovers_.fetch_add(fp.promoted.size());
+    failovers_.fetch_add(fp.promoted.size() + loss_promoted);
     const std::string what =
         std::to_string(fp.promoted.size()) + " slot(s) failed over, " +
         std::to_string(fp.backups_dropped) + " backup(s) dropped, " + std::to_string(fp.stranded) +

@@ -68,6 +68,15 @@ Status Replicator::Resync(uint32_t slot, uint64_t expected, std::vector<uint32_t
       snap.primary != my_id_.load() || WordEpoch(expected) > snap.epoch)
     return Status(Code::kUnavailable,
                   "slot " + std::to_string(slot) + " is not being promoted in the applied map");
+  // A replica here that may lack a write its ring acknowledged (OwnershipTable::RingLoss)
+  // must not write its values over the backups': one of them may be the only holder.
+  auto lacks = [&] {
+    return owners_->RingLoss(slot)
+               ? Status(Code::kUnavailable, "slot " + std::to_string(slot) +
+                                                " may lack an acknowledged write here: no resync")
+               : Status::Ok();
+  };
+  if (Status m = lacks(); !m.ok()) return m;
   std::unique_ptr<ResyncState>& st = resync_[slot];
   if (st && st->tenure != WordEpoch(expected)) st.reset();  // an earlier promotion's
   if (snap.backups.empty()) {
@@ -136,6 +145,7 @@ Status Replicator::Resync(uint32_t slot, uint64_t expected, std::vector<uint32_t
     if (has) add(key);
   }
   for (const std::string& key : keys) {
+    if (Status m = lacks(); !m.ok()) return m;
     std::string value;
     Status g = table_->Get(key, &value);
     if (!g.ok() && !g.IsNotFound()) return g;

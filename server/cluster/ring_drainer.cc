@@ -8,7 +8,8 @@
 
 namespace rkv::cluster {
 
-RingDrainer::RingDrainer(ApplyFn apply) : apply_(std::move(apply)) {}
+RingDrainer::RingDrainer(ApplyFn apply, std::function<bool()> headroom)
+    : apply_(std::move(apply)), headroom_(std::move(headroom)) {}
 
 RingDrainer::~RingDrainer() { Close(); }
 
@@ -34,6 +35,16 @@ Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id, uint64_
     if (rings_.size() >= kMaxRings)
       return Status(Code::kBusy,
                     "this backup holds " + std::to_string(kMaxRings) + " log rings already");
+    const size_t of_writer = size_t(std::count_if(rings_.begin(), rings_.end(), [&](const auto& r) {
+      return r.second->writer() == ring->writer();
+    }));
+    if (of_writer >= kMaxRingsPerWriter)
+      return Status(Code::kBusy, "server " + std::to_string(ring->writer()) + " holds " +
+                                     std::to_string(kMaxRingsPerWriter) +
+                                     " log rings here already");
+    if (headroom_ && !headroom_())
+      return Status(Code::kUnavailable,
+                    "this backup's table is too full for a log ring (its writes go two-sided)");
     if (before) {
       Status s = before();
       if (!s.ok()) return s;
@@ -166,7 +177,21 @@ bool RingDrainer::HasRecords(uint32_t writer) {
 
 bool RingDrainer::Accepting() {
   std::lock_guard<std::mutex> l(mu_);
-  return !stop_ && !in_map_ && grants_ && rings_.size() < kMaxRings;
+  return !stop_ && !in_map_ && grants_ && rings_.size() < kMaxRings && (!headroom_ || headroom_());
+}
+
+void RingDrainer::CheckHeadroomLocked() {
+  if (!headroom_ || rings_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_headroom_) return;
+  next_headroom_ = now + std::chrono::milliseconds(kHeadroomEveryMs);
+  if (headroom_()) return;
+  bool any = false;
+  for (auto& [id, ring] : rings_) {
+    if (ring->state() != ReplicaRing::State::kRevoked) any = true;
+    ring->Revoke();
+  }
+  if (any) headroom_revocations_.fetch_add(1);
 }
 
 bool RingDrainer::HasRevoked(uint32_t writer) {
@@ -217,6 +242,7 @@ void RingDrainer::Loop() {
   int sleep_us = kMinSleepUs;
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_) {
+    CheckHeadroomLocked();
     // A batch per lock hold: a revocation, a two-sided REPLICATE's drain or a closing link
     // waits for one batch at most, however busy the rings are.
     if (DrainLocked(kAnyWriter, kBatch) > 0) {

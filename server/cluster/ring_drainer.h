@@ -34,6 +34,7 @@
 #define RKV_SERVER_CLUSTER_RING_DRAINER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -54,20 +55,31 @@ class RingDrainer {
   enum class Outcome { kApplied, kWait, kRefused, kKept };
   using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record)>;
   static constexpr size_t kMaxRings = 64;  // 64 MiB pinned at the default ring size
+  // One writer (one primary) holds at most this many: a peer cannot take every ring.
+  static constexpr size_t kMaxRingsPerWriter = 16;
+  // How often the thread asks the headroom function while it holds rings.
+  static constexpr int kHeadroomEveryMs = 100;
   static constexpr int kMinSleepUs = 1000;
   static constexpr int kMaxSleepUs = 10000;
   static constexpr uint32_t kAnyWriter = 0;  // server ids start at 1
   static constexpr size_t kBatch = 256;      // records the thread applies per lock hold
 
-  explicit RingDrainer(ApplyFn apply);
+  // `headroom` (may be empty: always): whether this backup's table has room enough that the
+  // records its rings may hold will fit. It is asked by Add (no ring granted without it) and
+  // by the thread every kHeadroomEveryMs while rings exist: without it every ring is revoked
+  // (drained, freed), so the writers' next writes go two-sided, where a full table refuses
+  // them visibly (TABLE_FULL) instead of after their acknowledgement. Called under the lock:
+  // it must be cheap and must not call back.
+  explicit RingDrainer(ApplyFn apply, std::function<bool()> headroom = nullptr);
   ~RingDrainer();
   RingDrainer(const RingDrainer&) = delete;
   RingDrainer& operator=(const RingDrainer&) = delete;
 
   // Takes a granted ring; *id names it for RevokeRing, *epoch (may be null) is the epoch
   // published in it: the grant's, which its writer must have applied before it writes.
-  // kBusy at kMaxRings; kUnavailable while a map is being applied, before the first map, or
-  // while EndMap said no (ask again later).
+  // kBusy at kMaxRings, or kMaxRingsPerWriter of its writer; kUnavailable while a map is
+  // being applied, before the first map, while EndMap said no, or without headroom (ask
+  // again later).
   // `before` (may be empty) runs under the lock once the ring is accepted, before any other
   // thread can see it (its window's bind: a revocation cannot overtake it); its failure
   // refuses the ring (destroyed: revoked, with nothing of `before`'s in flight).
@@ -113,6 +125,8 @@ class RingDrainer {
   uint64_t applied() const { return applied_.load(std::memory_order_relaxed); }
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
   uint64_t kept() const { return kept_.load(std::memory_order_relaxed); }
+  // Times the thread revoked every ring because the headroom function said no.
+  uint64_t headroom_revocations() const { return headroom_revocations_.load(); }
 
  private:
   // At most `max` records, of `writer`'s rings only unless kAnyWriter.
@@ -120,7 +134,12 @@ class RingDrainer {
   void RevokeWriterLocked(uint32_t writer);
   void Loop();
 
+  // The thread's headroom check (under mu_): revokes every ring when it says no.
+  void CheckHeadroomLocked();
+
   const ApplyFn apply_;
+  const std::function<bool()> headroom_;
+  std::chrono::steady_clock::time_point next_headroom_{};  // guarded by mu_
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<ReplicaRing>> rings_;  // guarded by mu_
   uint64_t next_id_ = 1;                                    // guarded by mu_
@@ -131,7 +150,7 @@ class RingDrainer {
   bool stop_ = false;  // guarded by mu_
   bool kick_ = false;  // guarded by mu_: a ring was added
   std::thread thread_;
-  std::atomic<uint64_t> applied_{0}, refused_{0}, kept_{0};
+  std::atomic<uint64_t> applied_{0}, refused_{0}, kept_{0}, headroom_revocations_{0};
 };
 
 }  // namespace rkv::cluster

@@ -171,6 +171,9 @@ const Mapping kMappings[] = {
     {"repl_ring_kept", "rkv_replication_ring_kept_total", kC,
      "Replication: log ring records this backup had no room for, kept and tried again."},
     {"repl_rings", "rkv_replication_rings", kG, "Replication: log rings this backup holds now."},
+    {"repl_ring_headroom_revocations", "rkv_replication_ring_headroom_revocations_total", kC,
+     "Replication: times this backup revoked every log ring because its table passed 7/8 of "
+     "its entries or heap (its writers' writes go two-sided)."},
     {"repl_ring_loss_slots", "rkv_replication_ring_loss_slots", kG,
      "Replication: slots this backup reports (NAME/ringloss/) as possibly lacking an "
      "acknowledged write: it refused a log ring record of theirs."},
