@@ -366,6 +366,31 @@ TEST(RingDrainer, TheRingCountIsBounded) {
   EXPECT_EQ(d.Add(NewRing(9), &id).code(), Code::kBusy);
 }
 
+// A head left half placed on an open ring (its writer died mid-WRITE) is taken as malformed
+// once it stays so: the writer's rings are revoked, and the revoked ring ends there (that
+// record was never acknowledged). Before the limit it waits, as any record being placed.
+TEST(RingDrainer, AHeadLeftHalfPlacedRevokesItsWriter) {
+  Rig r;
+  r.d.SetStuckHeadMs(50);
+  int revoked = 0, other_revoked = 0;
+  FakeWriter* w = r.AddRing(3, &revoked);
+  FakeWriter* other = r.AddRing(3, &other_revoked);
+  ASSERT_TRUE(w->Place(1, "a-1", "v"));
+  ASSERT_TRUE(w->Place(2, "a-2", std::string(50, 'v'), 70));  // 70 bytes placed of it
+  ASSERT_TRUE(other->Place(1, "b-1", "v"));
+  r.d.Drain();
+  EXPECT_EQ(r.a.applied, (std::vector<std::string>{"a-1=v", "b-1=v"}));
+  EXPECT_EQ(revoked, 0);  // not yet: a WRITE in flight looks the same
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const uint64_t refused = r.d.refused();
+  r.d.Drain();
+  EXPECT_EQ(r.d.refused(), refused + 1);
+  EXPECT_EQ(revoked, 1);
+  EXPECT_EQ(other_revoked, 1);  // every ring of its writer
+  EXPECT_EQ(r.d.rings(), 0u);   // revoked and at their ends: freed
+  EXPECT_EQ(r.a.applied.size(), 2u);
+}
+
 // One peer (one writer id) cannot hold every ring: the others still get theirs.
 TEST(RingDrainer, OneWritersRingsAreBounded) {
   RingDrainer d(

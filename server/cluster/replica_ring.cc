@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/verbs/dma_fence.h"
+
 namespace rkv::cluster {
 
 void ReplicaRing::Free::operator()(uint8_t* p) const { std::free(p); }
@@ -53,16 +55,19 @@ bool ReplicaRing::Peek(RingRecordView* out) {
     const size_t room = layout_.size() - at_;
     // The length first, then the record: bytes the NIC may still write are copied, never read
     // twice (what is checked is what is applied).
-    std::atomic_thread_fence(std::memory_order_acquire);
+    DmaLoadFence();
     uint8_t head[8];
     std::memcpy(head, mem_.get() + at_, sizeof head);
     size_t length = PeekRingLength(std::string_view(reinterpret_cast<char*>(head), sizeof head));
     if (length < kRingHeaderBytes || length > room) length = kRingHeaderBytes;  // refused below
     copy_.assign(reinterpret_cast<const char*>(mem_.get() + at_), length);
-    std::atomic_thread_fence(std::memory_order_acquire);
+    DmaLoadFence();
     RingRecordView v;
     const Status st = DecodeRingRecord(copy_, index_, &v);
     malformed_ = st.code() == Code::kBadRequest;
+    const bool incomplete = st.code() == Code::kProtocolError;
+    if (incomplete && !incomplete_) incomplete_since_ = std::chrono::steady_clock::now();
+    incomplete_ = incomplete;
     if (!st.ok()) return false;
     if (v.wrap) {
       peeked_ = 0;
@@ -97,8 +102,9 @@ void ReplicaRing::Skip(size_t bytes) {
 
 void ReplicaRing::Publish() {
   // Whole u64 stores (8-byte aligned): the writer's RDMA READ sees each field whole. The
-  // zeroing above is ordered before them, so room the writer sees is zero.
-  std::atomic_thread_fence(std::memory_order_release);
+  // zeroing above is ordered before them as the NIC sees memory (rule 10), so room the
+  // writer sees is zero.
+  DmaStoreFence();
   auto* control = reinterpret_cast<RingControl*>(mem_.get());
   __atomic_store_n(&control->consumed_index, index_ - 1, __ATOMIC_RELEASE);
   __atomic_store_n(&control->consumed, consumed_, __ATOMIC_RELEASE);

@@ -18,6 +18,7 @@
 #ifndef RKV_SERVER_CLUSTER_REPLICA_RING_H_
 #define RKV_SERVER_CLUSTER_REPLICA_RING_H_
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -54,6 +55,13 @@ class ReplicaRing {
   // The last Peek found a complete but malformed head (DecodeRingRecord's kBadRequest): the
   // ring cannot go on past it.
   bool malformed_head() const { return malformed_; }
+  // The last Peek found the head incomplete (bytes of a record still being placed), and every
+  // Peek since `limit` ago did too (a WRITE lasts far less: its writer died or stalled
+  // mid-WRITE, so that record was never acknowledged).
+  bool IncompleteFor(std::chrono::steady_clock::time_point now,
+                     std::chrono::milliseconds limit) const {
+    return incomplete_ && now - incomplete_since_ >= limit;
+  }
   // Consumes the record the last Peek returned.
   void Consume();
   // Makes the NIC place nothing more (the revoker), then kRevoked. Idempotent.
@@ -84,6 +92,8 @@ class ReplicaRing {
   size_t peeked_ = 0;              // the length of the record Peek returned (0: none)
   RingRecordView view_;            // that record
   bool malformed_ = false;
+  bool incomplete_ = false;  // the last Peek's head was incomplete, since incomplete_since_
+  std::chrono::steady_clock::time_point incomplete_since_{};
   std::string copy_;  // the record Peek returned, copied out of data()
 };
 

@@ -116,12 +116,18 @@ size_t RingDrainer::DrainLocked(uint32_t writer, size_t max) {
         RingRecordView v;
         if (ring->Peek(&v)) {
           heads.emplace_back(v.order, ring.get());
-        } else if (ring->malformed_head() && ring->state() == ReplicaRing::State::kOpen) {
-          // A complete record that is malformed: its writer is out of step or broken. Nothing
-          // after it in this ring can be read; its writer's writes go two-sided from now on.
+        } else if (ring->state() == ReplicaRing::State::kOpen &&
+                   (ring->malformed_head() ||
+                    ring->IncompleteFor(std::chrono::steady_clock::now(),
+                                        std::chrono::milliseconds(stuck_head_ms_.load())))) {
+          // A complete record that is malformed, or one that stays half placed: its writer is
+          // out of step, broken or gone mid-WRITE. Nothing after it in this ring can be read;
+          // its writer's writes go two-sided from now on.
           refused_.fetch_add(1, std::memory_order_relaxed);
-          LOG_EVERY_N(WARNING, 20) << "log ring of server " << ring->writer()
-                                   << ": a malformed record; its rings are revoked";
+          LOG_EVERY_N(WARNING, 20)
+              << "log ring of server " << ring->writer() << ": "
+              << (ring->malformed_head() ? "a malformed record" : "a record left half placed")
+              << "; its rings are revoked";
           RevokeWriterLocked(ring->writer());
           moved = true;  // the writer's other rings are read to their ends
         }

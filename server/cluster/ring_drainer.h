@@ -13,8 +13,9 @@
 //             acknowledged already, so it is never dropped): the ring waits behind it, every
 //             ring of its writer is revoked (its writes go two-sided, where a refusal is
 //             precise), and it is tried again on every pass until it applies. Counted.
-// A complete but malformed head (ReplicaRing::malformed_head) is refused the same way without
-// reaching the apply function; nothing after it in its ring is read.
+// A complete but malformed head (ReplicaRing::malformed_head), or a head of an open ring that
+// stayed incomplete for kStuckHeadMs, is refused the same way without reaching the apply
+// function; nothing after it in its ring is read.
 // Passes over the rings repeat until none moves. A writer posts a slot's record n + 1 only
 // after the WRITE of n completed, so n has the smaller order and is applied first, also by a
 // backup that takes whatever number comes first (a new backup, one kept by a failover);
@@ -57,6 +58,11 @@ class RingDrainer {
   static constexpr size_t kMaxRings = 64;  // 64 MiB pinned at the default ring size
   // One writer (one primary) holds at most this many: a peer cannot take every ring.
   static constexpr size_t kMaxRingsPerWriter = 16;
+  // An open ring whose head stays incomplete this long is taken as malformed (rule 8: its
+  // writer died or stalled mid-WRITE; that record was never acknowledged): its writer's rings
+  // are revoked, and on a revoked ring an incomplete head is the end. SetStuckHeadMs: tests.
+  static constexpr int kStuckHeadMs = 5000;
+  void SetStuckHeadMs(int ms) { stuck_head_ms_ = ms; }
   // How often the thread asks the headroom function while it holds rings.
   static constexpr int kHeadroomEveryMs = 100;
   static constexpr int kMinSleepUs = 1000;
@@ -139,6 +145,7 @@ class RingDrainer {
 
   const ApplyFn apply_;
   const std::function<bool()> headroom_;
+  std::atomic<int> stuck_head_ms_{kStuckHeadMs};
   std::chrono::steady_clock::time_point next_headroom_{};  // guarded by mu_
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<ReplicaRing>> rings_;  // guarded by mu_
