@@ -15,6 +15,8 @@
 //   lost reply, answered OK without applying it again. (The answer to a gap names no number.) The
 //   write is admitted through the ownership table's in-flight count, so a promotion
 // (ClusterNode::Apply) waits for it before the slot takes clients' writes.
+#include <glog/logging.h>
+
 #include <cstring>
 
 #include "server/cluster/replica_ring.h"
@@ -187,17 +189,21 @@ cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::Replic
     case ReplicaVerdict::kDuplicate:
       return Outcome::kApplied;
     case ReplicaVerdict::kGap:  // its predecessor is not placed yet: never for a correct writer
+      LOG_EVERY_N(WARNING, 100) << "log ring of server " << ring.writer() << ": slot " << slot
+                                << " record number " << r.header.sequence << " at epoch "
+                                << r.header.epoch << " waits for its predecessor (applied here: "
+                                << owners_->Sequence(slot) << ")";
       return Outcome::kWait;
     case ReplicaVerdict::kNotBackup: {
       const SlotState st = cluster::WordState(owners_->Word(slot));
       // A BACKUP that refused the admission is freeing entries for a moment (a reclaim
       // batch): asked again, as a REPLICATE would be.
       if (st == SlotState::kBackup) return Outcome::kWait;
-      // No replica here (released, or a copy under way that the map will name or drop):
-      // nothing of this server's is short of it.
-      if (st == SlotState::kNotOwned || st == SlotState::kImporting) return Outcome::kRefused;
-      // A replica that went on without it (promoted while the record waited): marked.
-      owners_->MarkRingLoss(slot);
+      // A replica that went on without it (promoted while the record waited): marked. No
+      // replica here (released, or a copy under way that the map will name or drop), or one
+      // served here already (a promotion waits for the former primary's rings, so only a
+      // forgery reaches it, which must not make the coordinator demote a live primary): not.
+      if (st == SlotState::kPromoting) owners_->MarkRingLoss(slot);
       return Outcome::kRefused;
     }
     case ReplicaVerdict::kMalformed:  // no slot to speak of; its writer's rings are revoked

@@ -260,15 +260,20 @@ Status Server::Start() {
   // Log rings (docs/replication-rings.md): a memory-only server of a replicated cluster.
   cluster::RingDrainer* rings = nullptr;
   if (replicator != nullptr && opt_.replication_rings) {
-    // Headroom: rings only while the table's entries and its heap are under 7/8 of their
-    // capacity (docs/replication-rings.md, "The capacity rule").
+    // Headroom (docs/replication-rings.md, "The capacity rule"): a ring is granted while the
+    // table's entries are under 3/4 of its capacity and its heap, with every ring's bytes
+    // counted as used, too; rings are kept while both stay under 7/8 (without the rings'
+    // bytes): between the two bounds nothing flaps.
     rings = cluster_->MakeRingDrainer(
         [exec = exec_.get()](const cluster::ReplicaRing& r, const cluster::RingRecordView& v) {
           return exec->ApplyRingRecord(r, v);
         },
-        [table = table_.get()] {
-          return table->entries() * 8 < table->entry_capacity() * 7 &&
-                 table->heap_bytes_in_use() * 8 <= table->heap_capacity() * 7;
+        [table = table_.get()](bool for_grant, size_t ring_bytes) {
+          const uint64_t num = for_grant ? 3 : 7, den = for_grant ? 4 : 8;
+          const uint64_t heap = table->heap_capacity();
+          const uint64_t used = table->heap_bytes_in_use() + (for_grant ? ring_bytes : 0);
+          return table->entries() * den < table->entry_capacity() * num &&
+                 (heap == 0 || used * den <= heap * num);
         });
     exec_->SetRingDrainer(rings);
   }

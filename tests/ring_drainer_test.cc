@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -371,24 +372,49 @@ TEST(RingDrainer, TheRingCountIsBounded) {
 // record was never acknowledged). Before the limit it waits, as any record being placed.
 TEST(RingDrainer, AHeadLeftHalfPlacedRevokesItsWriter) {
   Rig r;
-  r.d.SetStuckHeadMs(50);
-  int revoked = 0, other_revoked = 0;
+  r.d.SetStuckHeadMs(1000);  // a bound the first looks below stay well within, even under TCG
+  int revoked = 0, other_revoked = 0, bystander_revoked = 0;
   FakeWriter* w = r.AddRing(3, &revoked);
   FakeWriter* other = r.AddRing(3, &other_revoked);
+  FakeWriter* bystander = r.AddRing(4, &bystander_revoked);
   ASSERT_TRUE(w->Place(1, "a-1", "v"));
   ASSERT_TRUE(w->Place(2, "a-2", std::string(50, 'v'), 70));  // 70 bytes placed of it
   ASSERT_TRUE(other->Place(1, "b-1", "v"));
   r.d.Drain();
   EXPECT_EQ(r.a.applied, (std::vector<std::string>{"a-1=v", "b-1=v"}));
   EXPECT_EQ(revoked, 0);  // not yet: a WRITE in flight looks the same
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  ASSERT_TRUE(other->Place(2, "b-2", "v"));  // placed before the revocation: still applied
   const uint64_t refused = r.d.refused();
   r.d.Drain();
   EXPECT_EQ(r.d.refused(), refused + 1);
   EXPECT_EQ(revoked, 1);
   EXPECT_EQ(other_revoked, 1);  // every ring of its writer
-  EXPECT_EQ(r.d.rings(), 0u);   // revoked and at their ends: freed
-  EXPECT_EQ(r.a.applied.size(), 2u);
+  EXPECT_EQ(bystander_revoked, 0);
+  EXPECT_EQ(r.d.rings(), 1u);  // the writer's, revoked and at their ends: freed
+  EXPECT_EQ(r.a.applied, (std::vector<std::string>{"a-1=v", "b-1=v", "b-2=v"}));
+  ASSERT_TRUE(bystander->Place(1, "c-1", "v"));
+  r.d.Drain();
+  EXPECT_EQ(r.a.applied.back(), "c-1=v");
+}
+
+// A ring whose revocation failed (the NIC may still place: a WRITE in mid-message) is never
+// taken as ended at an incomplete head: it stays, its later records are applied, and its
+// writer counts as revoked for a promotion.
+TEST(RingDrainer, AFailedRevocationNeverEndsARing) {
+  Rig r;
+  auto ring = NewRing(3);
+  ring->set_revoker([] { return false; });
+  FakeWriter w(ring.get());
+  ASSERT_TRUE(r.d.Add(std::move(ring), &r.last_id).ok());
+  ASSERT_TRUE(w.Place(1, "a-1", std::string(50, 'v'), 70));
+  r.d.RevokeWriters({3});
+  EXPECT_EQ(r.d.rings(), 1u);
+  EXPECT_TRUE(r.d.HasRevoked(3));
+  w.Complete();
+  r.d.Drain();
+  EXPECT_EQ(r.a.applied, (std::vector<std::string>{"a-1=" + std::string(50, 'v')}));
+  EXPECT_EQ(r.d.rings(), 1u);
 }
 
 // One peer (one writer id) cannot hold every ring: the others still get theirs.
@@ -409,6 +435,7 @@ TEST(RingDrainer, OneWritersRingsAreBounded) {
 // placed is applied, then they are freed (the writers' next writes go two-sided).
 TEST(RingDrainer, WithoutHeadroomRingsAreRefusedAndRevoked) {
   std::atomic<bool> room{true};
+  std::atomic<size_t> asked_bytes{0};  // the most ring bytes a grant was asked about
   std::mutex mu;
   Applier a;
   RingDrainer d(
@@ -416,7 +443,10 @@ TEST(RingDrainer, WithoutHeadroomRingsAreRefusedAndRevoked) {
         std::lock_guard<std::mutex> l(mu);
         return a(r, v);
       },
-      [&] { return room.load(); });
+      [&](bool for_grant, size_t ring_bytes) {
+        if (for_grant) asked_bytes = std::max(asked_bytes.load(), ring_bytes);
+        return room.load();
+      });
   d.EndMap(1, true);
   int revoked = 0;
   auto ring = NewRing(3, &revoked);
@@ -427,6 +457,7 @@ TEST(RingDrainer, WithoutHeadroomRingsAreRefusedAndRevoked) {
   room = false;
   EXPECT_FALSE(d.Accepting());
   EXPECT_EQ(d.Add(NewRing(4), &id).code(), Code::kUnavailable);
+  EXPECT_EQ(asked_bytes.load(), 2 * kRingBytes);  // the held ring's and the asked one's
   d.Start();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (d.rings() > 0 && std::chrono::steady_clock::now() < deadline)

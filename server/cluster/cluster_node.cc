@@ -54,7 +54,7 @@ Replicator* ClusterNode::MakeReplicator(OwnershipTable* owners, Table* table) {
 }
 
 RingDrainer* ClusterNode::MakeRingDrainer(RingDrainer::ApplyFn apply,
-                                          std::function<bool()> headroom) {
+                                          RingDrainer::HeadroomFn headroom) {
   if (replicas_ <= 1 || o_.durable) return nullptr;  // a durable backup's OK follows its log
   rings_ = std::make_unique<RingDrainer>(std::move(apply), std::move(headroom));
   rings_->Start();

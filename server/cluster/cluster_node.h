@@ -91,7 +91,7 @@ class ClusterNode {
   // revocations (BeginMap/EndMap), and a promotion waits for the former primary's revoked
   // rings. Call once, before Join.
   RingDrainer* MakeRingDrainer(RingDrainer::ApplyFn apply,
-                               std::function<bool()> headroom = nullptr);
+                               RingDrainer::HeadroomFn headroom = nullptr);
   // The server stops: the log rings are revoked and freed before its connections go.
   void CloseRings() {
     if (rings_) rings_->Close();

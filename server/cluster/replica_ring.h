@@ -66,7 +66,8 @@ class ReplicaRing {
   void Consume();
   // Makes the NIC place nothing more (the revoker), then kRevoked. Idempotent.
   void Revoke();
-  // Revoked, and no complete record left: nothing will ever be read from it again.
+  // Revoked (by a revoker that succeeded: after a failed one the NIC may still place, and the
+  // ring is never drained), and no complete record left: nothing will ever be read from it.
   bool Drained();
   uint64_t consumed_index() const { return index_ - 1; }
   // Stores the backup's applied map epoch in the control block (RingControl::applied_epoch).
@@ -94,6 +95,8 @@ class ReplicaRing {
   bool malformed_ = false;
   bool incomplete_ = false;  // the last Peek's head was incomplete, since incomplete_since_
   std::chrono::steady_clock::time_point incomplete_since_{};
+  size_t incomplete_at_ = 0;  // where, and with which index, that head was
+  uint64_t incomplete_index_ = 0;
   std::string copy_;  // the record Peek returned, copied out of data()
 };
 

@@ -8,7 +8,7 @@
 
 namespace rkv::cluster {
 
-RingDrainer::RingDrainer(ApplyFn apply, std::function<bool()> headroom)
+RingDrainer::RingDrainer(ApplyFn apply, HeadroomFn headroom)
     : apply_(std::move(apply)), headroom_(std::move(headroom)) {}
 
 RingDrainer::~RingDrainer() { Close(); }
@@ -42,7 +42,7 @@ Status RingDrainer::Add(std::unique_ptr<ReplicaRing> ring, uint64_t* id, uint64_
       return Status(Code::kBusy, "server " + std::to_string(ring->writer()) + " holds " +
                                      std::to_string(kMaxRingsPerWriter) +
                                      " log rings here already");
-    if (headroom_ && !headroom_())
+    if (headroom_ && !headroom_(true, RingBytesLocked() + ring->size()))
       return Status(Code::kUnavailable,
                     "this backup's table is too full for a log ring (its writes go two-sided)");
     if (before) {
@@ -183,7 +183,14 @@ bool RingDrainer::HasRecords(uint32_t writer) {
 
 bool RingDrainer::Accepting() {
   std::lock_guard<std::mutex> l(mu_);
-  return !stop_ && !in_map_ && grants_ && rings_.size() < kMaxRings && (!headroom_ || headroom_());
+  return !stop_ && !in_map_ && grants_ && rings_.size() < kMaxRings &&
+         (!headroom_ || headroom_(true, RingBytesLocked()));
+}
+
+size_t RingDrainer::RingBytesLocked() const {
+  size_t bytes = 0;
+  for (const auto& [id, ring] : rings_) bytes += ring->size();
+  return bytes;
 }
 
 void RingDrainer::CheckHeadroomLocked() {
@@ -191,7 +198,7 @@ void RingDrainer::CheckHeadroomLocked() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_headroom_) return;
   next_headroom_ = now + std::chrono::milliseconds(kHeadroomEveryMs);
-  if (headroom_()) return;
+  if (headroom_(false, RingBytesLocked())) return;
   bool any = false;
   for (auto& [id, ring] : rings_) {
     if (ring->state() != ReplicaRing::State::kRevoked) any = true;

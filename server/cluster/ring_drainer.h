@@ -70,13 +70,16 @@ class RingDrainer {
   static constexpr uint32_t kAnyWriter = 0;  // server ids start at 1
   static constexpr size_t kBatch = 256;      // records the thread applies per lock hold
 
-  // `headroom` (may be empty: always): whether this backup's table has room enough that the
-  // records its rings may hold will fit. It is asked by Add (no ring granted without it) and
-  // by the thread every kHeadroomEveryMs while rings exist: without it every ring is revoked
-  // (drained, freed), so the writers' next writes go two-sided, where a full table refuses
-  // them visibly (TABLE_FULL) instead of after their acknowledgement. Called under the lock:
-  // it must be cheap and must not call back.
-  explicit RingDrainer(ApplyFn apply, std::function<bool()> headroom = nullptr);
+  // `headroom(for_grant, ring_bytes)` (may be empty: always): whether this backup's table
+  // has room enough that the records its rings may hold (ring_bytes: every ring's size, the
+  // one to be granted included) will fit. Asked by Add with for_grant true (no ring granted
+  // without it) and by the thread every kHeadroomEveryMs while rings exist with for_grant
+  // false (a looser bound: hysteresis, so rings do not flap): without it every ring is
+  // revoked (drained, freed), so the writers' next writes go two-sided, where a full table
+  // refuses them visibly (TABLE_FULL) instead of after their acknowledgement. Called under
+  // the lock: it must be cheap and must not call back.
+  using HeadroomFn = std::function<bool(bool for_grant, size_t ring_bytes)>;
+  explicit RingDrainer(ApplyFn apply, HeadroomFn headroom = nullptr);
   ~RingDrainer();
   RingDrainer(const RingDrainer&) = delete;
   RingDrainer& operator=(const RingDrainer&) = delete;
@@ -144,7 +147,8 @@ class RingDrainer {
   void CheckHeadroomLocked();
 
   const ApplyFn apply_;
-  const std::function<bool()> headroom_;
+  const HeadroomFn headroom_;
+  size_t RingBytesLocked() const;
   std::atomic<int> stuck_head_ms_{kStuckHeadMs};
   std::chrono::steady_clock::time_point next_headroom_{};  // guarded by mu_
   std::mutex mu_;
