@@ -133,7 +133,10 @@ Status DropRingLossReplicas(const SlotMap& map, const std::vector<SlotLoss>& los
   for (const SlotLoss& l : losses)
     if (l.slot < map.num_slots()) lossy[l.slot].insert(l.server);
   const uint16_t replicas = map.replicas();
-  for (const auto& [s, servers] : lossy) {
+  for (const auto& entry : lossy) {
+    // Not a structured binding: lambdas below use them (clang's C++17 cannot capture those).
+    const uint32_t s = entry.first;
+    const std::set<uint32_t>& servers = entry.second;
     const uint16_t primary = out->OwnerIndex(s, 0);
     if (primary == kUnassigned) continue;
     auto id = [&](uint16_t idx) { return out->servers()[idx].id; };

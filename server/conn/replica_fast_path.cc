@@ -262,12 +262,12 @@ void ReplicaFastPath::Poll(std::vector<Done>* done) {
       f->status[i] = s;
       f->links[i] = nullptr;
       --f->waiting;
+      l->ring_flight = false;  // before a drop: the link is the connector thread's from then on
       if (l->failed || l->client->broken() || s.code() == Code::kProtocolError) {
         DropLink(l);
       } else {
         l->flight = nullptr;
       }
-      l->ring_flight = false;
     }
     if (f->waiting > 0) {
       ++k;
