@@ -64,11 +64,13 @@ class RpcExecutor {
   void SetRingDrainer(cluster::RingDrainer* rings) { rings_ = rings; }
   // The drainer's apply function (RingDrainer::ApplyFn) for a ring record: ApplyReplica's
   // checks, its verdict mapped as docs/replication-rings.md says (applied or a resend:
-  // applied; a gap, or a BACKUP slot being reclaimed: wait; anything else: refused, and the
-  // slot marked OwnershipTable::RingLoss where this server holds a replica of it, no room
-  // included). A record must name the ring's writer as its sender.
+  // applied; a gap, or a BACKUP slot being reclaimed: wait, but not on its `last_try`;
+  // anything else: refused, and the slot marked OwnershipTable::RingLoss where this server
+  // holds a replica of it, no room included). A record must name the ring's writer as its
+  // sender.
   cluster::RingDrainer::Outcome ApplyRingRecord(const cluster::ReplicaRing& ring,
-                                                const cluster::RingRecordView& record);
+                                                const cluster::RingRecordView& record,
+                                                bool last_try);
   // Counts a record the fast path wrote to a backup's ring, a ring this server granted.
   void CountRingWrite() { counters_->repl_ring_writes.fetch_add(1, std::memory_order_relaxed); }
   void CountRingGrant() { counters_->repl_ring_grants.fetch_add(1, std::memory_order_relaxed); }
@@ -138,9 +140,11 @@ class RpcExecutor {
   };
   static Status RingLossRefusal(uint32_t slot);
   // The checks and the apply of one replicated write, after its header was read: the same for
-  // a REPLICATE and a ring record. Takes the slot's stripe; never drains the rings.
+  // a REPLICATE and a ring record (`ring`: the verdicts a ring record waits at, kGap and
+  // kNotBackup, are not counted as refusals here: ApplyRingRecord counts what it refuses).
+  // Takes the slot's stripe; never drains the rings.
   Status ApplyReplica(const wire::ReplicateHeader& h, std::string_view key, std::string_view value,
-                      std::string* payload, ReplicaVerdict* verdict);
+                      std::string* payload, ReplicaVerdict* verdict, bool ring = false);
   // PUT/DELETE's table write (*payload: the entry's location for the client's cache).
   Status ApplyWrite(bool put, std::string_view key, std::string_view value, std::string* payload);
   // The reply: `code` unless OK and `s` failed (then s's code and message, counted).

@@ -81,7 +81,7 @@ Status RpcExecutor::ExecuteReplicate(const wire::Request& req, std::string* payl
 
 Status RpcExecutor::ApplyReplica(const wire::ReplicateHeader& h, std::string_view key,
                                  std::string_view value, std::string* payload,
-                                 ReplicaVerdict* verdict) {
+                                 ReplicaVerdict* verdict, bool ring) {
   const bool put = h.kind == wire::kReplicatePut;
   if (key.size() > wire::kMaxKeySize || (!put && h.kind != wire::kReplicateDelete) ||
       h.reserved[0] != 0 || h.reserved[1] != 0 || h.reserved[2] != 0 || (!put && !value.empty()) ||
@@ -94,7 +94,7 @@ Status RpcExecutor::ApplyReplica(const wire::ReplicateHeader& h, std::string_vie
   const uint32_t slot = owners_->SlotOf(key);
   const ReplicaAdmission admit(owners_, slot);
   if (!admit.admitted()) {
-    counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
+    if (!ring) counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
     *verdict = ReplicaVerdict::kNotBackup;
     return admit.Refusal("REPLICATE");
   }
@@ -138,8 +138,9 @@ Status RpcExecutor::ApplyReplica(const wire::ReplicateHeader& h, std::string_vie
       return Status::Ok();
     }
     if (h.sequence != applied + 1) {
-      counters_->repl_refused_sequence.fetch_add(1, std::memory_order_relaxed);
       *verdict = h.sequence > applied + 1 ? ReplicaVerdict::kGap : ReplicaVerdict::kUsed;
+      if (!ring || *verdict == ReplicaVerdict::kUsed)
+        counters_->repl_refused_sequence.fetch_add(1, std::memory_order_relaxed);
       return Status(Code::kInvalidArgument,
                     "REPLICATE: slot " + std::to_string(slot) + " sequence " +
                         std::to_string(h.sequence) + " is not the next one here" +
@@ -167,7 +168,8 @@ Status RpcExecutor::RingLossRefusal(uint32_t slot) {
 }
 
 cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::ReplicaRing& ring,
-                                                           const cluster::RingRecordView& r) {
+                                                           const cluster::RingRecordView& r,
+                                                           bool last_try) {
   using Outcome = cluster::RingDrainer::Outcome;
   if (owners_ == nullptr) return Outcome::kRefused;
   if (r.header.sender_id != ring.writer()) {  // a ring carries its own writer's writes only
@@ -182,14 +184,24 @@ cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::Replic
   }
   std::string payload;
   ReplicaVerdict verdict = ReplicaVerdict::kMalformed;
-  (void)ApplyReplica(r.header, r.key, r.value, &payload, &verdict);
+  (void)ApplyReplica(r.header, r.key, r.value, &payload, &verdict, true);
   const uint32_t slot = owners_->SlotOf(r.key);
   switch (verdict) {
     case ReplicaVerdict::kApplied:
     case ReplicaVerdict::kDuplicate:
       return Outcome::kApplied;
-    case ReplicaVerdict::kGap:  // its predecessor is not placed yet: never for a correct writer
-      LOG_EVERY_N(WARNING, 100) << "log ring of server " << ring.writer() << ": slot " << slot
+    case ReplicaVerdict::kGap:
+      // Its predecessor was placed in another of the writer's rings after the drainer looked
+      // there and before it found this one (the drainer's two looks narrow that window, and a
+      // slow drainer thread widens it again), or not placed at all (a writer out of step: its
+      // record stays here, and the stuck head is the ring's end when it is revoked). Taken
+      // again on the next pass, in order (repl_ring_waits; not a refusal), until its last try.
+      if (last_try) {
+        counters_->repl_refused_sequence.fetch_add(1, std::memory_order_relaxed);
+        owners_->MarkRingLoss(slot);  // admitted: a BACKUP here, lacking a placed write
+        return Outcome::kRefused;
+      }
+      LOG_EVERY_N(INFO, 100) << "log ring of server " << ring.writer() << ": slot " << slot
                                 << " record number " << r.header.sequence << " at epoch "
                                 << r.header.epoch << " waits for its predecessor (applied here: "
                                 << owners_->Sequence(slot) << ")";
@@ -198,12 +210,13 @@ cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::Replic
       const SlotState st = cluster::WordState(owners_->Word(slot));
       // A BACKUP that refused the admission is freeing entries for a moment (a reclaim
       // batch): asked again, as a REPLICATE would be.
-      if (st == SlotState::kBackup) return Outcome::kWait;
+      if (st == SlotState::kBackup && !last_try) return Outcome::kWait;
       // A replica that went on without it (promoted while the record waited): marked. No
       // replica here (released, or a copy under way that the map will name or drop), or one
       // served here already (a promotion waits for the former primary's rings, so only a
       // forgery reaches it, which must not make the coordinator demote a live primary): not.
-      if (st == SlotState::kPromoting) owners_->MarkRingLoss(slot);
+      if (st == SlotState::kPromoting || st == SlotState::kBackup) owners_->MarkRingLoss(slot);
+      counters_->repl_refused_state.fetch_add(1, std::memory_order_relaxed);
       return Outcome::kRefused;
     }
     case ReplicaVerdict::kMalformed:  // no slot to speak of; its writer's rings are revoked

@@ -265,8 +265,9 @@ Status Server::Start() {
     // counted as used, too; rings are kept while both stay under 7/8 (without the rings'
     // bytes): between the two bounds nothing flaps.
     rings = cluster_->MakeRingDrainer(
-        [exec = exec_.get()](const cluster::ReplicaRing& r, const cluster::RingRecordView& v) {
-          return exec->ApplyRingRecord(r, v);
+        [exec = exec_.get()](const cluster::ReplicaRing& r, const cluster::RingRecordView& v,
+                              bool last_try) {
+          return exec->ApplyRingRecord(r, v, last_try);
         },
         [table = table_.get()](bool for_grant, size_t ring_bytes) {
           const uint64_t num = for_grant ? 3 : 7, den = for_grant ? 4 : 8;

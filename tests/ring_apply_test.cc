@@ -8,9 +8,11 @@
 // and applied once room is made; a two-sided REPLICATE from the writer first drains its rings.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/cluster/ring_tail.h"
@@ -45,8 +47,8 @@ class RingApplyTest : public ::testing::Test {
                                           [] { return std::string(); });
     exec_->SetOwnership(owners_.get());
     drainer_ = std::make_unique<cluster::RingDrainer>(
-        [this](const cluster::ReplicaRing& r, const cluster::RingRecordView& v) {
-          return exec_->ApplyRingRecord(r, v);
+        [this](const cluster::ReplicaRing& r, const cluster::RingRecordView& v, bool last_try) {
+          return exec_->ApplyRingRecord(r, v, last_try);
         });
     exec_->SetRingDrainer(drainer_.get());
     drainer_->EndMap(kEpoch, true);
@@ -225,6 +227,28 @@ TEST_F(RingApplyTest, ARecordPastTheNextNumberWaitsForItsPredecessor) {
   EXPECT_EQ(drainer_->Drain(), 2u);
   EXPECT_EQ(Value(k), "three");
   EXPECT_EQ(drainer_->refused(), 0u);
+  EXPECT_EQ(drainer_->waited(), 1u);
+  // A wait is not a refusal (ctest replicas-rings: repl_refused_sequence stays 0).
+  EXPECT_EQ(counters_.repl_refused_sequence.load(), 0u);
+  EXPECT_FALSE(owners_->RingLoss(6));
+}
+
+// A record whose predecessor never comes waits until the stuck-head bound, then is refused on
+// its last try: the slot is marked (its writer was told it was placed) and counted.
+TEST_F(RingApplyTest, ARecordThatWaitsTooLongMarksTheSlot) {
+  drainer_->SetStuckHeadMs(1000);
+  cluster::ReplicaRing* ring = AddRing();
+  const std::string k = KeyOf(7);
+  Place(ring, Header(1, k, "one"), k, "one");
+  Place(ring, Header(3, k, "three"), k, "three");
+  EXPECT_EQ(drainer_->Drain(), 1u);
+  EXPECT_FALSE(owners_->RingLoss(7));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(drainer_->Drain(), 1u);  // consumed as refused
+  EXPECT_EQ(drainer_->refused(), 1u);
+  EXPECT_TRUE(owners_->RingLoss(7));
+  EXPECT_EQ(counters_.repl_refused_sequence.load(), 1u);
+  EXPECT_EQ(Value(k), "one");
 }
 
 TEST_F(RingApplyTest, ARecordWithoutRoomMarksTheSlot) {

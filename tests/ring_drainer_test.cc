@@ -76,7 +76,7 @@ struct Applier {
   std::vector<std::string> applied;
   std::string refuse_key;
   bool take_any_first = false;  // a new backup: its first number is whatever comes first
-  RingDrainer::Outcome operator()(const ReplicaRing&, const RingRecordView& v) {
+  RingDrainer::Outcome operator()(const ReplicaRing&, const RingRecordView& v, bool) {
     const std::string key(v.key);
     if (key == refuse_key) return RingDrainer::Outcome::kRefused;
     uint64_t& n = next.try_emplace(key[0], take_any_first ? v.header.sequence : 1).first->second;
@@ -100,7 +100,7 @@ std::unique_ptr<ReplicaRing> NewRing(uint32_t writer, int* revoked = nullptr) {
 // An applier, a drainer over it, and rings added with a writer each.
 struct Rig {
   Applier a;
-  RingDrainer d{[this](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); }};
+  RingDrainer d{[this](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); }};
   Rig() { d.EndMap(1, true); }
   std::vector<std::unique_ptr<FakeWriter>> writers;
   uint64_t last_id = 0;
@@ -115,7 +115,7 @@ struct Rig {
 
 TEST(RingDrainer, AppliesInOrderOverManyLaps) {
   Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
   d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
   ReplicaRing* raw = ring.get();
@@ -145,7 +145,7 @@ TEST(RingDrainer, AppliesInOrderOverManyLaps) {
 
 TEST(RingDrainer, ARecordStillBeingPlacedWaits) {
   Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
   d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
   ReplicaRing* raw = ring.get();
@@ -240,9 +240,9 @@ TEST(RingDrainer, RevokingAWriterFirstDrainsWhatWasPlaced) {
 TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
   std::mutex mu;
   Applier a;
-  RingDrainer d([&](const ReplicaRing& r, const RingRecordView& v) {
+  RingDrainer d([&](const ReplicaRing& r, const RingRecordView& v, bool) {
     std::lock_guard<std::mutex> l(mu);
-    return a(r, v);
+    return a(r, v, false);
   });
   d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
@@ -267,7 +267,7 @@ TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
 
 TEST(RingDrainer, AMalformedCompleteHeadRevokesItsWriter) {
   Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v) { return a(r, v); });
+  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
   d.EndMap(1, true);  // rings may be granted
   int revoked = 0, revoked_other = 0;
   auto ring = NewRing(3, &revoked), other = NewRing(3, &revoked_other);
@@ -295,7 +295,7 @@ TEST(RingDrainer, AMalformedCompleteHeadRevokesItsWriter) {
 
 TEST(RingDrainer, NoRingIsAddedWhileAMapIsAppliedOrGrantsAreOff) {
   RingDrainer d(
-      [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
+      [](const ReplicaRing&, const RingRecordView&, bool) { return RingDrainer::Outcome::kApplied; });
   uint64_t id = 0, epoch = 0;
   EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kUnavailable);  // no map applied yet
   d.EndMap(7, true);
@@ -342,7 +342,7 @@ TEST(RingDrainer, DestroyedItAppliesNothingMore) {
   int calls = 0;
   int revoked = 0;
   {
-    RingDrainer d([&calls](const ReplicaRing&, const RingRecordView&) {
+    RingDrainer d([&calls](const ReplicaRing&, const RingRecordView&, bool) {
       ++calls;
       return RingDrainer::Outcome::kApplied;
     });
@@ -359,7 +359,7 @@ TEST(RingDrainer, DestroyedItAppliesNothingMore) {
 
 TEST(RingDrainer, TheRingCountIsBounded) {
   RingDrainer d(
-      [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
+      [](const ReplicaRing&, const RingRecordView&, bool) { return RingDrainer::Outcome::kApplied; });
   d.EndMap(1, true);  // rings may be granted
   uint64_t id = 0;
   for (size_t i = 0; i < RingDrainer::kMaxRings; ++i)
@@ -398,6 +398,39 @@ TEST(RingDrainer, AHeadLeftHalfPlacedRevokesItsWriter) {
   EXPECT_EQ(r.a.applied.back(), "c-1=v");
 }
 
+// A complete head that waits (its slot's predecessor is not there) is looked at again on each
+// pass, in turn, and applied once its predecessor comes; one that still waits after the
+// stuck-head bound gets its last try: refused (a kWait then counts as refused), its writer's
+// rings revoked, and the ring, at its end, freed. A ring never holds its memory for good.
+TEST(RingDrainer, AHeadThatWaitsTooLongGetsItsLastTry) {
+  Rig r;
+  r.d.SetStuckHeadMs(1000);  // a bound the first looks below stay well within, even under TCG
+  int revoked = 0;
+  FakeWriter* w = r.AddRing(3, &revoked);
+  FakeWriter* w2 = r.AddRing(3);
+  ASSERT_TRUE(w->Place(2, "a-2", "v"));  // its predecessor comes later, in the other ring
+  r.d.Drain();
+  EXPECT_TRUE(r.a.applied.empty());
+  EXPECT_EQ(r.d.waited(), 1u);
+  r.d.Drain();
+  EXPECT_EQ(r.d.waited(), 1u);  // one record waiting, however often it is looked at
+  ASSERT_TRUE(w2->Place(1, "a-1", "v"));
+  r.d.Drain();
+  EXPECT_EQ(r.a.applied, (std::vector<std::string>{"a-1=v", "a-2=v"}));
+  EXPECT_EQ(r.d.refused(), 0u);
+  // Now one whose predecessor never comes.
+  ASSERT_TRUE(w->Place(4, "a-4", "v"));
+  r.d.Drain();
+  EXPECT_EQ(r.d.waited(), 2u);
+  EXPECT_EQ(revoked, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  r.d.Drain();
+  EXPECT_EQ(r.d.refused(), 1u);
+  EXPECT_EQ(revoked, 1);
+  EXPECT_EQ(r.d.rings(), 0u);  // both of the writer's rings, revoked and at their ends
+  EXPECT_EQ(r.a.applied.size(), 2u);
+}
+
 // A ring whose revocation failed (the NIC may still place: a WRITE in mid-message) is never
 // taken as ended at an incomplete head: it stays, its later records are applied, and its
 // writer counts as revoked for a promotion.
@@ -420,7 +453,7 @@ TEST(RingDrainer, AFailedRevocationNeverEndsARing) {
 // One peer (one writer id) cannot hold every ring: the others still get theirs.
 TEST(RingDrainer, OneWritersRingsAreBounded) {
   RingDrainer d(
-      [](const ReplicaRing&, const RingRecordView&) { return RingDrainer::Outcome::kApplied; });
+      [](const ReplicaRing&, const RingRecordView&, bool) { return RingDrainer::Outcome::kApplied; });
   d.EndMap(1, true);
   uint64_t id = 0;
   for (size_t i = 0; i < RingDrainer::kMaxRingsPerWriter; ++i)
@@ -439,9 +472,9 @@ TEST(RingDrainer, WithoutHeadroomRingsAreRefusedAndRevoked) {
   std::mutex mu;
   Applier a;
   RingDrainer d(
-      [&](const ReplicaRing& r, const RingRecordView& v) {
+      [&](const ReplicaRing& r, const RingRecordView& v, bool) {
         std::lock_guard<std::mutex> l(mu);
-        return a(r, v);
+        return a(r, v, false);
       },
       [&](bool for_grant, size_t ring_bytes) {
         if (for_grant) asked_bytes = std::max(asked_bytes.load(), ring_bytes);

@@ -274,6 +274,7 @@ void ClusterNode::AppendStats(std::vector<StatValue>* v) const {
   v->push_back(StatValue::U("repl_ring_records", rings_ ? rings_->applied() : 0));
   v->push_back(StatValue::U("repl_ring_refused", rings_ ? rings_->refused() : 0));
   v->push_back(StatValue::U("repl_ring_kept", rings_ ? rings_->kept() : 0));
+  v->push_back(StatValue::U("repl_ring_waits", rings_ ? rings_->waited() : 0));
   v->push_back(StatValue::U("repl_rings", rings_ ? rings_->rings() : 0));
   v->push_back(
       StatValue::U("repl_ring_headroom_revocations", rings_ ? rings_->headroom_revocations() : 0));

@@ -229,7 +229,7 @@ Status Coordinator::ReadLive(bool replicated, std::vector<EtcdKv>* members,
   }
   // A server being removed (its DrainRecord) takes no slot and no backup.
   std::vector<uint32_t> draining;
-  if (replicated && !ReadDraining(*leases, &draining).ok()) draining = draining_;
+  if (replicated) (void)ReadReports(&draining_, *leases, &draining);  // failed: the last answer
   for (const EtcdKv& kv : *members) {
     MemberRecord r;
     if (!MemberRecord::Decode(kv.value, &r).ok()) {

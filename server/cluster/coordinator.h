@@ -27,12 +27,16 @@
 #include <thread>
 #include <vector>
 
+#include "common/cluster/cached_leased_read.h"
 #include "common/cluster/cluster_address.h"
+#include "common/cluster/drain_record.h"
 #include "common/cluster/cluster_request.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/rebalance_plan.h"
 #include "common/cluster/replica_plan.h"
+#include "common/cluster/ring_loss_record.h"
+#include "common/cluster/suspect_record.h"
 #include "common/etcd/etcd_client.h"
 #include "server/cluster/election.h"
 #include "server/cluster/liveness_probe.h"
@@ -110,23 +114,23 @@ class Coordinator {
   void ProbeLeader();
   // Revokes the lease of a server the probe found dead (once per lease; `who` for the log).
   void RevokeDead(const MemberRecord& r, int64_t lease, const char* who);
-  // The SuspectRecords (NAME/suspects/) of live reporters, put under the reporter's membership
-  // lease (`leases`: member id -> the lease of its record): the (primary, backup) pairs to keep
-  // apart. Read at most every kSuspectsEveryMs (the last answer is kept in suspects_); records
-  // that do not decode, or live under another lease, are skipped (logged).
-  [[nodiscard]] Status ReadSuspects(const std::map<uint32_t, int64_t>& leases,
-                                    std::vector<Avoid>* out);
-  // The RingLossRecords (NAME/ringloss/) of live servers, under each one's membership lease:
-  // the (server, slot) pairs where a replica may lack an acknowledged write (a refused log
-  // ring record). Read at most every kSuspectsEveryMs (the last answer is kept in
-  // ring_losses_); others are skipped (logged).
-  [[nodiscard]] Status ReadRingLosses(const std::map<uint32_t, int64_t>& leases,
-                                      std::vector<SlotLoss>* out);
-  // The DrainRecords (NAME/draining/) of live servers, under each one's membership lease: the
-  // servers `cluster remove` is taking out of a replicated cluster. Read at most every 500 ms
-  // (the last answer is kept in draining_); others are skipped (coordinator_drain.cc).
-  [[nodiscard]] Status ReadDraining(const std::map<uint32_t, int64_t>& leases,
-                                    std::vector<uint32_t>* out);
+  // The reports live servers put under their membership leases (`leases`: member id -> the
+  // lease of its record), from one of the caches below (common/cluster/cached_leased_read.h:
+  // read at most every kReportsEveryMs; on a failed read, the last answer and the error);
+  // records that do not decode or live under another lease are skipped (logged, but for
+  // draining/: an old registration's record is no news).
+  template <class Record, class Out>
+  [[nodiscard]] Status ReadReports(CachedLeasedRead<Record, Out>* cache,
+                                   const std::map<uint32_t, int64_t>& leases,
+                                   std::vector<Out>* out) {
+    LeasedRecords<Record> got;
+    bool read = false;
+    Status s = cache->Read(etcd_, cluster_.Prefix(), leases, out, &got, &read);
+    if (read)
+      LogIgnored(cache->dir().c_str(), got.malformed,
+                 cache->dir() == "draining/" ? 0 : got.unleased, got.more);
+    return s;
+  }
   // Logs (throttled) the records of NAME/`dir` the lease filter left out.
   void LogIgnored(const char* dir, const std::vector<std::string>& malformed, size_t unleased,
                   bool more);
@@ -154,12 +158,24 @@ class Coordinator {
   std::atomic<uint64_t> ring_loss_drops_{0};
   // Re-replication pacing after a failed batch, and the pair taken next (the loop thread's).
   std::chrono::steady_clock::time_point next_rereplication_{};
-  std::chrono::steady_clock::time_point next_suspects_read_{};
-  std::vector<Avoid> suspects_;  // the last ReadSuspects answer (the loop thread's)
-  std::chrono::steady_clock::time_point next_ring_loss_read_{};
-  std::vector<SlotLoss> ring_losses_;  // the last ReadRingLosses answer (the loop thread's)
-  std::chrono::steady_clock::time_point next_draining_read_{};
-  std::vector<uint32_t> draining_;  // the last ReadDraining answer (the loop thread's)
+  // The reports (the loop thread's; ReadReports), each read at most every kReportsEveryMs:
+  static constexpr int kReportsEveryMs = 500;
+  // SuspectRecords (NAME/suspects/): the (primary, backup) pairs to keep apart;
+  CachedLeasedRead<SuspectRecord, Avoid> suspects_{
+      "suspects/", &SuspectRecord::reporter, std::chrono::milliseconds(kReportsEveryMs),
+      [](const SuspectRecord& r, std::vector<Avoid>* o) { o->push_back({r.reporter, r.backup}); }};
+  // RingLossRecords (NAME/ringloss/): the (server, slot) pairs where a replica may lack an
+  // acknowledged write (a refused log ring record);
+  CachedLeasedRead<RingLossRecord, SlotLoss> ring_losses_{
+      "ringloss/", &RingLossRecord::server, std::chrono::milliseconds(kReportsEveryMs),
+      [](const RingLossRecord& r, std::vector<SlotLoss>* o) {
+        for (uint32_t slot : r.slots) o->push_back({r.server, slot});
+      }};
+  // DrainRecords (NAME/draining/): the servers `cluster remove` is taking out of a replicated
+  // cluster (coordinator_drain.cc).
+  CachedLeasedRead<DrainRecord, uint32_t> draining_{
+      "draining/", &DrainRecord::server, std::chrono::milliseconds(kReportsEveryMs),
+      [](const DrainRecord& r, std::vector<uint32_t>* o) { o->push_back(r.server); }};
   // The leader's idle rounds (the loop thread's; docs/cluster.md, "Failover and
   // re-replication"): etcd is read again (Maintain -> Upkeep) only when the watch on the
   // cluster's prefix saw a change since the last read (dirty_), the probe found a target dead

@@ -40,7 +40,7 @@ Status Coordinator::BalanceReplicas(Election* e, uint32_t* replaced, uint32_t* h
     s = ReadLive(true, &members, &live, &leases);
     if (!s.ok()) return s;
     std::vector<Avoid> avoid;  // pairs a primary reported: never its backup
-    if (!ReadSuspects(leases, &avoid).ok()) avoid = suspects_;
+    (void)ReadReports(&suspects_, leases, &avoid);  // on a failed read, the last answer
     const std::vector<RoleStep> steps = PlanReplicaBalance(map, live, avoid);
     if (steps.empty()) return Status::Ok();
     // (kind, primary, target, replaced) -> slots, in slot order.

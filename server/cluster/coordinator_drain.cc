@@ -26,7 +26,6 @@ namespace rkv::cluster {
 
 namespace {
 // NAME/draining/ is read at most this often (an etcd range read; upkeep may run on every change).
-constexpr int kDrainingEveryMs = 500;
 // A live server's slots (copies may be needed first): less than kvctl's default --wait_ms
 // (10 minutes), so that the answer, even a failure, reaches a kvctl that waits the default.
 constexpr int kDrainLiveMs = 540000;
@@ -42,27 +41,6 @@ uint32_t RolesOf(const SlotMap& map, uint32_t id) {
   return n;
 }
 }  // namespace
-
-Status Coordinator::ReadDraining(const std::map<uint32_t, int64_t>& leases,
-                                 std::vector<uint32_t>* out) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now < next_draining_read_) {
-    *out = draining_;
-    return Status::Ok();
-  }
-  out->clear();
-  // Only under the server's current membership lease (put by a coordinator for this
-  // registration; one put by hand, or for a former process of that id, never counts).
-  LeasedRecords<DrainRecord> read;
-  Status s =
-      ReadLeasedRecords(etcd_, cluster_.Prefix(), "draining/", leases, &DrainRecord::server, &read);
-  if (!s.ok()) return s;
-  LogIgnored("draining/", read.malformed, 0, read.more);  // an old registration's: no news
-  for (const DrainRecord& r : read.kept) out->push_back(r.server);
-  draining_ = *out;
-  next_draining_read_ = now + std::chrono::milliseconds(kDrainingEveryMs);
-  return Status::Ok();
-}
 
 Status Coordinator::Drain(Election* e, const SlotMap& map, const std::vector<EtcdKv>& members,
                           uint32_t id, ClusterResult* res) {
@@ -85,7 +63,7 @@ Status Coordinator::Drain(Election* e, const SlotMap& map, const std::vector<Etc
                    {EtcdClient::Op::Put(Key(d.KeySuffix().c_str()), value, lease)}, {}, &ok);
     if (!s.ok()) return s;
     if (!ok) return Status(Code::kUnauthenticated, "no longer the coordinator");
-    next_draining_read_ = {};  // seen by the next Upkeep
+    draining_.Invalidate();  // seen by the next Upkeep
     LOG(INFO) << "cluster coordinator: server " << id << " drains (" << roles
               << " replica role(s)): its primaries fail over to their backups";
   }

@@ -45,7 +45,6 @@ namespace rkv::cluster {
 namespace {
 constexpr size_t kAddBatch = 512;
 // NAME/suspects/ is read at most this often (an etcd range read; upkeep may run on every change).
-constexpr int kSuspectsEveryMs = 500;
 bool InMap(const SlotMap& map, uint32_t id) {
   for (const ServerEntry& e : map.servers())
     if (e.id == id) return true;
@@ -109,47 +108,6 @@ void Coordinator::RevokeDead(const MemberRecord& r, int64_t lease, const char* w
                << r.port << "), found dead by the probe; its lease revoked: " << s.ToString();
 }
 
-Status Coordinator::ReadSuspects(const std::map<uint32_t, int64_t>& leases,
-                                 std::vector<Avoid>* out) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now < next_suspects_read_) {
-    *out = suspects_;
-    return Status::Ok();
-  }
-  out->clear();
-  // Only a live reporter's own report counts: it lives under the lease of its member record
-  // (common/cluster/leased_records.h).
-  LeasedRecords<SuspectRecord> read;
-  Status s = ReadLeasedRecords(etcd_, cluster_.Prefix(), "suspects/", leases,
-                               &SuspectRecord::reporter, &read);
-  if (!s.ok()) return s;
-  LogIgnored("suspects/", read.malformed, read.unleased, read.more);
-  for (const SuspectRecord& r : read.kept) out->push_back({r.reporter, r.backup});
-  suspects_ = *out;
-  next_suspects_read_ = now + std::chrono::milliseconds(kSuspectsEveryMs);
-  return Status::Ok();
-}
-
-Status Coordinator::ReadRingLosses(const std::map<uint32_t, int64_t>& leases,
-                                   std::vector<SlotLoss>* out) {
-  const auto now = std::chrono::steady_clock::now();
-  if (now < next_ring_loss_read_) {
-    *out = ring_losses_;
-    return Status::Ok();
-  }
-  out->clear();
-  LeasedRecords<RingLossRecord> read;
-  Status s = ReadLeasedRecords(etcd_, cluster_.Prefix(), "ringloss/", leases,
-                               &RingLossRecord::server, &read);
-  if (!s.ok()) return s;
-  LogIgnored("ringloss/", read.malformed, read.unleased, read.more);
-  for (const RingLossRecord& r : read.kept)
-    for (uint32_t slot : r.slots) out->push_back({r.server, slot});
-  ring_losses_ = *out;
-  next_ring_loss_read_ = now + std::chrono::milliseconds(kSuspectsEveryMs);
-  return Status::Ok();
-}
-
 void Coordinator::LogIgnored(const char* dir, const std::vector<std::string>& malformed,
                              size_t unleased, bool more) {
   for (const std::string& m : malformed) {
@@ -181,9 +139,9 @@ Status Coordinator::Maintain(Election* e, bool* replicated) {
   // Changes from here on mark it again (the watch goes on from watch_from_). The cached
   // reports are read afresh: a change may be one of them.
   dirty_ = false;
-  next_suspects_read_ = {};
-  next_ring_loss_read_ = {};
-  next_draining_read_ = {};
+  suspects_.Invalidate();
+  ring_losses_.Invalidate();
+  draining_.Invalidate();
   // Verdicts in before this upkeep are acted on by it (their leases revoked, or tried: the
   // safety round tries again) and no longer cut the watch short; one that comes during it
   // still does.
@@ -265,10 +223,9 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   // A server being removed (`cluster remove`: its DrainRecord) counts as down for failover and
   // is never a new backup, but stays a live primary for re-replication (coordinator_drain.cc).
   std::vector<uint32_t> draining;
-  s = ReadDraining(leases, &draining);
+  s = ReadReports(&draining_, leases, &draining);
   if (!s.ok()) {  // the last answer: a failed range read must not hold failover up
     LOG_EVERY_N(WARNING, 20) << "cluster coordinator: reading NAME/draining/: " << s.ToString();
-    draining = draining_;
   }
   std::vector<uint32_t> serving;
   for (uint32_t id : live_ids)
@@ -276,9 +233,8 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
   // Replicas that may lack an acknowledged write (NAME/ringloss/) leave those slots first, in
   // the same transaction as a failover: a promotion never picks one.
   std::vector<SlotLoss> losses;
-  if (s = ReadRingLosses(leases, &losses); !s.ok()) {  // the last answer, as for draining
+  if (s = ReadReports(&ring_losses_, leases, &losses); !s.ok()) {  // the last answer, as above
     LOG_EVERY_N(WARNING, 20) << "cluster coordinator: reading NAME/ringloss/: " << s.ToString();
-    losses = ring_losses_;
   }
   SlotMap base = map;
   uint32_t loss_dropped = 0, loss_promoted = 0;
@@ -305,7 +261,7 @@ Status Coordinator::Upkeep(Election* e, bool rereplicate, bool* replicated, bool
     return s;
   }
   std::vector<Avoid> avoid;
-  s = ReadSuspects(leases, &avoid);
+  s = ReadReports(&suspects_, leases, &avoid);
   if (!s.ok()) return s;
   if (!avoid.empty()) {
     SlotMap next;

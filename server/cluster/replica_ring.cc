@@ -107,6 +107,7 @@ void ReplicaRing::Consume() {
   consumed_ += peeked_;
   ++index_;
   peeked_ = 0;
+  waiting_ = false;
   Publish();
 }
 

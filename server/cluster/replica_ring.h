@@ -62,6 +62,18 @@ class ReplicaRing {
                      std::chrono::milliseconds limit) const {
     return incomplete_ && now - incomplete_since_ >= limit;
   }
+  // The drainer's apply function told it to wait with the record the last Peek returned (its
+  // slot's predecessor not applied yet): the first such call for a head starts its clock.
+  // Consume stops it.
+  void NoteWait(std::chrono::steady_clock::time_point now) {
+    if (!waiting_) waiting_since_ = now;
+    waiting_ = true;
+  }
+  // The current head has been waiting at least `limit` (NoteWait).
+  bool WaitedFor(std::chrono::steady_clock::time_point now, std::chrono::milliseconds limit) const {
+    return waiting_ && now - waiting_since_ >= limit;
+  }
+  bool waiting() const { return waiting_; }
   // Consumes the record the last Peek returned.
   void Consume();
   // Makes the NIC place nothing more (the revoker), then kRevoked. Idempotent.
@@ -97,6 +109,8 @@ class ReplicaRing {
   std::chrono::steady_clock::time_point incomplete_since_{};
   size_t incomplete_at_ = 0;  // where, and with which index, that head was
   uint64_t incomplete_index_ = 0;
+  bool waiting_ = false;  // the head waits (NoteWait), since waiting_since_
+  std::chrono::steady_clock::time_point waiting_since_{};
   std::string copy_;  // the record Peek returned, copied out of data()
 };
 

@@ -137,8 +137,16 @@ size_t RingDrainer::DrainLocked(uint32_t writer, size_t max) {
     for (auto& [order, ring] : heads) {
       RingRecordView v;
       if (!ring->Peek(&v)) continue;
-      const Outcome o = apply_(*ring, v);
-      if (o == Outcome::kWait) continue;
+      const auto now = std::chrono::steady_clock::now();
+      const bool last_try =
+          ring->WaitedFor(now, std::chrono::milliseconds(stuck_head_ms_.load()));
+      Outcome o = apply_(*ring, v, last_try);
+      if (o == Outcome::kWait && !last_try) {
+        if (!ring->waiting()) waited_.fetch_add(1, std::memory_order_relaxed);
+        ring->NoteWait(now);
+        continue;
+      }
+      if (o == Outcome::kWait) o = Outcome::kRefused;  // see ApplyFn
       if (o == Outcome::kKept) {
         if (ring->state() == ReplicaRing::State::kOpen) {
           kept_.fetch_add(1, std::memory_order_relaxed);

@@ -54,13 +54,19 @@ namespace rkv::cluster {
 class RingDrainer {
  public:
   enum class Outcome { kApplied, kWait, kRefused, kKept };
-  using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record)>;
+  // `last_try`: the record has been waiting kStuckHeadMs (every earlier call for it said
+  // kWait): the function must not wait again (a kWait then counts as kRefused). A correct
+  // writer's record waits only for a predecessor in another of its rings, found on the next
+  // pass; one that still waits is out of step, and its ring would hold its memory forever.
+  using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record,
+                                        bool last_try)>;
   static constexpr size_t kMaxRings = 64;  // 64 MiB pinned at the default ring size
   // One writer (one primary) holds at most this many: a peer cannot take every ring.
   static constexpr size_t kMaxRingsPerWriter = 16;
   // An open ring whose head stays incomplete this long is taken as malformed (rule 8: its
   // writer died or stalled mid-WRITE; that record was never acknowledged): its writer's rings
   // are revoked, and on a revoked ring an incomplete head is the end. SetStuckHeadMs: tests.
+  // A complete head that waits this long gets its last try (ApplyFn).
   static constexpr int kStuckHeadMs = 5000;
   void SetStuckHeadMs(int ms) { stuck_head_ms_ = ms; }
   // How often the thread asks the headroom function while it holds rings.
@@ -134,6 +140,8 @@ class RingDrainer {
   uint64_t applied() const { return applied_.load(std::memory_order_relaxed); }
   uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
   uint64_t kept() const { return kept_.load(std::memory_order_relaxed); }
+  // Records that waited (ApplyFn said kWait) before they were applied or refused.
+  uint64_t waited() const { return waited_.load(std::memory_order_relaxed); }
   // Times the thread revoked every ring because the headroom function said no.
   uint64_t headroom_revocations() const { return headroom_revocations_.load(); }
 
@@ -161,7 +169,7 @@ class RingDrainer {
   bool stop_ = false;  // guarded by mu_
   bool kick_ = false;  // guarded by mu_: a ring was added
   std::thread thread_;
-  std::atomic<uint64_t> applied_{0}, refused_{0}, kept_{0}, headroom_revocations_{0};
+  std::atomic<uint64_t> applied_{0}, refused_{0}, kept_{0}, waited_{0}, headroom_revocations_{0};
 };
 
 }  // namespace rkv::cluster

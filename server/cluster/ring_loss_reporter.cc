@@ -40,7 +40,9 @@ void RingLossReporter::Loop() {
 bool RingLossReporter::Check() {
   const uint64_t gen = o_.owners->RingLossGeneration();
   const int64_t lease = o_.lease();
-  if (gen == put_gen_ && (lease == put_lease_ || !in_etcd_)) return true;
+  const auto now = std::chrono::steady_clock::now();
+  const bool refresh = in_etcd_ && now - put_at_ >= std::chrono::milliseconds(kRefreshMs);
+  if (gen == put_gen_ && (lease == put_lease_ || !in_etcd_) && !refresh) return true;
   if (lease == 0) return true;  // not registered now: put once it is (under its lease)
   RingLossRecord r;
   r.server = o_.my_id;
@@ -65,6 +67,8 @@ bool RingLossReporter::Check() {
     put_gen_ = gen;
     return true;
   }
+  put_at_ = now;
+  if (!r.slots.empty() && in_etcd_ && gen == put_gen_ && lease == put_lease_) return true;  // refreshed
   LOG(WARNING) << (r.slots.empty() ? "no slot lacks a write any more: deleted "
                                    : "slots that may lack an acknowledged write (" +
                                          std::to_string(r.slots.size()) + ") reported at ")

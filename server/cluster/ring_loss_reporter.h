@@ -11,8 +11,10 @@
 // deletes the key when no slot is marked. The coordinator then takes this server out of those
 // slots' replicas (common/cluster/replica_plan.h, DropRingLossReplicas); the map that drops it
 // releases the slot here, which clears the mark, and the next put (or the delete) says so; a
-// slot copied here afresh is cleared the same way. A failed etcd call is tried again after
-// kRetryMs.
+// slot copied here afresh is cleared the same way. While slots are marked the record is put
+// again every kRefreshMs even without a change (one etcd call; so a record deleted by
+// someone else, or lost to an etcd restored from an older snapshot, comes back). A failed etcd
+// call is tried again after kRetryMs.
 // Thread safety: reports() and failures() from any thread. Ownership: borrows the EtcdClient
 // and the OwnershipTable (both outlive it); the functions it is given must stay callable until
 // it is destroyed; owns its thread, stopped by the destructor once its current etcd call
@@ -21,6 +23,7 @@
 #define RKV_SERVER_CLUSTER_RING_LOSS_REPORTER_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -46,6 +49,7 @@ class RingLossReporter {
  public:
   static constexpr int kCheckMs = 100;
   static constexpr int kRetryMs = 1000;
+  static constexpr int kRefreshMs = 5000;
 
   explicit RingLossReporter(RingLossReporterOptions o);
   ~RingLossReporter();
@@ -69,6 +73,7 @@ class RingLossReporter {
   uint64_t put_gen_ = 0;
   int64_t put_lease_ = 0;
   bool in_etcd_ = false;
+  std::chrono::steady_clock::time_point put_at_{};  // the last put
   std::atomic<uint64_t> reports_{0}, failures_{0};
   std::atomic<uint32_t> reported_{0};
   std::thread thread_;

@@ -124,11 +124,13 @@ void ReplicaFastPath::AdoptLinks() {
 
 void ReplicaFastPath::Tick() {
   if (has_ready_.load(std::memory_order_acquire)) AdoptLinks();
-  const auto idle_before = Clock::now() - std::chrono::milliseconds(kIdleMs);
+  const Clock::time_point now = Clock::now();
+  const auto idle_before = now - std::chrono::milliseconds(kIdleMs);
   for (auto& [backup, pool] : links_)
     for (size_t i = 0; i < pool.size();) {
       Link* l = pool[i].get();
-      if (l->flight == nullptr && l->last_used < idle_before) {
+      const bool retry_ring = l->ring_retry != Clock::time_point{} && l->ring_retry <= now;
+      if (l->flight == nullptr && (l->last_used < idle_before || retry_ring)) {
         DropLink(l);  // erases pool[i]
       } else {
         ++i;
@@ -393,6 +395,11 @@ void ReplicaFastPath::ConnectorLoop() {
       if (!g.ok()) {
         LOG_EVERY_N(INFO, 20) << "replication link to server " << t.backup
                               << ": no log ring: " << g.ToString();
+        // Refused for now (no headroom, a map being applied, the writer's bound, an epoch
+        // not yet applied there): a later link asks again. Malformed or never: not asked.
+        const Code k = g.code();
+        if (k != Code::kInvalidArgument && k != Code::kBadRequest && k != Code::kProtocolError)
+          link->ring_retry = Clock::now() + std::chrono::milliseconds(kRingRetryMs);
       }
     }
     if (s.ok()) {

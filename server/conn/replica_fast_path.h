@@ -71,6 +71,9 @@ class ReplicaFastPath {
   static constexpr int kWaitMs = 1000;
   static constexpr int kBackoffMs = 1000;
   static constexpr int kIdleMs = 10000;
+  // A link whose backup refused it a ring for now (no headroom, a map being applied, its
+  // writer's bound): closed once free after this long, so that its replacement asks again.
+  static constexpr int kRingRetryMs = 10000;
   using Clock = std::chrono::steady_clock;
   // Any thread: hands a reply to the connection's worker (Worker::Reply).
   using ReplyFn = std::function<void(std::shared_ptr<Conn>, std::string)>;
@@ -115,6 +118,9 @@ class ReplicaFastPath {
     Clock::time_point last_used;
     std::unique_ptr<RingLink> ring;  // the backup's log ring for it (null: none)
     bool ring_flight = false;        // its write went to the ring (no reply comes)
+    // Refused a ring for now: closed once free after this (its replacement asks again).
+    // Unset: never (it has one, rings are off, or the backup takes none at all).
+    Clock::time_point ring_retry{};
   };
   struct Flight {
     std::shared_ptr<Conn> conn;

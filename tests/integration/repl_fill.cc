@@ -5,8 +5,9 @@
 // PUTs keys fill-0, fill-1, ... (values of value_size bytes, each naming its key) until `keys`
 // or until 40 PUTs in a row failed; with --pause_file, creates F then and waits (up to 15
 // minutes) until F is gone (the caller rebalances the full cluster meanwhile); then DELETEs
-// every key whose PUT's outcome was unknown (TIMEOUT) and every fifth acknowledged key, PUTs a
-// small value to a new key of each slot, and reads every key back.
+// every key whose PUT's outcome was unknown (TIMEOUT) and every fifth (--delete_every) acknowledged key, PUTs a
+// small value to a new key of each slot (--then_write_ms: and rewrites them that long), and
+// reads every key back.
 // The rules (server/cluster/replicator.h): a write no replica could take fails TABLE_FULL (as a
 // single server's would), never UNAVAILABLE (a slot blocked by an earlier write) or
 // CONNECTION_LOST; a write the backups applied but the primary's table could not take is
@@ -17,6 +18,7 @@
 #include <gflags/gflags.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -30,6 +32,8 @@ DEFINE_string(cluster, "", "etcd://HOST:PORT/NAME of a replicated cluster");
 DEFINE_int32(value_size, 30000, "bytes per value");
 DEFINE_int32(keys, 4000, "PUTs at most");
 DEFINE_string(pause_file, "", "after the PUTs, create this file and wait until it is gone");
+DEFINE_int32(delete_every, 5, "then DELETE every Nth acknowledged key (1: every one)");
+DEFINE_int32(then_write_ms, 0, "after the small PUTs, keep rewriting them for this long");
 
 namespace {
 std::string ValueOf(const std::string& key, size_t n) {
@@ -106,7 +110,7 @@ int main(int argc, char** argv) {
   }
   int n = 0;
   for (auto& [key, value] : want) {
-    if (value.empty() || n++ % 5 != 0) continue;
+    if (value.empty() || n++ % std::max(FLAGS_delete_every, 1) != 0) continue;
     s = c->Delete(key);
     if (!s.ok()) {
       wrong("DELETE of " + key, s);
@@ -127,6 +131,23 @@ int main(int argc, char** argv) {
       wrong("PUT " + key + " after deletes", s);
     }
   }
+  // Then more small writes, one after the other on the same connections (a log ring refused
+  // while the cluster was full is asked for again: tests/integration/replicas.sh, ringroom).
+  int rewrites = 0;
+  const auto write_until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(FLAGS_then_write_ms);
+  while (FLAGS_then_write_ms > 0 && std::chrono::steady_clock::now() < write_until) {
+    const std::string key = "small-" + std::to_string(rewrites % 50);
+    const std::string value = "r" + std::to_string(rewrites) + key;
+    s = c->Put(key, value);
+    ++rewrites;
+    if (s.ok()) {
+      want[key] = value;
+    } else {
+      wrong("PUT " + key + " (a rewrite)", s);
+      want.erase(key);  // its value is not known now: not read back
+    }
+  }
   int checked = 0;
   for (const auto& [key, value] : want) {
     std::string got;
@@ -140,7 +161,7 @@ int main(int argc, char** argv) {
   for (const auto& [code, count] : codes) summary += " " + code + " " + std::to_string(count);
   std::printf(
       "repl_fill: %d PUTs:%s; %zu of unknown outcome deleted, %d deletes in all; %d small PUTs "
-      "after; %d keys read back; %d wrong\n",
-      i, summary.c_str(), unknown.size(), deleted, small_ok, checked, bad);
+      "after, %d rewrites; %d keys read back; %d wrong\n",
+      i, summary.c_str(), unknown.size(), deleted, small_ok, rewrites, checked, bad);
   return bad == 0 && codes["TABLE_FULL"] + codes["TIMEOUT"] > 0 ? 0 : 1;
 }

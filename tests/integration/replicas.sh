@@ -22,7 +22,8 @@
 #  - R=3: two of three servers killed one after the other, the second as soon as the first was
 #    failed over (its live backups kept, resynced by the promoted server: checked with two
 #    slots left differing by repl_probe): nothing acknowledged is lost;
-#  - a full replica (repl_fill);
+#  - a full replica (repl_fill); with log rings, a backup past 7/8 of its table revokes them,
+#    and with room again rings are granted again on the same connections (ringroom);
 #  - `cluster rebalance` onto a fourth server under lin_load: even shares of replicas and
 #    primaries, nothing lost, linearizable; a new server killed during a rebalance onto it; the
 #    coordinator killed during one (another carries the request, no slot stays IMPORTING);
@@ -34,8 +35,8 @@
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
 # RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
-# kill, zombie, coord, remove, ringloss (only with RKV_REPL_SERVER_FLAGS=--replication_rings),
-# r3, full, balance, restart, disk; default all).
+# kill, zombie, coord, remove, ringloss and ringroom (only with
+# RKV_REPL_SERVER_FLAGS=--replication_rings), r3, full, balance, restart, disk; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -367,6 +368,40 @@ touch "$logs/ringloss.stop"
 wait $lpid; judge ringloss $? "a backup lacking a ring record taken out, its primary then killed"
 start_server "$pi" "$cl" || fail "server $pi back after the ring loss case"
 full "$cl" 2 180 || fail "re-replication after the ring loss case" "$(cat "$logs/status.now")"
+
+fi
+
+if want ringroom && [[ " ${RKV_REPL_SERVER_FLAGS:-} " == *" --replication_rings "* ]]; then
+# 6b. with log rings: their capacity rule, end to end. Two 8 MiB servers (R=2) filled by
+# repl_fill until writes fail: past 7/8 of its table a backup revokes every ring
+# (repl_ring_headroom_revocations) and refuses new ones; every acknowledged value reads back.
+# Then every key is deleted and small writes go on, one after the other, on the same
+# connections: a link its backup refused a ring for now is closed once free 10 s later and
+# the link made in its place asks again, so rings are granted again (repl_ring_grants rises
+# after the fill) and writes go to them (repl_ring_writes rises).
+clr=etcd://127.0.0.1:2379/repring
+ctl --server="$clr" cluster init --slots=64 --replicas=2 > "$logs/initr.out" 2>&1 ||
+  fail "cluster init (ring room)" "$(cat "$logs/initr.out")"
+start_server 8 "$clr" 8M || fail "ring room: server 8 started"
+start_server 9 "$clr" 8M || fail "ring room: server 9 started"
+ctl --server="$clr" cluster rebalance > "$logs/rebalancer.out" 2>&1
+full "$clr" 2 30 || fail "ring room: placement" "$(cat "$logs/status.now")"
+rsum() { local t=0 v i; for i in 8 9; do v=$(stat_of "$i" "$1"); t=$((t + ${v:-0})); done; echo $t; }
+"$build/repl_fill" --cluster="$clr" --pause_file="$logs/fillr.pause" --delete_every=1 \
+  --then_write_ms=30000 > "$logs/fillr.out" 2>&1 &
+fpid=$!
+for _ in $(seq 3000); do [ -e "$logs/fillr.pause" ] || ! kill -0 $fpid 2>/dev/null && break; sleep 0.2; done
+g1=$(rsum repl_ring_grants); w1=$(rsum repl_ring_writes); hr=$(rsum repl_ring_headroom_revocations)
+rm -f "$logs/fillr.pause"
+wait $fpid; frc=$?
+g2=$(rsum repl_ring_grants); w2=$(rsum repl_ring_writes)
+[ $frc = 0 ] && [ "$g1" -gt 0 ] && [ "$hr" -gt 0 ] &&
+  pass "ring room: filled until writes failed, rings revoked for room ($hr revocation(s), $g1 grant(s) by then): $(grep "^repl_fill: [0-9]" "$logs/fillr.out")" ||
+  fail "ring room: the fill" "rc $frc, grants $g1, headroom revocations $hr: $(tail -6 "$logs/fillr.out")"
+[ "$g2" -gt "$g1" ] && [ "$w2" -gt "$w1" ] &&
+  pass "ring room: with room again rings are granted again (grants $g1 -> $g2, ring writes $w1 -> $w2)" ||
+  fail "ring room: rings after the deletes" "grants $g1 -> $g2, ring writes $w1 -> $w2"
+for i in 8 9; do kill "${spid[$i]}" 2>/dev/null; done
 
 fi
 

@@ -19,6 +19,7 @@
 #  - over the whole run: linearizable (checker), every acknowledged write there and every
 #    acknowledged delete still deleted, the longest stretches without a successful write and
 #    read reported.
+# RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings).
 # One "[case PASS|FAIL] replicas-partition: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas_partition.sh BUILD_DIR}" && pwd) || exit 2
@@ -64,7 +65,7 @@ ctl --server="$cl" cluster init --slots=64 --replicas=3 > "$logs/init.out" 2>&1 
 for i in 0 1 2; do
   tools/sandbox-peer --host="${host[$i]}" spawn --timeout 1300 sh -c "exec '$build/kvserver' \
     --listen=${saddr[$i]}:${sport[$i]} --memory=32M --allow_unauthenticated --cluster=$cl \
-    >> '$logs/server$i.log' 2>&1" > /dev/null
+    ${RKV_REPL_SERVER_FLAGS:-} >> '$logs/server$i.log' 2>&1" > /dev/null
   up "$i" || fail "server $i (VM ${host[$i]}) started" "$(tail -5 "$logs/server$i.log")"
 done
 ctl --server="$cl" cluster rebalance > "$logs/rebalance.out" 2>&1
