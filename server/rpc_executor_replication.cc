@@ -202,9 +202,9 @@ cluster::RingDrainer::Outcome RpcExecutor::ApplyRingRecord(const cluster::Replic
         return Outcome::kRefused;
       }
       LOG_EVERY_N(INFO, 100) << "log ring of server " << ring.writer() << ": slot " << slot
-                                << " record number " << r.header.sequence << " at epoch "
-                                << r.header.epoch << " waits for its predecessor (applied here: "
-                                << owners_->Sequence(slot) << ")";
+                             << " record number " << r.header.sequence << " at epoch "
+                             << r.header.epoch << " waits for its predecessor (applied here: "
+                             << owners_->Sequence(slot) << ")";
       return Outcome::kWait;
     case ReplicaVerdict::kNotBackup: {
       const SlotState st = cluster::WordState(owners_->Word(slot));

@@ -266,9 +266,7 @@ Status Server::Start() {
     // bytes): between the two bounds nothing flaps.
     rings = cluster_->MakeRingDrainer(
         [exec = exec_.get()](const cluster::ReplicaRing& r, const cluster::RingRecordView& v,
-                              bool last_try) {
-          return exec->ApplyRingRecord(r, v, last_try);
-        },
+                             bool last_try) { return exec->ApplyRingRecord(r, v, last_try); },
         [table = table_.get()](bool for_grant, size_t ring_bytes) {
           const uint64_t num = for_grant ? 3 : 7, den = for_grant ? 4 : 8;
           const uint64_t heap = table->heap_capacity();

@@ -100,7 +100,8 @@ std::unique_ptr<ReplicaRing> NewRing(uint32_t writer, int* revoked = nullptr) {
 // An applier, a drainer over it, and rings added with a writer each.
 struct Rig {
   Applier a;
-  RingDrainer d{[this](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); }};
+  RingDrainer d{
+      [this](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); }};
   Rig() { d.EndMap(1, true); }
   std::vector<std::unique_ptr<FakeWriter>> writers;
   uint64_t last_id = 0;
@@ -115,7 +116,8 @@ struct Rig {
 
 TEST(RingDrainer, AppliesInOrderOverManyLaps) {
   Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
+  RingDrainer d(
+      [&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
   d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
   ReplicaRing* raw = ring.get();
@@ -145,7 +147,8 @@ TEST(RingDrainer, AppliesInOrderOverManyLaps) {
 
 TEST(RingDrainer, ARecordStillBeingPlacedWaits) {
   Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
+  RingDrainer d(
+      [&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
   d.EndMap(1, true);  // rings may be granted
   auto ring = NewRing(3);
   ReplicaRing* raw = ring.get();
@@ -267,7 +270,8 @@ TEST(RingDrainer, TheThreadDrainsOnItsOwn) {
 
 TEST(RingDrainer, AMalformedCompleteHeadRevokesItsWriter) {
   Applier a;
-  RingDrainer d([&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
+  RingDrainer d(
+      [&a](const ReplicaRing& r, const RingRecordView& v, bool) { return a(r, v, false); });
   d.EndMap(1, true);  // rings may be granted
   int revoked = 0, revoked_other = 0;
   auto ring = NewRing(3, &revoked), other = NewRing(3, &revoked_other);
@@ -294,8 +298,9 @@ TEST(RingDrainer, AMalformedCompleteHeadRevokesItsWriter) {
 }
 
 TEST(RingDrainer, NoRingIsAddedWhileAMapIsAppliedOrGrantsAreOff) {
-  RingDrainer d(
-      [](const ReplicaRing&, const RingRecordView&, bool) { return RingDrainer::Outcome::kApplied; });
+  RingDrainer d([](const ReplicaRing&, const RingRecordView&, bool) {
+    return RingDrainer::Outcome::kApplied;
+  });
   uint64_t id = 0, epoch = 0;
   EXPECT_EQ(d.Add(NewRing(3), &id).code(), Code::kUnavailable);  // no map applied yet
   d.EndMap(7, true);
@@ -358,8 +363,9 @@ TEST(RingDrainer, DestroyedItAppliesNothingMore) {
 }
 
 TEST(RingDrainer, TheRingCountIsBounded) {
-  RingDrainer d(
-      [](const ReplicaRing&, const RingRecordView&, bool) { return RingDrainer::Outcome::kApplied; });
+  RingDrainer d([](const ReplicaRing&, const RingRecordView&, bool) {
+    return RingDrainer::Outcome::kApplied;
+  });
   d.EndMap(1, true);  // rings may be granted
   uint64_t id = 0;
   for (size_t i = 0; i < RingDrainer::kMaxRings; ++i)
@@ -452,8 +458,9 @@ TEST(RingDrainer, AFailedRevocationNeverEndsARing) {
 
 // One peer (one writer id) cannot hold every ring: the others still get theirs.
 TEST(RingDrainer, OneWritersRingsAreBounded) {
-  RingDrainer d(
-      [](const ReplicaRing&, const RingRecordView&, bool) { return RingDrainer::Outcome::kApplied; });
+  RingDrainer d([](const ReplicaRing&, const RingRecordView&, bool) {
+    return RingDrainer::Outcome::kApplied;
+  });
   d.EndMap(1, true);
   uint64_t id = 0;
   for (size_t i = 0; i < RingDrainer::kMaxRingsPerWriter; ++i)

@@ -47,7 +47,8 @@ class RingLossReporterTest : public ::testing::Test {
     EXPECT_TRUE(etcd_->Get(Key(), &found, &kv, nullptr).ok());
     if (!found) return false;
     RingLossRecord d;
-    EXPECT_TRUE(RingLossRecord::Decode(Key().substr(o_.cluster.Prefix().size()), kv.value, &d).ok());
+    EXPECT_TRUE(
+        RingLossRecord::Decode(Key().substr(o_.cluster.Prefix().size()), kv.value, &d).ok());
     if (r != nullptr) *r = d;
     if (lease != nullptr) *lease = kv.lease;
     return true;

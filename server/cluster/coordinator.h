@@ -29,8 +29,8 @@
 
 #include "common/cluster/cached_leased_read.h"
 #include "common/cluster/cluster_address.h"
-#include "common/cluster/drain_record.h"
 #include "common/cluster/cluster_request.h"
+#include "common/cluster/drain_record.h"
 #include "common/cluster/member_record.h"
 #include "common/cluster/migration_record.h"
 #include "common/cluster/rebalance_plan.h"
@@ -163,7 +163,9 @@ class Coordinator {
   // SuspectRecords (NAME/suspects/): the (primary, backup) pairs to keep apart;
   CachedLeasedRead<SuspectRecord, Avoid> suspects_{
       "suspects/", &SuspectRecord::reporter, std::chrono::milliseconds(kReportsEveryMs),
-      [](const SuspectRecord& r, std::vector<Avoid>* o) { o->push_back({r.reporter, r.backup}); }};
+      [](const SuspectRecord& r, std::vector<Avoid>* o) {
+        o->push_back({r.reporter, r.backup});
+      }};
   // RingLossRecords (NAME/ringloss/): the (server, slot) pairs where a replica may lack an
   // acknowledged write (a refused log ring record);
   CachedLeasedRead<RingLossRecord, SlotLoss> ring_losses_{

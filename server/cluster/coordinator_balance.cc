@@ -39,7 +39,7 @@ Status Coordinator::BalanceReplicas(Election* e, uint32_t* replaced, uint32_t* h
     std::map<uint32_t, int64_t> leases;
     s = ReadLive(true, &members, &live, &leases);
     if (!s.ok()) return s;
-    std::vector<Avoid> avoid;  // pairs a primary reported: never its backup
+    std::vector<Avoid> avoid;                       // pairs a primary reported: never its backup
     (void)ReadReports(&suspects_, leases, &avoid);  // on a failed read, the last answer
     const std::vector<RoleStep> steps = PlanReplicaBalance(map, live, avoid);
     if (steps.empty()) return Status::Ok();

@@ -138,8 +138,7 @@ size_t RingDrainer::DrainLocked(uint32_t writer, size_t max) {
       RingRecordView v;
       if (!ring->Peek(&v)) continue;
       const auto now = std::chrono::steady_clock::now();
-      const bool last_try =
-          ring->WaitedFor(now, std::chrono::milliseconds(stuck_head_ms_.load()));
+      const bool last_try = ring->WaitedFor(now, std::chrono::milliseconds(stuck_head_ms_.load()));
       Outcome o = apply_(*ring, v, last_try);
       if (o == Outcome::kWait && !last_try) {
         if (!ring->waiting()) waited_.fetch_add(1, std::memory_order_relaxed);

@@ -58,8 +58,8 @@ class RingDrainer {
   // kWait): the function must not wait again (a kWait then counts as kRefused). A correct
   // writer's record waits only for a predecessor in another of its rings, found on the next
   // pass; one that still waits is out of step, and its ring would hold its memory forever.
-  using ApplyFn = std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record,
-                                        bool last_try)>;
+  using ApplyFn =
+      std::function<Outcome(const ReplicaRing& ring, const RingRecordView& record, bool last_try)>;
   static constexpr size_t kMaxRings = 64;  // 64 MiB pinned at the default ring size
   // One writer (one primary) holds at most this many: a peer cannot take every ring.
   static constexpr size_t kMaxRingsPerWriter = 16;

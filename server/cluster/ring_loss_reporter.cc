@@ -68,7 +68,8 @@ bool RingLossReporter::Check() {
     return true;
   }
   put_at_ = now;
-  if (!r.slots.empty() && in_etcd_ && gen == put_gen_ && lease == put_lease_) return true;  // refreshed
+  if (!r.slots.empty() && in_etcd_ && gen == put_gen_ && lease == put_lease_)
+    return true;  // refreshed
   LOG(WARNING) << (r.slots.empty() ? "no slot lacks a write any more: deleted "
                                    : "slots that may lack an acknowledged write (" +
                                          std::to_string(r.slots.size()) + ") reported at ")

@@ -5,12 +5,11 @@
 // PUTs keys fill-0, fill-1, ... (values of value_size bytes, each naming its key) until `keys`
 // or until 40 PUTs in a row failed; with --pause_file, creates F then and waits (up to 15
 // minutes) until F is gone (the caller rebalances the full cluster meanwhile); then DELETEs
-// every key whose PUT's outcome was unknown (TIMEOUT) and every fifth (--delete_every) acknowledged key, PUTs a
-// small value to a new key of each slot (--then_write_ms: and rewrites them that long), and
-// reads every key back.
-// The rules (server/cluster/replicator.h): a write no replica could take fails TABLE_FULL (as a
-// single server's would), never UNAVAILABLE (a slot blocked by an earlier write) or
-// CONNECTION_LOST; a write the backups applied but the primary's table could not take is
+// every key whose PUT's outcome was unknown (TIMEOUT) and every fifth (--delete_every) acknowledged
+// key, PUTs a small value to a new key of each slot (--then_write_ms: and rewrites them that long),
+// and reads every key back. The rules (server/cluster/replicator.h): a write no replica could take
+// fails TABLE_FULL (as a single server's would), never UNAVAILABLE (a slot blocked by an earlier
+// write) or CONNECTION_LOST; a write the backups applied but the primary's table could not take is
 // TIMEOUT (kept) and a DELETE of its key then succeeds (it supersedes the kept write); an
 // acknowledged value reads back; a deleted key reads NOT_FOUND.
 // Prints a summary line `repl_fill: ...`; exit 0 when every rule held, 1 otherwise, 2 on a
