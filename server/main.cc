@@ -108,10 +108,11 @@ DEFINE_bool(replicate_on_worker, true,
             "the worker that received it, with no hand-off to a write thread (docs/cluster.md, "
             "\"The replicated write's fast path\"); false: every replicated write goes through "
             "the write pool");
-DEFINE_bool(replication_rings, false,
+DEFINE_bool(replication_rings, true,
             "--cluster with replicas: one-sided replication through log rings (a primary "
             "writes its replicated writes into rings its backups granted; a backup without "
-            "--data_dir grants them; docs/replication-rings.md; being built: off by default)");
+            "--data_dir grants them; docs/replication-rings.md); false: every replicated write "
+            "is a REPLICATE send");
 DEFINE_int32(replication_ring_kib, 1024,
              "--replication_rings: KiB per log ring (64..16384; a record larger than an eighth "
              "of it goes two-sided)");

@@ -30,9 +30,9 @@ struct ServerOptions {
   // A replicated write goes to the backups from the worker that received it
   // (server/conn/replica_fast_path.h); false: through the write pool.
   bool replicate_on_worker = true;
-  // One-sided replication (docs/replication-rings.md; being built): the fast path writes to
-  // log rings its backups granted, and a memory-only backup grants them, of this many bytes.
-  bool replication_rings = false;
+  // One-sided replication (docs/replication-rings.md): the fast path writes to log rings its
+  // backups granted, and a memory-only backup grants them, of this many bytes.
+  bool replication_rings = true;
   size_t replication_ring_bytes = 1 << 20;
   // With --data_dir: a server whose log fails steps down, and probes its directory again after
   // this long (doubling; docs/cluster.md, "A failing disk").

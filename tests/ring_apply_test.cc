@@ -228,7 +228,7 @@ TEST_F(RingApplyTest, ARecordPastTheNextNumberWaitsForItsPredecessor) {
   EXPECT_EQ(Value(k), "three");
   EXPECT_EQ(drainer_->refused(), 0u);
   EXPECT_EQ(drainer_->waited(), 1u);
-  // A wait is not a refusal (ctest replicas-rings: repl_refused_sequence stays 0).
+  // A wait is not a refusal (ctest replicas: repl_refused_sequence stays 0).
   EXPECT_EQ(counters_.repl_refused_sequence.load(), 0u);
   EXPECT_FALSE(owners_->RingLoss(6));
 }

@@ -21,8 +21,8 @@
 // ring_grant: RING_GRANT requests to the backup (RingGrant below): a short request, writer 0,
 // a writer named from another server's address, an epoch this backup has not applied, then a
 // valid grant (as the primary, from its address) and a second one on the same connection. Each
-// must get its refusal and the valid one a ring; against servers without
-// --replication_rings every request is refused as such ("rings off" is printed).
+// must get its refusal and the valid one a ring; against servers with
+// --replication_rings=false every request is refused as such ("rings off" is printed).
 //   repl_probe --cluster=... --test_case=ring_loss  (R = 2, backups taking log rings)
 // makes a backup refuse a log ring record after its primary was told it was placed: picks a
 // key K whose slot has a primary P and a backup B, writes "v1" through the cluster, sends B, as

@@ -33,10 +33,10 @@
 #    is lost; space freed, two replicas per slot return.
 # Finally no server log holds a sanitizer report or a failed CHECK.
 # RKV_REPL_SERVER: the kvserver binary (default BUILD_DIR/kvserver; e.g. a ThreadSanitizer build).
-# RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings).
+# RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings=false).
 # RKV_REPL_SECTIONS: comma-separated sections to run after the placement and load cases (bad,
-# kill, zombie, coord, remove, ringloss and ringroom (only with
-# RKV_REPL_SERVER_FLAGS=--replication_rings), r3, full, balance, restart, disk; default all).
+# kill, zombie, coord, remove, ringloss and ringroom (only with log rings: not with
+# RKV_REPL_SERVER_FLAGS=--replication_rings=false), r3, full, balance, restart, disk; default all).
 # One "[case PASS|FAIL] replicas: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas.sh BUILD_DIR [ADDR LOG_DIR]}" && pwd) || exit 2
@@ -107,6 +107,11 @@ stat_of() {  # stat_of I NAME
 }
 . "$(dirname "$0")/cluster_status.sh"  # wait_status, full
 want() { [ -z "${RKV_REPL_SECTIONS:-}" ] || [[ ",$RKV_REPL_SECTIONS," == *",$1,"* ]]; }
+# Log rings (kvserver --replication_rings, on by default) unless the flags turn them off.
+rings_on() {
+  [[ " ${RKV_REPL_SERVER_FLAGS:-} " != *" --replication_rings=false "* &&
+     " ${RKV_REPL_SERVER_FLAGS:-} " != *" --noreplication_rings "* ]]
+}
 
 cl=etcd://127.0.0.1:2379/rep
 ctl --server="$cl" cluster init --slots=256 --replicas=2 > "$logs/init.out" 2>&1 ||
@@ -154,9 +159,9 @@ for c in old_epoch forged gap old_sequence not_backup short bad_digest elsewhere
   fi
 done
 # RING_GRANT: each malformed, forged or premature request refused, a valid one granted once per
-# connection (servers with --replication_rings); without the flag every request is refused so.
+# connection (servers with log rings); with --replication_rings=false every request is refused so.
 "$build/repl_probe" --cluster="$cl" --test_case=ring_grant > "$logs/probe-ring_grant.out" 2>&1; prc=$?
-rings_want="rings off"; [[ " ${RKV_REPL_SERVER_FLAGS:-} " == *" --replication_rings "* ]] && rings_want="rings on"
+rings_want="rings off"; rings_on && rings_want="rings on"
 [ $prc = 0 ] && grep -q "^repl_probe: ring_grant: $rings_want, 0 unexpected" "$logs/probe-ring_grant.out" &&
   pass "RING_GRANT refusals ($rings_want): $(grep -c ': reply ' "$logs/probe-ring_grant.out") requests answered as they must be" ||
   fail "RING_GRANT refusals ($rings_want)" "rc $prc: $(grep -E 'UNEXPECTED|rings|Setup|probe:' "$logs/probe-ring_grant.out" | tail -4)"
@@ -328,7 +333,7 @@ start_server "$rm_i" "$cl" || fail "server $rm_i back after the remove"
 
 fi
 
-if want ringloss && [[ " ${RKV_REPL_SERVER_FLAGS:-} " == *" --replication_rings "* ]]; then
+if want ringloss && rings_on; then
 # 6a. with log rings: a backup that refused a ring record after its primary was told it was
 # placed (repl_probe ring_loss: a REPLICATE forged at the primary's next number, then a PUT of
 # "acked") may lack an acknowledged write. It marks the slot, reports it (NAME/ringloss/), the
@@ -371,7 +376,7 @@ full "$cl" 2 180 || fail "re-replication after the ring loss case" "$(cat "$logs
 
 fi
 
-if want ringroom && [[ " ${RKV_REPL_SERVER_FLAGS:-} " == *" --replication_rings "* ]]; then
+if want ringroom && rings_on; then
 # 6b. with log rings: their capacity rule, end to end. Two 8 MiB servers (R=2) filled by
 # repl_fill until writes fail: past 7/8 of its table a backup revokes every ring
 # (repl_ring_headroom_revocations) and refuses new ones; every acknowledged value reads back.
@@ -415,7 +420,7 @@ if want r3; then
 # As after a real mid-write death, the primary writes nothing more to those two slots (the
 # load's keys avoid them): a write of the live primary's at the number the probe used would be
 # refused by the replica holding the forged one (a token holder's forgery, not a failure; with
-# --replication_rings that replica is then marked as lacking a write and never promoted).
+# log rings that replica is then marked as lacking a write and never promoted).
 cl3=etcd://127.0.0.1:2379/rep3
 ctl --server="$cl3" cluster init --slots=64 --replicas=3 > "$logs/init3.out" 2>&1 ||
   fail "cluster init --replicas=3" "$(cat "$logs/init3.out")"
