@@ -465,6 +465,8 @@ TEST(RingDrainer, OneWritersRingsAreBounded) {
   uint64_t id = 0;
   for (size_t i = 0; i < RingDrainer::kMaxRingsPerWriter; ++i)
     ASSERT_TRUE(d.Add(NewRing(3), &id).ok());
+  EXPECT_FALSE(d.Accepting(3));  // refused before a grant allocates anything
+  EXPECT_TRUE(d.Accepting(4));
   const Status s = d.Add(NewRing(3), &id);
   EXPECT_EQ(s.code(), Code::kBusy);
   EXPECT_NE(s.message().find("server 3"), std::string::npos) << s.message();
@@ -495,7 +497,7 @@ TEST(RingDrainer, WithoutHeadroomRingsAreRefusedAndRevoked) {
   ASSERT_TRUE(d.Add(std::move(ring), &id).ok());
   ASSERT_TRUE(w.Place(1, "a-1", "v"));
   room = false;
-  EXPECT_FALSE(d.Accepting());
+  EXPECT_FALSE(d.Accepting(3));
   EXPECT_EQ(d.Add(NewRing(4), &id).code(), Code::kUnavailable);
   EXPECT_EQ(asked_bytes.load(), 2 * kRingBytes);  // the held ring's and the asked one's
   d.Start();
@@ -503,7 +505,7 @@ TEST(RingDrainer, WithoutHeadroomRingsAreRefusedAndRevoked) {
   while (d.rings() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   room = true;  // room again: rings are granted again
-  EXPECT_TRUE(d.Accepting());
+  EXPECT_TRUE(d.Accepting(3));
   d.Stop();
   EXPECT_EQ(d.rings(), 0u);
   EXPECT_EQ(revoked, 1);

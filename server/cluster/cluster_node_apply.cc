@@ -132,6 +132,9 @@ void ClusterNode::Apply(const SlotMap& map) {
         ++promoted;
       } else {
         owners_->Set(slot, OwnerWord(map.epoch(), SlotState::kOwned));
+        // Gained from no replica (or an import): a mark a record set as the slot was released
+        // here (a forged one, applied while the release ran) is nothing of this replica's.
+        owners_->ClearRingLoss(slot);
         ++gained;
       }
     } else if (role > 0) {

@@ -74,6 +74,7 @@ class ReplicaRing {
     return waiting_ && now - waiting_since_ >= limit;
   }
   bool waiting() const { return waiting_; }
+  void EndWait() { waiting_ = false; }
   // Consumes the record the last Peek returned.
   void Consume();
   // Makes the NIC place nothing more (the revoker), then kRevoked. Idempotent.

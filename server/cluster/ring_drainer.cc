@@ -146,6 +146,7 @@ size_t RingDrainer::DrainLocked(uint32_t writer, size_t max) {
         continue;
       }
       if (o == Outcome::kWait) o = Outcome::kRefused;  // see ApplyFn
+      ring->EndWait();  // a head kept (tried again later) waits afresh
       if (o == Outcome::kKept) {
         if (ring->state() == ReplicaRing::State::kOpen) {
           kept_.fetch_add(1, std::memory_order_relaxed);
@@ -188,9 +189,12 @@ bool RingDrainer::HasRecords(uint32_t writer) {
   return false;
 }
 
-bool RingDrainer::Accepting() {
+bool RingDrainer::Accepting(uint32_t writer) {
   std::lock_guard<std::mutex> l(mu_);
+  const auto of_writer = std::count_if(rings_.begin(), rings_.end(),
+                                       [&](const auto& r) { return r.second->writer() == writer; });
   return !stop_ && !in_map_ && grants_ && rings_.size() < kMaxRings &&
+         size_t(of_writer) < kMaxRingsPerWriter &&
          (!headroom_ || headroom_(true, RingBytesLocked()));
 }
 

@@ -4,12 +4,16 @@
 // function, which checks it and applies it exactly as a REPLICATE that arrived then
 // (RpcExecutor's replication code) and says:
 //   kApplied  done (also a resend of the last number, taken without a change): consumed;
-//   kWait     not now (its slot's previous number is in another ring of the same writer, or
-//             its epoch is newer than this server's map): the ring waits, the others go on;
+//   kWait     not now (its slot's previous number is in another ring of the same writer, not
+//             read yet; or its BACKUP slot is freeing entries for a moment): the ring waits,
+//             the others go on. A head that waited kStuckHeadMs gets a last try (ApplyFn's
+//             last_try), where it must not wait again: refused (a kWait then counts so);
 //   kRefused  never (a record its writer could not validly have written): consumed, counted,
 //             and every ring of its writer revoked, so the writer's next WRITE fails and its
 //             writes go two-sided, where they are checked on arrival.
-//   kKept     not now, and its writer was told so (the table has no room: the record was
+//   kKept     not now (the apply function in this server marks and refuses instead: kept
+//             stays for other apply functions and the tests), and its writer was told so
+//             (the table has no room: the record was
 //             acknowledged already, so it is never dropped): the ring waits behind it, every
 //             ring of its writer is revoked (its writes go two-sided, where a refusal is
 //             precise), and it is tried again on every pass until it applies. Counted.
@@ -113,9 +117,9 @@ class RingDrainer {
   // (a writer that never stops cannot keep the caller here): before a two-sided REPLICATE
   // from it is checked.
   size_t DrainWriter(uint32_t writer);
-  // Whether Add would take a ring now (a hint for a grant: checked before the memory is
-  // allocated and registered; Add decides).
-  bool Accepting();
+  // Whether Add would take a ring of `writer` now (a hint for a grant: checked before the
+  // memory is allocated and registered, so a refusal costs nothing; Add decides).
+  bool Accepting(uint32_t writer);
   // True while a ring of `writer` holds a complete record not consumed yet (one waiting).
   bool HasRecords(uint32_t writer);
   // True while a revoked ring of `writer` (kAnyWriter: of anyone) is not freed yet (it holds a

@@ -55,7 +55,16 @@ bool RingLossReporter::Check() {
   } else {
     std::string value;
     s = r.Encode(&value);
-    if (s.ok()) s = o_.etcd->Put(key, value, lease);
+    // A refresh reads first and puts only when the record is gone or differs (a put would
+    // wake the coordinator's watch of the prefix every time).
+    bool same = false;
+    if (s.ok() && in_etcd_ && gen == put_gen_ && lease == put_lease_) {
+      bool found = false;
+      EtcdKv kv;
+      s = o_.etcd->Get(key, &found, &kv, nullptr);
+      same = s.ok() && found && kv.value == value && kv.lease == lease;
+    }
+    if (s.ok() && !same) s = o_.etcd->Put(key, value, lease);
   }
   if (!s.ok()) {
     failures_.fetch_add(1);

@@ -11,10 +11,11 @@
 // deletes the key when no slot is marked. The coordinator then takes this server out of those
 // slots' replicas (common/cluster/replica_plan.h, DropRingLossReplicas); the map that drops it
 // releases the slot here, which clears the mark, and the next put (or the delete) says so; a
-// slot copied here afresh is cleared the same way. While slots are marked the record is put
-// again every kRefreshMs even without a change (one etcd call; so a record deleted by
-// someone else, or lost to an etcd restored from an older snapshot, comes back). A failed etcd
-// call is tried again after kRetryMs.
+// slot copied here afresh is cleared the same way. While slots are marked the record is read
+// every kRefreshMs even without a change, and put again if it is gone or differs (so a record
+// deleted by someone else, or lost to an etcd restored from an older snapshot, comes back; a
+// read does not wake the coordinator's watch as a put would). A failed etcd call is tried
+// again after kRetryMs.
 // Thread safety: reports() and failures() from any thread. Ownership: borrows the EtcdClient
 // and the OwnershipTable (both outlive it); the functions it is given must stay callable until
 // it is destroyed; owns its thread, stopped by the destructor once its current etcd call

@@ -118,6 +118,13 @@ void ReplicaFastPath::AdoptLinks() {
       continue;
     }
     link->last_used = Clock::now();
+    int& retry_ms = ring_retry_ms_.try_emplace(link->backup, kRingRetryMs).first->second;
+    if (link->ring != nullptr) {
+      retry_ms = kRingRetryMs;  // granted: the next refusal waits the least again
+    } else if (link->ring_refused) {
+      link->ring_retry = link->last_used + std::chrono::milliseconds(retry_ms);
+      retry_ms = std::min(retry_ms * 2, kRingRetryMaxMs);
+    }
     pool.push_back(std::move(link));
   }
 }
@@ -126,16 +133,27 @@ void ReplicaFastPath::Tick() {
   if (has_ready_.load(std::memory_order_acquire)) AdoptLinks();
   const Clock::time_point now = Clock::now();
   const auto idle_before = now - std::chrono::milliseconds(kIdleMs);
-  for (auto& [backup, pool] : links_)
+  for (auto& [backup, pool] : links_) {
+    // At most one link per backup closed for a ring's sake per second (none while a link
+    // to it is being made): the others carry the writes meanwhile.
+    auto asked = connecting_.find(backup);
+    Clock::time_point& next_drop = ring_next_drop_[backup];
+    bool retry_one = (asked == connecting_.end() || asked->second == 0) && next_drop <= now;
     for (size_t i = 0; i < pool.size();) {
       Link* l = pool[i].get();
-      const bool retry_ring = l->ring_retry != Clock::time_point{} && l->ring_retry <= now;
+      const bool retry_ring =
+          retry_one && l->ring_retry != Clock::time_point{} && l->ring_retry <= now;
       if (l->flight == nullptr && (l->last_used < idle_before || retry_ring)) {
+        if (retry_ring) {
+          retry_one = false;
+          next_drop = now + std::chrono::seconds(1);
+        }
         DropLink(l);  // erases pool[i]
       } else {
         ++i;
       }
     }
+  }
 }
 
 void ReplicaFastPath::DropLink(Link* l) {
@@ -398,8 +416,8 @@ void ReplicaFastPath::ConnectorLoop() {
         // Refused for now (no headroom, a map being applied, the writer's bound, an epoch
         // not yet applied there): a later link asks again. Malformed or never: not asked.
         const Code k = g.code();
-        if (k != Code::kInvalidArgument && k != Code::kBadRequest && k != Code::kProtocolError)
-          link->ring_retry = Clock::now() + std::chrono::milliseconds(kRingRetryMs);
+        link->ring_refused =
+            k != Code::kInvalidArgument && k != Code::kBadRequest && k != Code::kProtocolError;
       }
     }
     if (s.ok()) {

@@ -21,8 +21,11 @@
 // connector thread (connect and OPEN block) when a write found none idle, and given to the
 // worker (AdoptLinks); a backup whose connect failed is not asked again for kBackoffMs. A
 // link whose transport failed, or whose reply is overdue, is dropped (a late reply dies with
-// it), and one idle for kIdleMs is closed (a backup that left the map); the connector destroys
-// them (disconnects block).
+// it), one idle for kIdleMs is closed (a backup that left the map), and one whose backup
+// refused it a log ring for now is closed when free kRingRetryMs later (doubling while that
+// backup keeps refusing; one such link per backup per second), so that the link made in its
+// place asks again (rings come back after a headroom revocation); the connector destroys them
+// (disconnects block).
 // Bounds: kMaxInFlight writes per worker between BeginFast and their end, those handed to the
 // helpers included; helper threads are started on demand, at most kMaxInFlight; the
 // connector's queue holds at most one connect per backup and the links dropped.
@@ -72,8 +75,11 @@ class ReplicaFastPath {
   static constexpr int kBackoffMs = 1000;
   static constexpr int kIdleMs = 10000;
   // A link whose backup refused it a ring for now (no headroom, a map being applied, its
-  // writer's bound): closed once free after this long, so that its replacement asks again.
+  // writer's bound): closed once free after this long, so that its replacement asks again;
+  // doubled for each such refusal from that backup in a row, up to kRingRetryMaxMs (a backup
+  // that stays full is asked every few minutes), and one link per backup at a time.
   static constexpr int kRingRetryMs = 10000;
+  static constexpr int kRingRetryMaxMs = 320000;
   using Clock = std::chrono::steady_clock;
   // Any thread: hands a reply to the connection's worker (Worker::Reply).
   using ReplyFn = std::function<void(std::shared_ptr<Conn>, std::string)>;
@@ -118,8 +124,9 @@ class ReplicaFastPath {
     Clock::time_point last_used;
     std::unique_ptr<RingLink> ring;  // the backup's log ring for it (null: none)
     bool ring_flight = false;        // its write went to the ring (no reply comes)
-    // Refused a ring for now: closed once free after this (its replacement asks again).
-    // Unset: never (it has one, rings are off, or the backup takes none at all).
+    bool ring_refused = false;       // refused a ring for now (set by the connector)
+    // Then: closed once free after this (its replacement asks again). Unset: never (it has
+    // one, rings are off, or the backup takes none at all).
     Clock::time_point ring_retry{};
   };
   struct Flight {
@@ -164,6 +171,8 @@ class ReplicaFastPath {
   std::map<uint32_t, std::vector<std::unique_ptr<Link>>> links_;
   std::map<uint32_t, int> connecting_;             // connects asked for and not yet back
   std::map<uint32_t, Clock::time_point> backoff_;  // no connect before
+  std::map<uint32_t, int> ring_retry_ms_;          // the next ring refusal's wait, per backup
+  std::map<uint32_t, Clock::time_point> ring_next_drop_;  // no link closed for a ring before
   std::vector<std::unique_ptr<Flight>> flights_;
   std::atomic<size_t> handed_{0};  // handed to the helpers and not yet ended
   // Shared with the helpers and the connector.

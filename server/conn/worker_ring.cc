@@ -55,7 +55,7 @@ Status Worker::GrantRing(const std::shared_ptr<Conn>& c, const wire::Request& re
     return Status(Code::kInvalidArgument, "RING_GRANT: malformed request");
   if (c->w.ring_id != 0)
     return Status(Code::kInvalidArgument, "RING_GRANT: this connection holds a log ring already");
-  if (!env_.rings->Accepting())  // before any memory is allocated or registered
+  if (!env_.rings->Accepting(g.writer_id))  // before any memory is allocated or registered
     return Status(Code::kUnavailable, "RING_GRANT: this backup takes no log ring now");
   if (env_.replicate_sender) {  // the writer must come from where the map places it
     uint32_t peer = 0;

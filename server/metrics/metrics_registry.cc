@@ -172,7 +172,7 @@ const Mapping kMappings[] = {
      "Replication: log ring records this backup had no room for, kept and tried again."},
     {"repl_ring_waits", "rkv_replication_ring_waits_total", kC,
      "Replication: log ring records that waited for their slot's previous write (placed in "
-     "another ring, read later) before they were applied."},
+     "another ring, read later): applied later, or refused after 5 s."},
     {"repl_rings", "rkv_replication_rings", kG, "Replication: log rings this backup holds now."},
     {"repl_ring_headroom_revocations", "rkv_replication_ring_headroom_revocations_total", kC,
      "Replication: times this backup revoked every log ring because its table passed 7/8 of "

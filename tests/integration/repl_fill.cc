@@ -5,11 +5,12 @@
 // PUTs keys fill-0, fill-1, ... (values of value_size bytes, each naming its key) until `keys`
 // or until 40 PUTs in a row failed; with --pause_file, creates F then and waits (up to 15
 // minutes) until F is gone (the caller rebalances the full cluster meanwhile); then DELETEs
-// every key whose PUT's outcome was unknown (TIMEOUT) and every fifth (--delete_every) acknowledged
-// key, PUTs a small value to a new key of each slot (--then_write_ms: and rewrites them that long),
-// and reads every key back. The rules (server/cluster/replicator.h): a write no replica could take
-// fails TABLE_FULL (as a single server's would), never UNAVAILABLE (a slot blocked by an earlier
-// write) or CONNECTION_LOST; a write the backups applied but the primary's table could not take is
+// every key whose PUT's outcome was unknown (TIMEOUT) and every fifth (--delete_every)
+// acknowledged key, PUTs a small value to a new key of each slot (--then_write_ms: and rewrites
+// them that long, or until --stop_file exists), and reads every key back.
+// The rules (server/cluster/replicator.h): a write no replica could take fails TABLE_FULL (as
+// a single server's would), never UNAVAILABLE (a slot blocked by an earlier write) or
+// CONNECTION_LOST; a write the backups applied but the primary's table could not take is
 // TIMEOUT (kept) and a DELETE of its key then succeeds (it supersedes the kept write); an
 // acknowledged value reads back; a deleted key reads NOT_FOUND.
 // Prints a summary line `repl_fill: ...`; exit 0 when every rule held, 1 otherwise, 2 on a
@@ -33,6 +34,7 @@ DEFINE_int32(keys, 4000, "PUTs at most");
 DEFINE_string(pause_file, "", "after the PUTs, create this file and wait until it is gone");
 DEFINE_int32(delete_every, 5, "then DELETE every Nth acknowledged key (1: every one)");
 DEFINE_int32(then_write_ms, 0, "after the small PUTs, keep rewriting them for this long");
+DEFINE_string(stop_file, "", "with --then_write_ms: stop rewriting early once this file exists");
 
 namespace {
 std::string ValueOf(const std::string& key, size_t n) {
@@ -135,7 +137,8 @@ int main(int argc, char** argv) {
   int rewrites = 0;
   const auto write_until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(FLAGS_then_write_ms);
-  while (FLAGS_then_write_ms > 0 && std::chrono::steady_clock::now() < write_until) {
+  while (FLAGS_then_write_ms > 0 && std::chrono::steady_clock::now() < write_until &&
+         (FLAGS_stop_file.empty() || access(FLAGS_stop_file.c_str(), F_OK) != 0)) {
     const std::string key = "small-" + std::to_string(rewrites % 50);
     const std::string value = "r" + std::to_string(rewrites) + key;
     s = c->Put(key, value);

@@ -23,7 +23,7 @@
 #    failed over (its live backups kept, resynced by the promoted server: checked with two
 #    slots left differing by repl_probe): nothing acknowledged is lost;
 #  - a full replica (repl_fill); with log rings, a backup past 7/8 of its table revokes them,
-#    and with room again rings are granted again on the same connections (ringroom);
+#    and with room again rings are granted again to the same writers (ringroom);
 #  - `cluster rebalance` onto a fourth server under lin_load: even shares of replicas and
 #    primaries, nothing lost, linearizable; a new server killed during a rebalance onto it; the
 #    coordinator killed during one (another carries the request, no slot stays IMPORTING);
@@ -109,8 +109,7 @@ stat_of() {  # stat_of I NAME
 want() { [ -z "${RKV_REPL_SECTIONS:-}" ] || [[ ",$RKV_REPL_SECTIONS," == *",$1,"* ]]; }
 # Log rings (kvserver --replication_rings, on by default) unless the flags turn them off.
 rings_on() {
-  [[ " ${RKV_REPL_SERVER_FLAGS:-} " != *" --replication_rings=false "* &&
-     " ${RKV_REPL_SERVER_FLAGS:-} " != *" --noreplication_rings "* ]]
+  ! [[ " ${RKV_REPL_SERVER_FLAGS:-} " =~ [[:space:]]--?(noreplication_rings|replication_rings=(false|f|no|n|0))[[:space:]] ]]
 }
 
 cl=etcd://127.0.0.1:2379/rep
@@ -393,11 +392,20 @@ ctl --server="$clr" cluster rebalance > "$logs/rebalancer.out" 2>&1
 full "$clr" 2 30 || fail "ring room: placement" "$(cat "$logs/status.now")"
 rsum() { local t=0 v i; for i in 8 9; do v=$(stat_of "$i" "$1"); t=$((t + ${v:-0})); done; echo $t; }
 "$build/repl_fill" --cluster="$clr" --pause_file="$logs/fillr.pause" --delete_every=1 \
-  --then_write_ms=30000 > "$logs/fillr.out" 2>&1 &
+  --then_write_ms=400000 --stop_file="$logs/fillr.stop" > "$logs/fillr.out" 2>&1 &
 fpid=$!
 for _ in $(seq 3000); do [ -e "$logs/fillr.pause" ] || ! kill -0 $fpid 2>/dev/null && break; sleep 0.2; done
 g1=$(rsum repl_ring_grants); w1=$(rsum repl_ring_writes); hr=$(rsum repl_ring_headroom_revocations)
 rm -f "$logs/fillr.pause"
+# The rewrites go on until rings carry writes again (a refused link asks again after 10 s,
+# doubling with each refusal in a row: well within the 400 s the rewrites last at most).
+for _ in $(seq 200); do
+  kill -0 $fpid 2>/dev/null || break
+  g2=$(rsum repl_ring_grants); w2=$(rsum repl_ring_writes)
+  [ "$g2" -gt "$g1" ] && [ "$w2" -gt $((w1 + 100)) ] && break
+  sleep 2
+done
+touch "$logs/fillr.stop"
 wait $fpid; frc=$?
 g2=$(rsum repl_ring_grants); w2=$(rsum repl_ring_writes)
 [ $frc = 0 ] && [ "$g1" -gt 0 ] && [ "$hr" -gt 0 ] &&

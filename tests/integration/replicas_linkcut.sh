@@ -14,6 +14,7 @@
 # and deletes its report.
 # A whole host cut off (its cable pulled: a primary, a backup and the coordinator at once) is
 # tests/integration/replicas_partition.sh, in the four-host sandbox.
+# RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings=false).
 # One "[case PASS|FAIL] replicas-linkcut: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas_linkcut.sh BUILD_DIR}" && pwd) || exit 2
@@ -58,7 +59,7 @@ ctl --server="$cl" cluster init --slots=128 --replicas=2 > "$logs/init.out" 2>&1
 # gets nothing: every slot has its two replicas).
 start_local() {  # start_local I
   "$build/kvserver" --listen="${saddr[$1]}:${sport[$1]}" --memory=32M --allow_unauthenticated \
-    --cluster="$cl" >> "$logs/server$1.log" 2>&1 &
+    --cluster="$cl" ${RKV_REPL_SERVER_FLAGS:-} >> "$logs/server$1.log" 2>&1 &
   pids+=($!)
   spid[$1]=$!
   up "$1" || fail "server $1 started" "$(tail -5 "$logs/server$1.log")"
@@ -73,7 +74,7 @@ else
 fi
 tools/sandbox-peer spawn --timeout 1200 sh -c "exec '$build/kvserver' \
   --listen=$peer:${sport[2]} --memory=32M --allow_unauthenticated --cluster=$cl \
-  >> '$logs/server2.log' 2>&1" > /dev/null
+  ${RKV_REPL_SERVER_FLAGS:-} >> '$logs/server2.log' 2>&1" > /dev/null
 up 2 || fail "server 2 (host B) started" "$(tail -5 "$logs/server2.log")"
 wait_status "$cl" "server [0-9]+ [^ ]+:${sport[2]} live slots 0 backups 0" 30 ||
   fail "server 2 (host B) registered, holding nothing" "$(cat "$logs/status.now")"

@@ -19,7 +19,7 @@
 #  - over the whole run: linearizable (checker), every acknowledged write there and every
 #    acknowledged delete still deleted, the longest stretches without a successful write and
 #    read reported.
-# RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings).
+# RKV_REPL_SERVER_FLAGS: more kvserver flags for every server (e.g. --replication_rings=false).
 # One "[case PASS|FAIL] replicas-partition: ..." line per case; exit 1 if any failed.
 set -uo pipefail
 build=$(cd "${1:?usage: replicas_partition.sh BUILD_DIR}" && pwd) || exit 2
