@@ -147,7 +147,12 @@ int RingLoss(const rkv::cluster::SlotMap& map) {
   const rkv::cluster::ServerEntry& b = *map.Owner(slot, 1);
   std::unique_ptr<rkv::Client> cl;
   rkv::Status s = rkv::Client::Connect(FLAGS_cluster, rkv::Options(), &cl);
-  if (s.ok()) s = cl->Put(k, "v1");
+  // Several writes first: a two-sided one makes the primary's link read the backup's ring
+  // control block (its applied epoch), so the write after the forgery can go to the ring.
+  for (int i = 0; i < 10 && s.ok(); ++i) {
+    s = cl->Put(k, "v1");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   if (!s.ok()) return Setup("writing through the cluster", s);
   s = ForgeNext(map, p, b, k, "forged");
   if (!s.ok()) return Setup("forging K's write to B", s);
