@@ -25,12 +25,8 @@ class RingLossReporterTest : public ::testing::Test {
  protected:
   RingLossReporterTest() : words_(16, 0), owners_(words_.data(), 16, 0x77) {}
   void SetUp() override {
-    EtcdSettings s = etcd_test::Settings();
-    if (s.endpoints.empty()) GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
-    ASSERT_TRUE(EtcdClient::Open(s, &etcd_).ok());
+    ASSERT_TRUE(etcd_test::OpenForTest(&etcd_, &o_.cluster));
     o_.etcd = etcd_.get();
-    o_.cluster.endpoints = s.endpoints;
-    o_.cluster.name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     o_.owners = &owners_;
     o_.my_id = 7;
     int64_t lease = 0;

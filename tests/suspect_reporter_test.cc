@@ -25,12 +25,8 @@ namespace {
 class SuspectReporterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    EtcdSettings s = etcd_test::Settings();
-    if (s.endpoints.empty()) GTEST_FAIL() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
-    ASSERT_TRUE(EtcdClient::Open(s, &etcd_).ok());
+    ASSERT_TRUE(etcd_test::OpenForTest(&etcd_, &o_.cluster));
     o_.etcd = etcd_.get();
-    o_.cluster.endpoints = s.endpoints;
-    o_.cluster.name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
     int64_t lease = 0;
     ASSERT_TRUE(etcd_->GrantLease(30, &lease).ok());
     lease_.store(lease);

@@ -5,13 +5,17 @@
 #ifndef RKV_TESTS_ETCD_ETCD_TEST_ENV_H_
 #define RKV_TESTS_ETCD_ETCD_TEST_ENV_H_
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <cstdlib>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "common/cluster/cluster_address.h"
+#include "common/etcd/etcd_client.h"
 #include "common/etcd/etcd_transport.h"
 
 namespace rkv::etcd_test {
@@ -39,6 +43,20 @@ inline std::vector<pid_t> MemberPids() {
   for (const std::string& x : Split(p != nullptr ? p : "", ' '))
     pids.push_back(pid_t(std::stol(x)));
   return pids;
+}
+
+// A client of the test cluster in *etcd, and in *cluster its endpoints and a cluster name of
+// the running test's own (so each test has its own prefix).
+inline ::testing::AssertionResult OpenForTest(std::unique_ptr<EtcdClient>* etcd,
+                                              cluster::ClusterAddress* cluster) {
+  EtcdSettings s = Settings();
+  if (s.endpoints.empty())
+    return ::testing::AssertionFailure() << "RKV_ETCD_ENDPOINTS is not set (run etcd_client.sh)";
+  if (Status st = EtcdClient::Open(s, etcd); !st.ok())
+    return ::testing::AssertionFailure() << "EtcdClient::Open: " << st.ToString();
+  cluster->endpoints = s.endpoints;
+  cluster->name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace rkv::etcd_test
